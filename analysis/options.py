@@ -1,0 +1,55 @@
+"""Options that change what an analysis computes. The server's settings embed these.
+
+Everything here is part of the cache key (see `AnalysisOptions.cache_key`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class LaunchHint(BaseModel):
+    """What the user tells the model about a kernel's launch when the source does not fold to constants."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    grid: tuple[int, int, int] | int | None = Field(None, description="Blocks in the grid (x or (x, y, z)).")
+    block: tuple[int, int, int] | int | None = Field(None, description="Threads per block (x or (x, y, z)).")
+    dynamic_smem: int | None = Field(None, ge=0, description="Dynamic shared memory per block, bytes.")
+    trip_count: int | None = Field(None, ge=1, description="Trip count for the kernel's loops whose bound is not constant.")
+    values: dict[str, int] = Field(default_factory=dict,
+                                   description="Values of kernel parameters or variables, e.g. {\"n\": 16777216}.")
+
+
+class AnalysisOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    arch: str = Field("sm_90", description="Target architecture, e.g. sm_80, sm_90.")
+    device: str | None = Field(None, description="Named product for peaks and SM count (default: the arch's flagship).")
+    nvcc_path: str | None = Field(None, description="Explicit nvcc; otherwise compile_commands.json, PATH, CUDA_HOME, then the pip wheels.")
+    flags: tuple[str, ...] = Field((), description="Extra nvcc flags, e.g. [\"-O3\", \"-std=c++17\"].")
+    compile_commands: Path | None = Field(None, description="Path to compile_commands.json (file or its directory).")
+    arch_file: Path | None = Field(None, description="A TOML/JSON file overriding or adding device specs (empirical ceilings).")
+    launch_hints: dict[str, LaunchHint] = Field(default_factory=dict,
+                                                description="Per-kernel launch and trip-count hints, keyed by kernel name.")
+    default_trip_count: int = Field(64, ge=1, description="Trip count assumed for loops whose bound is unknown.")
+    l2_hit_rate: float | None = Field(None, ge=0.0, le=1.0,
+                                      description="Fraction of global loads served by L2 (default: derived from access pattern).")
+    emulate: bool = Field(True, description="Run the abstract emulator (modeled stall profile).")
+    compile_timeout_s: float = Field(120.0, gt=0, description="Stop a compile that takes longer than this.")
+
+    @field_validator("arch")
+    @classmethod
+    def _arch_form(cls, v: str) -> str:
+        v = v.strip()
+        digits = v[3:] if v.startswith("sm_") else v
+        if not digits.rstrip("af").isdigit():
+            raise ValueError(f"'{v}' is not an architecture like sm_90")
+        return v if v.startswith("sm_") else f"sm_{v}"
+
+    def cache_key(self, source_sha256: str, toolchain_version: str) -> str:
+        blob = f"{source_sha256}|{toolchain_version}|{self.model_dump_json()}"
+        return hashlib.sha256(blob.encode()).hexdigest()

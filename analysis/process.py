@@ -1,0 +1,122 @@
+"""Running external tools (nvcc, nvdisasm, ncu, a user's program) so they can always be stopped.
+
+Every child starts in its own process group, so cancelling or timing out kills the
+whole tree (nvcc forks cicc, ptxas and the host compiler) and leaves no orphans.
+Commands are argument lists and never go through a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class Cancelled(Exception):
+    """The analysis was superseded or cancelled by the user."""
+
+
+class ToolTimeout(Exception):
+    def __init__(self, argv: list[str], seconds: float):
+        super().__init__(f"{Path(argv[0]).name} did not finish within {seconds:g} s and was stopped")
+        self.argv = argv
+        self.seconds = seconds
+
+
+@dataclass
+class CancelToken:
+    """Shared between the scheduler (which cancels) and the pipeline (which checks and registers children)."""
+
+    _event: threading.Event = field(default_factory=threading.Event)
+    _children: set[subprocess.Popen] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def cancel(self) -> None:
+        self._event.set()
+        with self._lock:
+            children = list(self._children)
+        for child in children:
+            kill_tree(child)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise Cancelled()
+
+    def _register(self, child: subprocess.Popen) -> None:
+        with self._lock:
+            self._children.add(child)
+        if self._event.is_set():
+            kill_tree(child)
+
+    def _unregister(self, child: subprocess.Popen) -> None:
+        with self._lock:
+            self._children.discard(child)
+
+
+def kill_tree(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
+             timeout: float | None = None, cancel: CancelToken | None = None,
+             max_output: int = 64 * 1024 * 1024) -> ToolResult:
+    """Run argv to completion; raise Cancelled or ToolTimeout after killing its process group.
+
+    Output beyond `max_output` bytes per stream is dropped (a program that floods its
+    output must not exhaust the server's memory).
+    """
+    if cancel is not None:
+        cancel.check()
+    child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    if cancel is not None:
+        cancel._register(child)
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+
+    def pump(stream, sink: list[bytes]) -> None:
+        kept = 0
+        for chunk in iter(lambda: stream.read(65536), b""):
+            if kept < max_output:
+                sink.append(chunk[: max_output - kept])
+                kept += len(sink[-1])
+
+    readers = [threading.Thread(target=pump, args=(child.stdout, out_chunks), daemon=True),
+               threading.Thread(target=pump, args=(child.stderr, err_chunks), daemon=True)]
+    for r in readers:
+        r.start()
+    try:
+        child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_tree(child)
+        child.wait()
+        raise ToolTimeout(argv, timeout or 0.0) from None
+    finally:
+        # Grandchildren (e.g. a daemonised helper of the user's program) may outlive the leader.
+        kill_tree(child)
+        for r in readers:
+            r.join(timeout=5)
+        if cancel is not None:
+            cancel._unregister(child)
+    if cancel is not None and cancel.cancelled:
+        raise Cancelled()
+    return ToolResult(tuple(argv), child.returncode, b"".join(out_chunks).decode("utf-8", "replace"),
+                      b"".join(err_chunks).decode("utf-8", "replace"))

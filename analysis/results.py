@@ -1,0 +1,149 @@
+"""What one analysis of one file produces: the stable, documented result schema.
+
+`kernelscope analyze --json` prints `AnalysisResult.model_dump_json()`; the language
+server caches it and translates it to LSP; docs/json-schema.md is generated from it.
+Bump `SCHEMA_VERSION` on any incompatible change.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .advice import Advice
+from .profile import Assumption, LaunchConfig, Profile
+
+SCHEMA_VERSION = 1
+
+
+class Message(BaseModel):
+    """A compiler error/warning (source "nvcc") or a kernelscope note, on a line of the analysed file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    line: int | None  # 1-based
+    column: int | None  # 1-based, as compilers print it
+    severity: Literal["error", "warning", "note", "remark", "info"]
+    message: str
+    source: Literal["nvcc", "nvrtc", "ptxas", "kernelscope"] = "nvcc"
+    #: where the message really came from, when it was attributed to an #include line
+    origin: str | None = None
+
+
+class Resources(BaseModel):
+    """ptxas's resource report for one function (`-Xptxas -v`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    registers: int
+    barriers: int = 0
+    static_smem: int = 0
+    constant_bytes: int = 0
+    stack_frame: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    local_bytes: int = 0
+
+
+class OccupancyReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    block_size: int
+    active_blocks_per_sm: int
+    active_warps_per_sm: int
+    max_warps_per_sm: int
+    occupancy: float  # 0..1
+    limiter: str  # "warps", "registers", "shared_memory", "blocks", "block_size_invalid"
+
+
+class StaticFact(BaseModel):
+    """A fact read from SASS or source alone (no profile needed)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal[
+        "fp64_conversion", "fp64_math", "int_division", "noinline_call", "rolled_loop", "spill",
+        "local_memory", "uncoalesced_access", "bank_conflict",
+    ]
+    line: int
+    column: int | None = None  # 0-based character column of the culprit in the source, when known
+    end_column: int | None = None
+    detail: str
+    cause: str | None = None  # the source literal or call that causes it, e.g. "0.25" or "sqrt"
+    count: int = 1  # SASS instructions involved
+    trip_count: int | None = None  # for rolled loops, when constant
+
+
+class LineReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    line: int
+    share: float  # of the kernel's samples (Starlight Eq. 2), 0..1
+    samples: dict[str, float] = Field(default_factory=dict)  # by stall reason
+    instruction_mix: dict[str, int] = Field(default_factory=dict)  # by instruction class, static count
+    flops_per_execution: float = 0.0  # per thread, FMA = 2
+    bytes_per_execution: dict[str, float] = Field(default_factory=dict)  # per thread, by memory space
+    sass: tuple[str, ...] = ()  # "/*0x0090*/ LDG.E R2, desc[UR4][R2.64]"
+    static_cost: float = 0.0  # issue-cycle estimate without a profile, for ranking when none exists
+
+
+class KernelReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str  # demangled
+    mangled: str
+    line: int | None  # declaration line in the source
+    end_line: int | None
+    resources: Resources
+    launch: LaunchConfig | None
+    occupancy: OccupancyReport | None
+    instruction_mix: dict[str, int] = Field(default_factory=dict)
+    flops_per_thread: dict[str, float] = Field(default_factory=dict)
+    bytes_per_thread: dict[str, float] = Field(default_factory=dict)
+    facts: tuple[StaticFact, ...] = ()
+    lines: tuple[LineReport, ...] = ()
+    bound: Literal["memory", "compute", "latency"] | None = None
+    bottleneck: str | None = None  # the resource named by sensitivity analysis, e.g. "dram (throughput)"
+    roofline_fraction: float | None = None  # achieved / attainable at this intensity
+    predicted_duration_s: float | None = None
+    assumptions: tuple[Assumption, ...] = ()
+
+    def line_report(self, line: int) -> LineReport | None:
+        return next((lr for lr in self.lines if lr.line == line), None)
+
+
+class ToolchainInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    nvcc: str
+    nvdisasm: str | None
+    version: str
+    origin: str  # which search rule found it
+    frontend: Literal["nvcc", "nvrtc"] = "nvcc"
+
+
+class AnalysisResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    source: str  # absolute path
+    source_sha256: str
+    arch: str
+    device: str
+    flags: tuple[str, ...] = ()
+    toolchain: ToolchainInfo | None
+    compiled: bool  # False when no cubin could be produced
+    device_only: bool = False  # host code failed; kernels analysed from device code alone
+    messages: tuple[Message, ...] = ()
+    kernels: tuple[KernelReport, ...] = ()
+    advice: tuple[Advice, ...] = ()
+    profile: Profile | None = None
+    timings: dict[str, float] = Field(default_factory=dict)  # seconds per pipeline stage
+
+    def kernel(self, name: str) -> KernelReport | None:
+        return next((k for k in self.kernels if name in (k.name, k.mangled)), None)
+
+    def kernel_at(self, line: int) -> KernelReport | None:
+        return next((k for k in self.kernels if k.line and k.end_line and k.line <= line <= k.end_line), None)
