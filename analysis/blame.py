@@ -1,0 +1,443 @@
+"""GPA §IV instruction blamer: attribute each dependency stall to the instructions that cause it.
+
+A warp stalled on `long_scoreboard` at instruction j waits for some earlier instruction i
+(the load); the sample is j's, the blame is i's. For every stalled instruction j this module
+
+1. slices backward (intra-function, immediate sources only) through the operands j reads:
+   registers, predicates and the control-code barriers B0–B5, treated as *virtual registers*
+   (GPA Fig. 3): a write/read barrier set by i is a def of `B<n>`, a wait mask on j is a use;
+2. keeps searching past predicated defs until the union of their guards covers j's guard
+   (GPA Fig. 4, "predicated-definition coverage");
+3. prunes cold edges (GPA §IV): by opcode (memory stalls blame memory instructions, sync
+   stalls blame sync instructions), by dominator (an unpredicated instruction k between i and
+   j on every path reads the same operand: the stall would have shown at k), and by latency
+   (every path is longer, in instructions, than i's latency upper bound);
+4. apportions j's samples over the surviving incoming edges by GPA Eq. 1 (issue ratio ×
+   path ratio, the longer path getting less);
+5. classifies each edge (GPA Fig. 5): global/local/constant memory, shared memory,
+   arithmetic or write-after-read (WAR) execution dependency, and synchronization.
+
+Samples of other reasons (throttles, not selected, fetch, …) are caused by the instruction
+that shows them (GPA §IV) and stay there as `SelfBlame`.
+
+The module works on any `KernelProfile`, modeled or measured; it never looks at provenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .profile import KernelProfile, PCSample, StallReason
+from .sass import Instruction
+
+if TYPE_CHECKING:  # the program builder is optional for hand-built fragments
+    from .program import FunctionProgram
+
+# ---------------------------------------------------------------------------------------------
+# Opcode knowledge the blamer needs. Kept small and local: which pipe an instruction's result
+# comes back through decides which stall reason it can cause (Nsight Compute's warp-state
+# definitions: long scoreboard = L1TEX, short scoreboard = MIO, wait = fixed latency).
+# ---------------------------------------------------------------------------------------------
+
+#: Categories of GPA Fig. 5 (plus synchronization for barrier stalls).
+GLOBAL, LOCAL, CONSTANT = "global memory", "local memory", "constant memory"
+SHARED, ARITHMETIC, WAR, SYNC = "shared memory", "arithmetic", "WAR", "synchronization"
+MEMORY_CATEGORIES = frozenset({GLOBAL, LOCAL, CONSTANT})
+
+_TEXTURE = frozenset({"TEX", "TLD", "TLD4", "TMML", "TXD", "TXQ", "SULD", "SUST", "SUATOM", "SURED"})
+_SYNC = frozenset({"BAR", "SYNCS", "WARPSYNC", "BSYNC", "MEMBAR", "DEPBAR", "ERRBAR", "CCTL"})
+#: MIO-pipe producers (short scoreboard): special function unit, shuffles, special registers.
+_MIO = frozenset({"MUFU", "S2R", "SHFL", "MATCH", "REDUX", "POPC", "FLO", "BREV", "VOTEU",
+                  "LDSM", "STSM", "B2R", "R2B", "QSPC"})
+#: Conversions and FP64 run on the MIO pipe on consumer parts and fixed-latency pipes on
+#: HPC parts; they may explain either short-scoreboard or wait stalls.
+_EITHER = frozenset({"F2F", "F2I", "I2F", "I2I", "F2FP", "FRND", "DADD", "DMUL", "DFMA", "DSETP",
+                     "DMNMX", "DSET", "I2FP", "F2IP"})
+_CONTROL = frozenset({"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "KILL", "NOP", "BPT",
+                      "BSSY", "BREAK", "YIELD", "NANOSLEEP", "WARPGROUP"})
+
+#: Upper bounds of latency, in issue slots, for latency-based pruning (GPA §IV: "for variable
+#: latency instructions, we use their upper bounds … the TLB miss latency" — Jia et al. 2018
+#: measured L1 TLB misses beyond 1000 cycles on Volta; fixed-latency results need at most the
+#: 15-cycle stall count the control code can encode).
+LATENCY_BOUND = {"l1tex": 1024, "constant": 1024, "shared": 128, "mio": 128, "either": 128,
+                 "fixed": 15, "sync": 1024, "control": 15}
+
+
+def latency_class(ins: Instruction) -> str:
+    """Which return path an instruction's result takes: l1tex, constant, shared, mio, either, fixed, sync, control."""
+    op = ins.opcode
+    if op in _SYNC:
+        return "sync"
+    if op in _CONTROL:
+        return "control"
+    space = ins.memory_space
+    if op in _TEXTURE:
+        return "l1tex"
+    if space == "shared" or op in ("LDS", "STS", "ATOMS", "LDSM"):
+        return "shared"
+    if space == "constant" or op == "LDC":
+        return "constant"
+    if space in ("global", "local", "generic") or op in ("LDG", "STG", "LDL", "STL", "LD", "ST", "ATOM",
+                                                        "ATOMG", "RED", "LDGSTS", "UBLKCP", "UTMALDG"):
+        return "l1tex"
+    if op in _MIO:
+        return "mio"
+    if op in _EITHER:
+        return "either"
+    if ins.control is not None and ins.control.write_barrier is not None:
+        return "mio"  # ptxas gave it a scoreboard: variable latency whatever the opcode
+    return "fixed"
+
+
+def is_sync(ins: Instruction) -> bool:
+    return ins.opcode in _SYNC or "inter-warp-barrier" in ins.attributes
+
+
+#: Which latency classes may cause which dependency stall (GPA §IV, opcode-based pruning).
+_EXPLAINS: dict[StallReason, frozenset[str]] = {
+    StallReason.long_scoreboard: frozenset({"l1tex", "constant"}),
+    StallReason.short_scoreboard: frozenset({"shared", "mio", "either", "constant"}),
+    StallReason.wait: frozenset({"fixed", "either", "control"}),
+    StallReason.barrier: frozenset({"sync"}),
+}
+#: The stall reasons GPA attributes to other instructions; all others are self-caused.
+DEPENDENCY_STALLS = frozenset(_EXPLAINS)
+
+
+def category(ins: Instruction, war: bool = False) -> str:
+    """GPA Fig. 5 class of a dependency whose source is `ins`."""
+    if war:
+        return WAR
+    cls = latency_class(ins)
+    if cls == "sync":
+        return SYNC
+    if cls == "constant":
+        return CONSTANT
+    if cls == "shared":
+        return SHARED
+    if cls == "l1tex":
+        return LOCAL if ins.memory_space == "local" or ins.opcode in ("LDL", "STL") else GLOBAL
+    return ARITHMETIC
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlameEdge:
+    """A def → use pair with the samples of one stall reason at the use blamed on the def."""
+
+    def_index: int
+    use_index: int
+    def_pc: int
+    use_pc: int
+    def_line: int | None
+    use_line: int | None
+    def_opcode: str
+    use_opcode: str
+    operands: tuple[str, ...]  # what links them: "R4", "P0", "B1" (virtual barrier), "SYNC"
+    reason: StallReason
+    category: str
+    distance: int  # shortest path, in instructions from def to use (adjacent = 1)
+    path_length: int  # longest explored path; Eq. 1's path ratio uses it (GPA §IV heuristic 2)
+    samples: float  # blamed stall samples (Eq. 1)
+
+
+@dataclass(frozen=True)
+class PrunedEdge:
+    def_index: int
+    use_index: int
+    operand: str
+    reason: StallReason
+    rule: str  # "opcode", "dominator", "latency"
+
+
+@dataclass(frozen=True)
+class SelfBlame:
+    """Samples the stalled instruction causes itself (throttles, fetch, …) or that no edge explains."""
+
+    index: int
+    pc: int
+    line: int | None
+    opcode: str
+    reason: StallReason
+    samples: float
+    unexplained: bool = False  # a dependency stall whose source was not found (or all edges pruned)
+
+
+@dataclass(frozen=True)
+class BlameResult:
+    function: str
+    edges: tuple[BlameEdge, ...]
+    pruned: tuple[PrunedEdge, ...]
+    self_blame: tuple[SelfBlame, ...]
+    total_samples: float  # T of GPA §V-B: all samples of this function
+    active_samples: float  # A: issued (selected) samples
+    truncated_searches: int = 0  # slices that hit the exploration budget
+
+    @property
+    def stall_samples(self) -> float:
+        return self.total_samples - self.active_samples
+
+    def by_category(self) -> dict[str, float]:
+        acc: dict[str, float] = {}
+        for e in self.edges:
+            acc[e.category] = acc.get(e.category, 0.0) + e.samples
+        return acc
+
+    def blamed_on(self, index: int) -> float:
+        """Stall samples blamed on the instruction at `index` as a dependency source."""
+        return sum(e.samples for e in self.edges if e.def_index == index)
+
+    def edges_where(self, pred: Callable[[BlameEdge], bool]) -> tuple[BlameEdge, ...]:
+        return tuple(e for e in self.edges if pred(e))
+
+
+# ---------------------------------------------------------------------------------------------
+# Flow: instruction-level predecessors (intra-function; calls fall through)
+# ---------------------------------------------------------------------------------------------
+
+_UNCOND_END = frozenset({"EXIT", "RET", "KILL", "BRX", "JMX"})
+
+
+def instruction_predecessors(instrs: Sequence[Instruction]) -> tuple[tuple[int, ...], ...]:
+    """Predecessors of every instruction (by index) in the function's control-flow graph."""
+    by_pc = {ins.pc: ins.index for ins in instrs}
+    preds: list[list[int]] = [[] for _ in instrs]
+    for k, ins in enumerate(instrs):
+        uncond = ins.predicate is None
+        if ins.branch_target is not None and ins.opcode in ("BRA", "JMP", "BRX", "JMX"):
+            t = by_pc.get(ins.branch_target)
+            if t is not None:
+                preds[t].append(k)
+            falls = not uncond
+        else:
+            falls = not (uncond and ins.opcode in _UNCOND_END)
+        if falls and k + 1 < len(instrs):
+            preds[k + 1].append(k)
+    return tuple(tuple(p) for p in preds)
+
+
+# ---------------------------------------------------------------------------------------------
+# Predicate coverage (GPA Fig. 4)
+# ---------------------------------------------------------------------------------------------
+
+ALWAYS = "_"
+
+
+def _guard(pred: str | None) -> str:
+    return ALWAYS if pred in (None, "PT", "UPT") else pred
+
+
+def covers(union: frozenset[str], use_guard: str) -> bool:
+    """P contains p' iff p' ∈ P or _ ∈ P, where {p_i} ∪ {!p_i} = _ (GPA §IV)."""
+    if ALWAYS in union or use_guard in union:
+        return True
+    return any(p.startswith("!") and p[1:] in union for p in union)
+
+
+# ---------------------------------------------------------------------------------------------
+# Backward slicing
+# ---------------------------------------------------------------------------------------------
+
+
+def _barrier_defs(ins: Instruction) -> dict[str, bool]:
+    """Virtual barrier registers written by `ins`, each mapped to "is only a read barrier" (WAR)."""
+    c = ins.control
+    if c is None:
+        return {}
+    out: dict[str, bool] = {}
+    if c.read_barrier is not None:
+        out[f"B{c.read_barrier}"] = True
+    if c.write_barrier is not None:
+        out[f"B{c.write_barrier}"] = False
+    return out
+
+
+def _vdefs(ins: Instruction) -> set[str]:
+    return set(ins.defs) | set(_barrier_defs(ins)) | ({"SYNC"} if is_sync(ins) else set())
+
+
+def _vuses(ins: Instruction) -> set[str]:
+    waits = {f"B{b}" for b in ins.control.waits_on} if ins.control is not None else set()
+    return set(ins.uses) | waits
+
+
+@dataclass
+class _Found:
+    min_d: int
+    max_d: int
+    unshadowed: bool
+
+
+def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: int, operand: str,
+           max_dist: int, budget: int) -> tuple[dict[int, _Found], bool]:
+    """Immediate defs of `operand` reaching instruction `use`, over simple backward paths.
+
+    Each path stops at a def once the guards of the defs met on it cover the use's guard
+    (Fig. 4). A path that crossed an unpredicated reader of `operand` is "shadowed": defs found
+    only on shadowed paths are pruned by GPA's dominator rule. Returns (defs, truncated).
+    """
+    use_guard = _guard(instrs[use].predicate)
+    found: dict[int, _Found] = {}
+    on_path: set[int] = {use}
+    # stack entries: (index, distance, covered guards, shadowed) or the exit marker (-1 - index)
+    stack: list[tuple[int, int, frozenset[str], bool]] = [(p, 1, frozenset(), False) for p in preds[use]]
+    steps = 0
+    while stack:
+        x, d, covered, shadowed = stack.pop()
+        if x < 0:
+            on_path.discard(-1 - x)
+            continue
+        steps += 1
+        if steps > budget:
+            return found, True
+        if d > max_dist or x in on_path:
+            continue
+        ins = instrs[x]
+        if operand in _vdefs(ins):
+            f = found.get(x)
+            if f is None:
+                found[x] = _Found(d, d, not shadowed)
+            else:
+                f.min_d, f.max_d, f.unshadowed = min(f.min_d, d), max(f.max_d, d), f.unshadowed or not shadowed
+            covered = covered | {_guard(ins.predicate)}
+            if covers(covered, use_guard):
+                continue
+        elif ins.predicate is None and operand in _vuses(ins):
+            shadowed = True  # GPA dominator rule: k reads the operand unconditionally
+        on_path.add(x)
+        stack.append((-1 - x, 0, covered, shadowed))
+        stack.extend((p, d + 1, covered, shadowed) for p in preds[x])
+    return found, False
+
+
+# ---------------------------------------------------------------------------------------------
+# Apportioning (GPA Eq. 1)
+# ---------------------------------------------------------------------------------------------
+
+
+def apportion(samples: float, issue: Sequence[float], path_length: Sequence[int]) -> list[float]:
+    """GPA Eq. 1: S_i = R_i^path · R_i^issue / Σ_k R_k^path · R_k^issue × S_j.
+
+    R^issue is each source's share of issued samples (heuristic 1); R^path is inversely
+    proportional to the (longest) path length, so a longer path is blamed less (heuristic 2).
+    When no source has issue samples (sparse measured sampling), R^issue is uniform.
+    """
+    n = len(issue)
+    if n == 0:
+        return []
+    tot_issue = sum(issue)
+    r_issue = [i / tot_issue for i in issue] if tot_issue > 0 else [1.0 / n] * n
+    inv = [1.0 / max(1, p) for p in path_length]
+    r_path = [v / sum(inv) for v in inv]
+    weights = [a * b for a, b in zip(r_path, r_issue)]
+    tot = sum(weights)
+    if tot <= 0:
+        return [samples / n] * n
+    return [samples * w / tot for w in weights]
+
+
+# ---------------------------------------------------------------------------------------------
+# The blamer
+# ---------------------------------------------------------------------------------------------
+
+
+def _issued(s: PCSample | None) -> float:
+    if s is None:
+        return 0.0
+    if s.executed is not None:
+        return s.executed
+    return s.samples.get(StallReason.selected, 0.0)
+
+
+def blame_instructions(
+    instrs: Sequence[Instruction],
+    samples: Mapping[int, PCSample],
+    *,
+    function: str = "",
+    preds: Sequence[Sequence[int]] | None = None,
+    latency_bound: Callable[[Instruction], int] | None = None,
+    budget: int = 20000,
+) -> BlameResult:
+    """Blame the stall samples of one function's instructions (samples keyed by PC)."""
+    preds = preds if preds is not None else instruction_predecessors(instrs)
+    bound = latency_bound or (lambda ins: LATENCY_BOUND[latency_class(ins)])
+    # Slices stop a little past the largest bound present, so that latency-pruned edges are
+    # still seen (and reported) rather than silently missed.
+    max_dist = max(64, max((bound(i) for i in instrs), default=1) + 1)
+    edges: list[BlameEdge] = []
+    pruned: list[PrunedEdge] = []
+    selfs: list[SelfBlame] = []
+    truncated = 0
+    total = sum(s.total for s in samples.values())
+    active = sum(s.samples.get(StallReason.selected, 0.0) for s in samples.values())
+
+    for j, use in enumerate(instrs):
+        s = samples.get(use.pc)
+        if s is None:
+            continue
+        for reason, n in s.samples.items():
+            if n <= 0 or reason == StallReason.selected:
+                continue
+            if reason not in DEPENDENCY_STALLS or (reason == StallReason.barrier and is_sync(use)):
+                selfs.append(SelfBlame(j, use.pc, use.line, use.opcode, reason, n))
+                continue
+            operands = ("SYNC",) if reason == StallReason.barrier else tuple(sorted(_vuses(use)))
+            cands: dict[int, tuple[_Found, list[str], bool]] = {}  # def -> (found, operands, war)
+            for op in operands:
+                found, trunc = _slice(instrs, preds, j, op, max_dist, budget)
+                truncated += trunc
+                for i, f in found.items():
+                    war = op.startswith("B") and _barrier_defs(instrs[i]).get(op, False)
+                    if i in cands:
+                        g, ops, w = cands[i]
+                        g.min_d, g.max_d = min(g.min_d, f.min_d), max(g.max_d, f.max_d)
+                        g.unshadowed = g.unshadowed or f.unshadowed
+                        cands[i] = (g, ops + [op], w and war)
+                    else:
+                        cands[i] = (_Found(f.min_d, f.max_d, f.unshadowed), [op], war)
+            kept: list[tuple[int, _Found, list[str], bool]] = []
+            for i, (f, ops, war) in sorted(cands.items()):
+                d = instrs[i]
+                rule = None
+                if latency_class(d) not in _EXPLAINS[reason]:
+                    rule = "opcode"
+                elif not f.unshadowed:
+                    rule = "dominator"
+                elif f.min_d > bound(d):
+                    rule = "latency"
+                if rule:
+                    pruned.append(PrunedEdge(i, j, ops[0], reason, rule))
+                else:
+                    kept.append((i, f, ops, war))
+            if not kept:
+                selfs.append(SelfBlame(j, use.pc, use.line, use.opcode, reason, n, unexplained=True))
+                continue
+            shares = apportion(n, [_issued(samples.get(instrs[i].pc)) for i, *_ in kept],
+                               [f.max_d for _, f, _, _ in kept])
+            for (i, f, ops, war), share in zip(kept, shares):
+                d = instrs[i]
+                edges.append(BlameEdge(
+                    def_index=i, use_index=j, def_pc=d.pc, use_pc=use.pc, def_line=d.line, use_line=use.line,
+                    def_opcode=d.full_opcode, use_opcode=use.full_opcode, operands=tuple(ops), reason=reason,
+                    category=category(d, war), distance=f.min_d, path_length=f.max_d, samples=share))
+    return BlameResult(function=function, edges=tuple(edges), pruned=tuple(pruned), self_blame=tuple(selfs),
+                       total_samples=total, active_samples=active, truncated_searches=truncated)
+
+
+def function_samples(function: str, profile: KernelProfile) -> dict[int, PCSample]:
+    return {p.pc: p for p in profile.pcs if p.function == function}
+
+
+def blame(function: FunctionProgram, profile: KernelProfile, *,
+          latency_bound: Callable[[Instruction], int] | None = None) -> BlameResult:
+    """GPA §IV over one function of a program, with the samples `profile` has for it."""
+    instrs = function.sass.instructions
+    return blame_instructions(instrs, function_samples(function.mangled, profile), function=function.mangled,
+                              preds=instruction_predecessors(instrs), latency_bound=latency_bound)
