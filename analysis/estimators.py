@@ -1,0 +1,104 @@
+"""Performance estimators: how much an optimizer's match could gain (GPA §V-B, Starlight Eq. 2–4).
+
+Optimizers say *what* matched (samples, lines); estimators say *how much*. Each returns an
+`Estimate` that carries its formula and inputs, so a user can redo the arithmetic. All are
+pure functions of sample counts (GPA §II-A: T all samples, A active/issued samples, M matched
+samples), so modeled and measured profiles go through the same code.
+"""
+
+from __future__ import annotations
+
+from .advice import Estimate
+
+#: A cap that keeps estimates finite when a match covers (almost) every sample; no code change
+#: removes all of a kernel's time.
+MAX_SPEEDUP = 20.0
+
+
+def _finite(s: float) -> float:
+    return max(1.0, min(MAX_SPEEDUP, s))
+
+
+def stall_elimination(total: float, matched: float, fraction: float = 1.0) -> Estimate:
+    """GPA Eq. 2: S^e = T / (T − M), assuming the optimization removes the matched stalls.
+
+    `fraction` (default 1) is the share of M the change can remove when a pattern only
+    partly goes away (e.g. vectorizing 4 scalar loads into one removes 3/4 of their issue).
+    """
+    m = max(0.0, min(matched * fraction, total))
+    s = total / (total - m) if total > m else MAX_SPEEDUP
+    inputs = {"T": total, "M": matched}
+    if fraction != 1.0:
+        inputs["fraction"] = fraction
+    formula = "GPA Eq. 2: T/(T−M)" if fraction == 1.0 else "GPA Eq. 2: T/(T−f·M)"
+    return Estimate(speedup=_finite(s), formula=formula, inputs=inputs)
+
+
+def latency_hiding(total: float, matched_latency: float, active: float, *, scope: str | None = None) -> Estimate:
+    """GPA Eq. 4 (kernel scope) / Eq. 5 (loop or function scope): S^h = T / (T − min(A, M^L)).
+
+    Only issued work can fill stall slots, so the gain is bounded by the active samples of the
+    scope being rearranged (A summed over the scope and the scopes nested in it, Eq. 5).
+    Theorem V.1: at kernel scope the result is at most 2×.
+    """
+    hidden = max(0.0, min(active, matched_latency))
+    s = total / (total - hidden) if total > hidden else MAX_SPEEDUP
+    formula = "GPA Eq. 5: T/(T−min(ΣA_scope, M_L))" if scope else "GPA Eq. 4: T/(T−min(A, M_L))"
+    return Estimate(speedup=_finite(s), formula=formula, inputs={"T": total, "M_L": matched_latency, "A": active})
+
+
+def issue_rate(issue_ratio: float, warps: float) -> float:
+    """GPA Eq. 8/9: the chance a scheduler issues with W warps each issuing with probability R_I."""
+    r = max(0.0, min(1.0, issue_ratio))
+    return 1.0 - (1.0 - r) ** max(0.0, warps)
+
+
+def parallel(warps: float, new_warps: float, issue_ratio: float, factor: float = 1.0) -> Estimate:
+    """GPA Eq. 6–10: S^p = (1/C_W) · C_I · f with C_W = W_new/W and C_I = I_new/I.
+
+    W are active warps per scheduler. For block increase the same work is spread over more
+    schedulers (each gets C_W of it); thread increase keeps the work per scheduler and passes
+    f = C_W so that only the issue-rate change counts (as HPCToolkit's latency estimator does).
+    """
+    c_w = new_warps / warps if warps > 0 else 1.0
+    i_old, i_new = issue_rate(issue_ratio, warps), issue_rate(issue_ratio, new_warps)
+    c_i = i_new / i_old if i_old > 0 else 1.0
+    s = (1.0 / c_w) * c_i * factor if c_w > 0 else 1.0
+    return Estimate(speedup=_finite(s), formula="GPA Eq. 10: (1/C_W)·C_I·f, I = 1−(1−R_I)^W",
+                    inputs={"W": warps, "W_new": new_warps, "R_I": issue_ratio, "C_W": c_w, "C_I": c_i, "f": factor})
+
+
+def line_runtime_share(line_ops: float, line_stalls: float, total: float) -> float:
+    """Starlight Eq. 2: (N_op,l + N_stall,l) / Σ_i (N_op,i + N_stall,i), as a fraction (0..1)."""
+    return (line_ops + line_stalls) / total if total > 0 else 0.0
+
+
+def line_speedup(total: float, optype_stalls: float) -> Estimate:
+    """Starlight Eq. 3: Σ(N_op+N_stall) / (Σ(N_op+N_stall) − N_optype-stalls,l)."""
+    m = max(0.0, min(optype_stalls, total))
+    s = total / (total - m) if total > m else MAX_SPEEDUP
+    return Estimate(speedup=_finite(s), formula="Starlight Eq. 3: Σ(N_op+N_stall)/(Σ(N_op+N_stall)−N_stalls,l)",
+                    inputs={"total": total, "N_stalls_l": optype_stalls})
+
+
+def new_performance(speedup: float, performance: float) -> float:
+    """Starlight Eq. 4: new performance = speedup × original performance (same operation count)."""
+    return speedup * performance
+
+
+def modeled_ratio(duration: float, new_duration: float, what: str) -> Estimate:
+    """The emulator's what-if: the same kernel re-modeled with a changed launch (SAAKE §5)."""
+    s = duration / new_duration if new_duration > 0 else 1.0
+    return Estimate(speedup=_finite(s), formula=f"emulator what-if ({what}): T_now/T_new",
+                    inputs={"T_now_s": duration, "T_new_s": new_duration})
+
+
+def balanced_blocks(blocks: int, sms: int) -> Estimate:
+    """Block increase when blocks < SMs and nothing else is known: idle SMs could take work.
+
+    HPCToolkit's block-increase estimate: balanced = ⌈B/SMs⌉·SMs, speedup = balanced/B —
+    an upper bound that assumes the per-block work splits evenly.
+    """
+    bal = ((blocks - 1) // sms + 1) * sms if blocks > 0 else sms
+    return Estimate(speedup=_finite(bal / max(1, blocks)), formula="⌈B/SMs⌉·SMs / B (idle SMs)",
+                    inputs={"B": blocks, "SMs": sms})
