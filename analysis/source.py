@@ -1,0 +1,1516 @@
+"""Source structure of a `.cu` file, read from the tree-sitter-cuda syntax tree.
+
+Optimizers need to know what the programmer wrote (a kernel's parameters, a loop's
+`#pragma unroll`, a `0.25` without `f`, the `<<<grid, block>>>` a kernel is launched
+with) and where, so that advice lands on the right line and a code action can edit it.
+Everything here comes from the syntax tree, never from regexes over C++: comments,
+strings and macros would fool those. Integer constants are folded by a small evaluator
+over expression nodes (`_fold`), so `(n + threads - 1) / threads` becomes a number when
+`n` and `threads` are file constants or locals assigned once.
+
+Positions: lines are 1-based, columns 0-based in characters of the line (Python `str`
+indices); byte offsets are into the UTF-8 encoding of the text. The language server
+converts columns to UTF-16 itself.
+
+Anything inside an ERROR node is skipped, so broken or binary input yields a partial
+or empty model instead of an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from bisect import bisect_right
+from collections.abc import Callable
+from typing import Literal, Protocol
+
+import tree_sitter_cuda
+from pydantic import BaseModel, ConfigDict
+from tree_sitter import Language, Node, Parser
+
+from .profile import LaunchConfig
+
+_log = logging.getLogger(__name__)
+
+_LANGUAGE = Language(tree_sitter_cuda.language())
+# A Parser keeps per-parse state, and the server may parse from several threads.
+_PARSERS = threading.local()
+
+
+def _parser() -> Parser:
+    parser = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = Parser(_LANGUAGE)
+    return parser
+
+
+# ---------------------------------------------------------------------------- models
+
+
+class Position(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    line: int  # 1-based
+    col: int  # 0-based, in characters of the line
+
+
+class Span(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    start: Position
+    end: Position  # exclusive
+    start_byte: int
+    end_byte: int
+
+    @property
+    def first_line(self) -> int:
+        return self.start.line
+
+    @property
+    def last_line(self) -> int:
+        return self.end.line
+
+    def contains_line(self, line: int) -> bool:
+        return self.start.line <= line <= self.end.line
+
+
+class Parameter(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str  # "" for an unnamed parameter
+    type_text: str  # the declaration without the name, e.g. "const float* __restrict__"
+    span: Span
+    is_pointer: bool  # a pointer, or an array parameter (which decays to one)
+    is_restrict: bool  # the pointer itself is __restrict__
+    is_const_pointee: bool  # points to const data
+    restrict_insert: Position | None  # just after the `*`: insert " __restrict__" here
+    const_insert: Position  # start of the declaration: insert "const " here
+
+
+class LaunchBounds(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    args: tuple[str, ...]  # texts: maxThreadsPerBlock[, minBlocksPerMultiprocessor[, maxBlocksPerCluster]]
+    values: tuple[int | None, ...]  # folded where constant
+    span: Span
+
+    @property
+    def max_threads(self) -> int | None:
+        return self.values[0] if self.values else None
+
+    @property
+    def min_blocks(self) -> int | None:
+        return self.values[1] if len(self.values) > 1 else None
+
+
+FunctionKind = Literal["kernel", "device", "host"]
+
+
+class Function(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    kind: FunctionKind  # "device" includes __host__ __device__
+    qualifiers: tuple[str, ...]  # as written, e.g. ("static", "__device__", "__forceinline__")
+    inlining: Literal["noinline", "forceinline"] | None
+    span: Span  # the definition, from its first qualifier to the closing brace
+    name_span: Span
+    params: tuple[Parameter, ...]
+    launch_bounds: LaunchBounds | None
+    launch_bounds_insert: Position  # before the name: insert "__launch_bounds__(N) " here
+    body: Span | None
+    template_params: str | None  # "<int BS, typename T>" for a template
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.kind == "kernel"
+
+    @property
+    def is_device_code(self) -> bool:
+        return self.kind != "host"
+
+    def param(self, name: str) -> Parameter | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+class UnrollPragma(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    line: int
+    text: str  # the pragma's argument, e.g. "unroll 4"
+    factor_text: str  # "" for a bare `#pragma unroll`
+    factor: int | None  # None when bare or not a constant
+
+    @property
+    def is_bare(self) -> bool:
+        return self.factor_text == ""
+
+    @property
+    def is_rolled(self) -> bool:
+        # `#pragma unroll 1` is how CUDA code asks for a loop not to be unrolled.
+        return self.factor == 1
+
+
+LoopKind = Literal["for", "range_for", "while", "do"]
+
+
+class Loop(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    index: int  # position in SourceModel.loops
+    kind: LoopKind
+    span: Span
+    header_line: int  # line of the `for`/`while`/`do` keyword
+    condition_line: int | None  # where the exit test is written (the `while` of a do loop)
+    body: Span | None
+    function: str | None
+    depth: int  # 1 for an outermost loop of its function
+    parent: int | None  # index of the enclosing loop
+    unroll: UnrollPragma | None  # a `#pragma unroll` written just before the loop
+    induction_var: str | None  # for `for` loops of the simple counted form
+    bound_text: str | None  # the other side of the exit comparison, e.g. "N" or "n"
+    trip_count: int | None  # constant trip count, when the header folds
+
+
+class FloatLiteral(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    span: Span
+    suffix: Literal["", "f", "l"]  # lower-cased; "" is a double
+    value: float | None
+    function: str | None
+
+    @property
+    def has_f_suffix(self) -> bool:
+        return self.suffix == "f"
+
+    @property
+    def is_double(self) -> bool:
+        return self.suffix == ""
+
+    @property
+    def line(self) -> int:
+        return self.span.start.line
+
+    @property
+    def col_start(self) -> int:
+        return self.span.start.col
+
+    @property
+    def col_end(self) -> int:
+        return self.span.end.col
+
+
+class Call(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    callee: str  # as written without template arguments: "pow", "std::sqrt", "helper"
+    span: Span
+    callee_span: Span
+    arg_count: int
+    args: tuple[str, ...]
+    function: str  # the device function or kernel containing the call
+
+
+class SharedDecl(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    type_text: str  # element type, e.g. "float", "unsigned char"
+    dims: tuple[str, ...]  # one text per [], outermost first; "" for `[]`
+    dim_values: tuple[int | None, ...]
+    is_extern: bool  # `extern __shared__`: sized at launch (dynamic shared memory)
+    bytes: int | None  # static size, when the element type and every dim are known
+    span: Span
+    function: str | None
+
+    @property
+    def line(self) -> int:
+        return self.span.start.line
+
+    @property
+    def dims_text(self) -> str:
+        return "".join(f"[{d}]" for d in self.dims)
+
+
+class LaunchConfigArg(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    dims: tuple[int, int, int] | None  # folded x, y, z (an integer is (v, 1, 1))
+    span: Span
+
+    @property
+    def value(self) -> int | None:
+        """The folded total: x*y*z for a dim3, the integer itself otherwise."""
+        if self.dims is None:
+            return None
+        return self.dims[0] * self.dims[1] * self.dims[2]
+
+
+class LaunchSite(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kernel: str  # without template arguments
+    kernel_text: str  # as written, e.g. "reduce<256>"
+    span: Span
+    name_span: Span
+    config: tuple[LaunchConfigArg, ...]  # grid, block[, smem[, stream]]
+    args: tuple[str, ...]
+    function: str | None
+
+    @property
+    def line(self) -> int:
+        return self.span.start.line
+
+    @property
+    def col(self) -> int:
+        return self.span.start.col
+
+    def _config(self, i: int) -> LaunchConfigArg | None:
+        return self.config[i] if len(self.config) > i else None
+
+    @property
+    def grid(self) -> LaunchConfigArg | None:
+        return self._config(0)
+
+    @property
+    def block(self) -> LaunchConfigArg | None:
+        return self._config(1)
+
+    @property
+    def shared_mem(self) -> LaunchConfigArg | None:
+        return self._config(2)
+
+    @property
+    def stream(self) -> LaunchConfigArg | None:
+        return self._config(3)
+
+    def launch_config(self) -> LaunchConfig | None:
+        """The launch as the profile models it, when grid, block and smem all fold."""
+        grid, block, smem = self.grid, self.block, self.shared_mem
+        if grid is None or block is None or grid.dims is None or block.dims is None:
+            return None
+        dynamic = 0 if smem is None else smem.value
+        if dynamic is None:
+            return None
+        return LaunchConfig(grid=grid.dims, block=block.dims, dynamic_smem=dynamic)
+
+
+class Pragma(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    line: int
+    text: str  # after `#pragma`, e.g. "unroll 4"
+    span: Span
+    function: str | None
+
+
+class AnnotationValue(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    text: str
+    value: int | None  # folded over the file's constants
+
+
+class Annotation(BaseModel):
+    """`// kernelscope: grid=4096 block=256 n=1<<24`: facts the user states for the analysis."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: int
+    span: Span
+    entries: tuple[AnnotationValue, ...]
+    function: str | None  # the function the comment is in, else the next one defined
+
+    def get(self, key: str) -> AnnotationValue | None:
+        return next((e for e in self.entries if e.key == key), None)
+
+    def value(self, key: str) -> int | None:
+        entry = self.get(key)
+        return None if entry is None else entry.value
+
+
+class Include(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    line: int
+    path: str  # without quotes or angle brackets
+    is_system: bool  # `<...>`
+    span: Span
+
+
+class Constant(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    value: int
+
+
+class SourceModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    functions: tuple[Function, ...] = ()  # every definition in the file, host ones too
+    loops: tuple[Loop, ...] = ()
+    literals: tuple[FloatLiteral, ...] = ()  # floating literals anywhere in the file
+    calls: tuple[Call, ...] = ()  # calls in device code, kernel launches excluded
+    shared_decls: tuple[SharedDecl, ...] = ()
+    launch_sites: tuple[LaunchSite, ...] = ()
+    pragmas: tuple[Pragma, ...] = ()
+    annotations: tuple[Annotation, ...] = ()
+    includes: tuple[Include, ...] = ()
+    constants: tuple[Constant, ...] = ()  # file-scope integer constants that fold
+
+    @property
+    def kernels(self) -> tuple[Function, ...]:
+        return tuple(f for f in self.functions if f.kind == "kernel")
+
+    @property
+    def device_functions(self) -> tuple[Function, ...]:
+        return tuple(f for f in self.functions if f.kind == "device")
+
+    def function_at(self, line: int) -> Function | None:
+        """The innermost function whose definition spans `line`."""
+        inside = [f for f in self.functions if f.span.contains_line(line)]
+        return min(inside, key=lambda f: f.span.end_byte - f.span.start_byte, default=None)
+
+    def loop_at(self, line: int) -> Loop | None:
+        """The innermost loop whose statement spans `line`."""
+        inside = [lp for lp in self.loops if lp.span.contains_line(line)]
+        return max(inside, key=lambda lp: (lp.depth, lp.span.start_byte), default=None)
+
+    def kernel(self, name: str) -> Function | None:
+        return next((f for f in self.functions if f.kind == "kernel" and f.name == name), None)
+
+    def function(self, name: str) -> Function | None:
+        return next((f for f in self.functions if f.name == name), None)
+
+    def loops_in(self, function: str) -> tuple[Loop, ...]:
+        return tuple(lp for lp in self.loops if lp.function == function)
+
+    def constant(self, name: str) -> int | None:
+        return next((c.value for c in self.constants if c.name == name), None)
+
+
+# ---------------------------------------------------------------------------- positions
+
+
+class _Locator:
+    """Tree-sitter points are (row, byte column); the models want character columns."""
+
+    def __init__(self, source: bytes, ascii_only: bool) -> None:
+        self._source = source
+        self._ascii = ascii_only
+        self._line_starts = [0]
+        if not ascii_only:
+            at = source.find(b"\n")
+            while at != -1:
+                self._line_starts.append(at + 1)
+                at = source.find(b"\n", at + 1)
+
+    def position(self, point: tuple[int, int]) -> Position:
+        row, byte_col = point
+        if self._ascii or row >= len(self._line_starts):
+            return Position(line=row + 1, col=byte_col)
+        start = self._line_starts[row]
+        prefix = self._source[start : start + byte_col]
+        try:
+            chars = len(prefix.decode("utf-8", "surrogatepass"))
+        except UnicodeDecodeError:
+            chars = len(prefix.decode("utf-8", "replace"))
+        return Position(line=row + 1, col=chars)
+
+    def span(self, node: Node) -> Span:
+        return Span(
+            start=self.position(node.start_point),
+            end=self.position(node.end_point),
+            start_byte=node.start_byte,
+            end_byte=node.end_byte,
+        )
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "replace")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------- constant folding
+
+Value = int | tuple[int, int, int]  # an integer, or a dim3's (x, y, z)
+
+
+class _Env(Protocol):
+    def get(self, name: str) -> Value | None: ...
+
+
+class _FileConstants:
+    """File-scope constants, folded on first use: a #define may refer to one defined later."""
+
+    def __init__(self, raw: dict[str, Callable[[_Env], Value | None]]) -> None:
+        self._raw = raw
+        self._done: dict[str, Value | None] = {}
+        self._busy: set[str] = set()
+
+    def get(self, name: str) -> Value | None:
+        if name in self._done:
+            return self._done[name]
+        thunk = self._raw.get(name)
+        if thunk is None or name in self._busy:  # unknown, or a cycle like `#define A A`
+            return None
+        self._busy.add(name)
+        value = thunk(self)
+        self._busy.discard(name)
+        self._done[name] = value
+        return value
+
+    def folded(self) -> tuple[Constant, ...]:
+        out = []
+        for name in self._raw:
+            value = self.get(name)
+            if isinstance(value, int):
+                out.append(Constant(name=name, value=value))
+        return tuple(out)
+
+
+class _Scope:
+    """A function's view: its own folded locals over the file's, minus names it shadows."""
+
+    def __init__(self, parent: _Env, values: dict[str, Value], hidden: set[str]) -> None:
+        self._parent = parent
+        self._values = values
+        self._hidden = hidden
+
+    def get(self, name: str) -> Value | None:
+        if name in self._values:
+            return self._values[name]
+        if name in self._hidden:
+            return None
+        return self._parent.get(name)
+
+
+# Results past 64 bits cannot be launch sizes or trip counts; refusing them keeps `1 << 1000000`
+# from building huge integers out of hostile input.
+_LIMIT = 1 << 64
+_MAX_DEPTH = 64
+
+# sizeof on the LP64 ABI nvcc uses on Linux; vector types from CUDA's vector_types.h.
+_SIZEOF = {
+    "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1,
+    "char1": 1, "uchar1": 1, "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2,
+    "half": 2, "__half": 2, "__nv_bfloat16": 2, "char2": 2, "uchar2": 2,
+    "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4, "int32_t": 4, "uint32_t": 4,
+    "half2": 4, "__half2": 4, "__nv_bfloat162": 4, "char4": 4, "uchar4": 4,
+    "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "size_t": 8,
+    "int64_t": 8, "uint64_t": 8, "double": 8, "int2": 8, "uint2": 8, "float2": 8,
+    "int3": 12, "uint3": 12, "float3": 12, "dim3": 12,
+    "int4": 16, "uint4": 16, "float4": 16, "double2": 16, "longlong2": 16,
+}
+
+_INTEGRAL_TYPES = {
+    "int", "unsigned", "signed", "long", "short", "char", "size_t", "int8_t", "uint8_t",
+    "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "auto", "bool",
+    "ptrdiff_t", "unsigned int", "long long", "unsigned long", "unsigned long long",
+    "long int", "unsigned long int", "long long int", "unsigned long long int", "short int",
+    "unsigned short", "unsigned char", "signed char",
+}
+
+
+def _int_literal(text: str) -> int | None:
+    t = text.replace("'", "").lower()
+    t = t.rstrip("ulz")
+    try:
+        if t.startswith("0x"):
+            return int(t[2:], 16)
+        if t.startswith("0b"):
+            return int(t[2:], 2)
+        if len(t) > 1 and t.startswith("0") and t.isdigit():
+            return int(t[1:], 8)
+        if t.isdigit():
+            return int(t)
+    except ValueError:
+        return None
+    return None
+
+
+def _c_div(a: int, b: int) -> int | None:
+    if b == 0:
+        return None
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _binary(op: str, a: int, b: int) -> int | None:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return _c_div(a, b)
+    if op == "%":
+        q = _c_div(a, b)
+        return None if q is None else a - q * b
+    if op in ("<<", ">>"):
+        if not 0 <= b < 64:
+            return None
+        return a << b if op == "<<" else a >> b
+    if op == "&":
+        return a & b
+    if op == "|":
+        return a | b
+    if op == "^":
+        return a ^ b
+    comparisons = {
+        "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b,
+        "&&": bool(a) and bool(b), "||": bool(a) or bool(b),
+    }
+    result = comparisons.get(op)
+    return None if result is None else int(result)
+
+
+def _type_name(node: Node) -> str:
+    """The text of a type, stripped of parentheses, qualifiers and extra spaces."""
+    text = _squash(_text(node)).strip("() ")
+    for qualifier in ("const ", "volatile "):
+        text = text.replace(qualifier, "")
+    return text.strip()
+
+
+def _is_integral(type_text: str) -> bool:
+    return type_text in _INTEGRAL_TYPES
+
+
+def _fold(node: Node | None, env: _Env, depth: int = 0) -> int | None:
+    """An integer constant expression's value, or None. Never evaluates anything but arithmetic."""
+    value = _fold_value(node, env, depth)
+    return value if isinstance(value, int) else None
+
+
+def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
+    if node is None or depth > _MAX_DEPTH or node.has_error:
+        return None
+    t = node.type
+    d = depth + 1
+    if t == "number_literal":
+        return _int_literal(_text(node))
+    if t == "true":
+        return 1
+    if t == "false":
+        return 0
+    if t == "identifier":
+        return env.get(_text(node))
+    if t == "parenthesized_expression":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        return _fold_value(inner[0], env, d) if len(inner) == 1 else None
+    if t == "field_expression":
+        # `block.x` of a dim3 the same function folded.
+        base = env.get(_text(node.child_by_field_name("argument")))
+        field = _text(node.child_by_field_name("field"))
+        if isinstance(base, tuple) and field in ("x", "y", "z"):
+            return base["xyz".index(field)]
+        return None
+    if t == "binary_expression":
+        op = _text(node.child_by_field_name("operator"))
+        left = _fold(node.child_by_field_name("left"), env, d)
+        if left is None:
+            return None
+        right = _fold(node.child_by_field_name("right"), env, d)
+        if right is None:
+            return None
+        result = _binary(op, left, right)
+        return result if result is not None and -_LIMIT < result < _LIMIT else None
+    if t == "unary_expression":
+        op = _text(node.child_by_field_name("operator"))
+        arg = _fold(node.child_by_field_name("argument"), env, d)
+        if arg is None:
+            return None
+        return {"-": -arg, "+": arg, "~": ~arg, "!": int(not arg)}.get(op)
+    if t == "conditional_expression":
+        cond = _fold(node.child_by_field_name("condition"), env, d)
+        if cond is None:
+            return None
+        branch = "consequence" if cond else "alternative"
+        return _fold(node.child_by_field_name(branch), env, d)
+    if t == "cast_expression":
+        if not _is_integral(_type_name(node.child_by_field_name("type"))):
+            return None
+        return _fold(node.child_by_field_name("value"), env, d)
+    if t == "sizeof_expression":
+        operand = node.child_by_field_name("type") or node.child_by_field_name("value")
+        return _SIZEOF.get(_type_name(operand)) if operand is not None else None
+    if t == "call_expression":
+        return _fold_call(node, env, d)
+    if t in ("initializer_list", "argument_list"):
+        return _fold_dims(node, env, d)
+    return None
+
+
+def _fold_call(node: Node, env: _Env, depth: int) -> Value | None:
+    function = node.child_by_field_name("function")
+    args = node.child_by_field_name("arguments")
+    if function is None or args is None:
+        return None
+    if function.type == "identifier" and _text(function) == "dim3":
+        return _fold_dims(args, env, depth)
+    if function.type == "template_function" and _text(function.child_by_field_name("name")) == "static_cast":
+        template_args = function.child_by_field_name("arguments")
+        target = template_args.named_children if template_args is not None else []
+        values = [c for c in args.named_children if c.type != "comment"]
+        if len(target) == 1 and _is_integral(_type_name(target[0])) and len(values) == 1:
+            return _fold(values[0], env, depth)
+    return None
+
+
+def _fold_dims(node: Node | None, env: _Env, depth: int = 0) -> tuple[int, int, int] | None:
+    """A launch dimension: `dim3(x, y)`, `{x, y}`, a dim3 variable, or an integer."""
+    if node is None:
+        return None
+    if node.type in ("argument_list", "initializer_list"):
+        parts = [_fold(c, env, depth + 1) for c in node.named_children if c.type != "comment"]
+        if not 1 <= len(parts) <= 3 or any(p is None for p in parts):
+            return None
+        padded = [p for p in parts if p is not None] + [1] * (3 - len(parts))
+        return (padded[0], padded[1], padded[2])
+    if node.type == "compound_literal_expression":
+        # `dim3{64, 2}`, or a bare `{64, 2}`, which tree-sitter reads with a MISSING type.
+        type_node = node.child_by_field_name("type")
+        if type_node is not None and (type_node.is_missing or _text(type_node) == "dim3"):
+            return _fold_dims(node.child_by_field_name("value"), env, depth + 1)
+        return None
+    value = _fold_value(node, env, depth)
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, int):
+        return (value, 1, 1)
+    return None
+
+
+def _parse_expression(text: str) -> Node | None:
+    """Parse a bare expression (a #define body, a pragma or annotation argument) on its own.
+
+    The newlines keep a trailing `// comment` in the text from swallowing the closing `);`.
+    """
+    text = text.replace("\\\n", " ").strip()
+    if not text or len(text) > 400:
+        return None
+    try:
+        tree = _parser().parse(f"int __ks =\n(\n{text}\n);".encode("utf-8", "surrogatepass"))
+    except (UnicodeEncodeError, ValueError):
+        return None
+    root = tree.root_node
+    if root.has_error or root.named_child_count != 1:
+        return None
+    declaration = root.named_children[0]
+    init = declaration.child_by_field_name("declarator")
+    value = init.child_by_field_name("value") if init is not None else None
+    return value
+
+
+def _fold_text(text: str, env: _Env) -> int | None:
+    return _fold(_parse_expression(text), env)
+
+
+# ---------------------------------------------------------------------------- the walk
+
+
+_LOOP_KINDS: dict[str, LoopKind] = {
+    "for_statement": "for",
+    "for_range_loop": "range_for",
+    "while_statement": "while",
+    "do_statement": "do",
+}
+
+
+class _RawLoop:
+    __slots__ = ("node", "function", "parent", "depth")
+
+    def __init__(self, node: Node, function: int | None, parent: int | None, depth: int) -> None:
+        self.node = node
+        self.function = function
+        self.parent = parent
+        self.depth = depth
+
+
+class _Collected:
+    """The nodes of interest, each with the index of its enclosing function (None at file scope)."""
+
+    def __init__(self) -> None:
+        self.functions: list[Node] = []
+        self.loops: list[_RawLoop] = []
+        self.numbers: list[tuple[Node, int | None]] = []
+        self.calls: list[tuple[Node, int | None]] = []
+        self.declarations: list[tuple[Node, int | None]] = []
+        self.pragmas: list[tuple[Node, int | None]] = []
+        self.includes: list[Node] = []
+        self.defines: list[Node] = []
+        self.enums: list[Node] = []
+        self.comments: list[tuple[Node, int | None]] = []
+        # (name, start_byte) of every write to a plain variable, per function: an assignment,
+        # ++/--, or `&x` (which lets a callee write it, e.g. scanf or cudaMemcpyFromSymbol).
+        self.writes: dict[int | None, list[tuple[str, int]]] = {}
+
+
+def _written_name(node: Node | None) -> str | None:
+    """The variable an lvalue writes to: `x`, `x.y`, `x[i]` all write `x`."""
+    while node is not None:
+        if node.type == "identifier":
+            return _text(node)
+        if node.type == "field_expression":
+            node = node.child_by_field_name("argument")
+        elif node.type == "subscript_expression":
+            node = node.child_by_field_name("argument")
+        elif node.type == "parenthesized_expression" and node.named_child_count == 1:
+            node = node.named_children[0]
+        else:
+            return None
+    return None
+
+
+# The most common nodes, none of which holds anything _collect looks for.
+_LEAVES = frozenset({
+    "identifier", "field_identifier", "type_identifier", "primitive_type", "namespace_identifier",
+    "string_content", "escape_sequence", "system_lib_string", "char_literal", "type_qualifier",
+    "storage_class_specifier", "sized_type_specifier",
+})
+
+
+def _collect(root: Node) -> _Collected:
+    out = _Collected()
+    # Iterative, because garbage input can nest deeper than Python's recursion limit.
+    stack: list[tuple[Node, int | None, int | None, int]] = [(root, None, None, 0)]
+    while stack:
+        node, fn, loop, depth = stack.pop()
+        t = node.type
+        if t == "ERROR":
+            continue
+        if t == "function_definition":
+            fn = len(out.functions)
+            out.functions.append(node)
+            loop, depth = None, 0
+        elif t in _LOOP_KINDS:
+            depth += 1
+            out.loops.append(_RawLoop(node, fn, loop, depth))
+            loop = len(out.loops) - 1
+        elif t == "number_literal":
+            out.numbers.append((node, fn))
+            continue
+        elif t == "comment":
+            out.comments.append((node, fn))
+            continue
+        elif t == "call_expression":
+            out.calls.append((node, fn))
+        elif t == "declaration":
+            out.declarations.append((node, fn))
+        elif t == "preproc_call":
+            out.pragmas.append((node, fn))
+        elif t == "preproc_include":
+            out.includes.append(node)
+        elif t == "preproc_def":
+            out.defines.append(node)
+        elif t == "enumerator_list":
+            out.enums.append(node)
+        elif t in ("assignment_expression", "update_expression"):
+            field = "left" if t == "assignment_expression" else "argument"
+            name = _written_name(node.child_by_field_name(field))
+            if name:
+                out.writes.setdefault(fn, []).append((name, node.start_byte))
+        elif t == "pointer_expression" and _text(node.child_by_field_name("operator")) == "&":
+            name = _written_name(node.child_by_field_name("argument"))
+            if name:
+                out.writes.setdefault(fn, []).append((name, node.start_byte))
+        for child in reversed(node.named_children):
+            if child.type not in _LEAVES:
+                stack.append((child, fn, loop, depth))
+    return out
+
+
+# ---------------------------------------------------------------------------- declarations
+
+
+def _declarator_chain(node: Node | None) -> list[Node]:
+    """Declarator nodes from the outside in, ending at the declared name when there is one."""
+    chain: list[Node] = []
+    while node is not None and len(chain) < _MAX_DEPTH:
+        chain.append(node)
+        if node.type in ("identifier", "field_identifier", "qualified_identifier", "template_function",
+                         "destructor_name", "operator_name"):
+            break
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            # parenthesized_declarator has no field; `__align__(16)` also lands here after an ERROR.
+            inner = next((c for c in node.named_children if c.type not in ("ERROR", "comment",
+                          "type_qualifier", "primitive_type", "ms_pointer_modifier")), None)
+        node = inner
+    return chain
+
+
+def _declared_name(chain: list[Node]) -> Node | None:
+    last = chain[-1] if chain else None
+    return last if last is not None and last.type in ("identifier", "field_identifier") else None
+
+
+def _leaves_before(node: Node, limit: int) -> list[Node]:
+    leaves: list[Node] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.start_byte >= limit:
+            continue
+        if current.child_count == 0:
+            leaves.append(current)
+        else:
+            stack.extend(reversed(current.children))
+    return leaves
+
+
+def _type_text_before(declaration: Node, name: Node | None, drop: set[str]) -> str:
+    """The tokens of a declaration before its name, minus `drop` and any `__align__(...)`.
+
+    Tokens rather than the `type` field, because tree-sitter-cuda does not know `__align__(16)`
+    and misparses it as the type, pushing the real one into an ERROR node.
+    """
+    limit = name.start_byte if name is not None else declaration.end_byte
+    words = [_text(leaf) for leaf in _leaves_before(declaration, limit) if leaf.type != "comment"]
+    kept: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word == "__align__" and i < len(words) and words[i] == "(":
+            depth = 0
+            while i < len(words):
+                depth += (words[i] == "(") - (words[i] == ")")
+                i += 1
+                if depth == 0:
+                    break
+        elif word and word not in drop and word not in ("(", ")"):
+            kept.append(word)
+    return " ".join(kept)
+
+
+def _parameter(node: Node, loc: _Locator) -> Parameter:
+    chain = _declarator_chain(node.child_by_field_name("declarator"))
+    name = _declared_name(chain)
+    pointers = [d for d in chain if d.type == "pointer_declarator"]
+    arrays = [d for d in chain if d.type == "array_declarator"]
+    # The qualifiers on the `*` nearest the name are the ones that apply to the parameter itself.
+    own = pointers[-1] if pointers else None
+    own_qualifiers = {_text(c) for c in own.children if c.type == "type_qualifier"} if own else set()
+    star = next((c for c in own.children if c.type == "*"), None) if own else None
+    is_pointer = bool(pointers or arrays)
+    pointee_const = any(c.type == "type_qualifier" and _text(c) == "const" for c in node.children)
+    text = node.text or b""
+    if name is not None:
+        lo, hi = name.start_byte - node.start_byte, name.end_byte - node.start_byte
+        text = text[:lo] + b" " + text[hi:]
+    return Parameter(
+        name=_text(name),
+        type_text=_squash(text.decode("utf-8", "replace")).replace(" [", "["),
+        span=loc.span(node),
+        is_pointer=is_pointer,
+        is_restrict=bool(own_qualifiers & {"__restrict__", "__restrict", "restrict"}),
+        is_const_pointee=is_pointer and pointee_const,
+        restrict_insert=loc.position(star.end_point) if star is not None else None,
+        const_insert=loc.position(node.start_point),
+    )
+
+
+_FUNCTION_QUALIFIERS = {"__global__", "__device__", "__host__", "__noinline__", "__forceinline__"}
+
+
+def _function(node: Node, loc: _Locator, constants: _Env) -> Function | None:
+    chain = _declarator_chain(node.child_by_field_name("declarator"))
+    declarator = next((d for d in chain if d.type == "function_declarator"), None)
+    if declarator is None:
+        return None
+    name_node = declarator.child_by_field_name("declarator")
+    if name_node is None:
+        return None
+    qualifiers: list[str] = []
+    bounds: LaunchBounds | None = None
+    for child in node.children:
+        if child.start_byte >= declarator.start_byte:
+            break
+        word = _text(child)
+        if child.type in _FUNCTION_QUALIFIERS or child.type in ("storage_class_specifier", "type_qualifier"):
+            qualifiers.append(word)
+        elif child.type == "launch_bounds":
+            args = [c for c in child.named_children if c.type != "comment"]
+            bounds = LaunchBounds(
+                args=tuple(_text(a) for a in args),
+                values=tuple(_fold(a, constants) for a in args),
+                span=loc.span(child),
+            )
+    kind: FunctionKind = (
+        "kernel" if "__global__" in qualifiers else "device" if "__device__" in qualifiers else "host"
+    )
+    inlining: Literal["noinline", "forceinline"] | None = (
+        "noinline" if "__noinline__" in qualifiers else "forceinline" if "__forceinline__" in qualifiers else None
+    )
+    params_node = declarator.child_by_field_name("parameters")
+    params = tuple(
+        _parameter(p, loc)
+        for p in (params_node.named_children if params_node is not None else [])
+        if p.type in ("parameter_declaration", "optional_parameter_declaration")
+    )
+    parent = node.parent
+    in_template = parent is not None and parent.type == "template_declaration"
+    template = parent.child_by_field_name("parameters") if in_template else None
+    body = node.child_by_field_name("body")
+    name = name_node.child_by_field_name("name") if name_node.type == "template_function" else name_node
+    return Function(
+        name=_text(name),
+        kind=kind,
+        qualifiers=tuple(qualifiers),
+        inlining=inlining,
+        span=loc.span(node),
+        name_span=loc.span(name_node),
+        params=params,
+        launch_bounds=bounds,
+        launch_bounds_insert=loc.position(declarator.start_point),
+        body=loc.span(body) if body is not None else None,
+        template_params=_text(template) if template is not None else None,
+    )
+
+
+def _declarators(declaration: Node) -> list[Node]:
+    return declaration.children_by_field_name("declarator")
+
+
+def _has_qualifier(declaration: Node, words: set[str]) -> bool:
+    return any(
+        c.type in ("type_qualifier", "storage_class_specifier") and _text(c) in words
+        for c in declaration.children
+    )
+
+
+def _file_constants(found: _Collected) -> _FileConstants:
+    raw: dict[str, Callable[[_Env], Value | None]] = {}
+    for define in found.defines:
+        name = _text(define.child_by_field_name("name"))
+        body = _text(define.child_by_field_name("value"))
+        if name and body:
+            raw[name] = lambda env, body=body: _fold_text(body, env)
+    for declaration, fn in found.declarations:
+        # Only const/constexpr: a plain global may be changed by host code before the launch.
+        if fn is not None or not _has_qualifier(declaration, {"const", "constexpr"}):
+            continue
+        if not _is_integral(_type_name(declaration.child_by_field_name("type"))):
+            continue
+        for init in _declarators(declaration):
+            if init.type != "init_declarator":
+                continue
+            name = init.child_by_field_name("declarator")
+            value = init.child_by_field_name("value")
+            if name is not None and name.type == "identifier" and value is not None:
+                raw[_text(name)] = lambda env, value=value: _fold(value, env)
+    for enum in found.enums:
+        previous: str | None = None
+        for enumerator in enum.named_children:
+            if enumerator.type != "enumerator":
+                continue
+            name = _text(enumerator.child_by_field_name("name"))
+            value = enumerator.child_by_field_name("value")
+            if value is not None:
+                raw[name] = lambda env, value=value: _fold(value, env)
+            elif previous is None:
+                raw[name] = lambda env: 0
+            else:
+                raw[name] = lambda env, previous=previous: _successor(env.get(previous))
+            previous = name
+    return _FileConstants(raw)
+
+
+def _successor(value: Value | None) -> int | None:
+    return value + 1 if isinstance(value, int) else None
+
+
+def _function_scopes(found: _Collected, functions: list[Function | None], constants: _Env) -> dict[int, _Scope]:
+    """Locals that fold: an integer or dim3 declared once with a constant initialiser and never written."""
+    declared: dict[int, list[tuple[str, Node | None]]] = {}
+    for declaration, fn in found.declarations:
+        if fn is None:
+            continue
+        type_name = _type_name(declaration.child_by_field_name("type"))
+        foldable = _is_integral(type_name) or type_name == "dim3"
+        for declarator in _declarators(declaration):
+            initialised = declarator.type == "init_declarator"
+            target = declarator.child_by_field_name("declarator") if initialised else declarator
+            chain = _declarator_chain(target)
+            name = _declared_name(chain)
+            if name is None:
+                continue
+            plain = len(chain) == 1 and initialised
+            value = declarator.child_by_field_name("value") if plain and foldable else None
+            if declarator.type == "function_declarator" and type_name == "dim3":
+                # `dim3 block(TILE, TILE);` parses as a function declaration whose parameters
+                # are the types TILE and TILE (C++'s "most vexing parse").
+                value = declarator.child_by_field_name("parameters")
+            declared.setdefault(fn, []).append((_text(name), value))
+    scopes: dict[int, _Scope] = {}
+    for fn, function in enumerate(functions):
+        hidden = {p.name for p in function.params} if function is not None else set()
+        written = {name for name, _ in found.writes.get(fn, [])}
+        entries = declared.get(fn, [])
+        counts: dict[str, int] = {}
+        for name, _ in entries:
+            counts[name] = counts.get(name, 0) + 1
+        values: dict[str, Value] = {}
+        scope = _Scope(constants, values, hidden)
+        for name, value_node in entries:
+            hidden.add(name)
+            if value_node is None or counts[name] > 1 or name in written:
+                continue
+            value = _fold_local(value_node, scope)
+            if value is not None:
+                values[name] = value
+        scopes[fn] = scope
+    return scopes
+
+
+def _fold_local(node: Node, env: _Env) -> Value | None:
+    if node.type == "parameter_list":
+        names = [p.child_by_field_name("type") for p in node.named_children if p.type != "comment"]
+        parts = [env.get(_text(n)) if n is not None and n.type == "type_identifier" else None for n in names]
+        if not 1 <= len(parts) <= 3 or not all(isinstance(p, int) for p in parts):
+            return None
+        padded = [p for p in parts if isinstance(p, int)] + [1] * (3 - len(parts))
+        return (padded[0], padded[1], padded[2])
+    if node.type in ("argument_list", "initializer_list"):
+        return _fold_dims(node, env)
+    return _fold_value(node, env)
+
+
+# ---------------------------------------------------------------------------- loops
+
+
+def _loop_var_init(initializer: Node | None, env: _Env) -> tuple[str, int | None] | None:
+    if initializer is None:
+        return None
+    if initializer.type == "declaration":
+        declarators = _declarators(initializer)
+        if len(declarators) != 1 or declarators[0].type != "init_declarator":
+            return None
+        name = declarators[0].child_by_field_name("declarator")
+        value = declarators[0].child_by_field_name("value")
+    elif initializer.type == "assignment_expression" and _text(initializer.child_by_field_name("operator")) == "=":
+        name = initializer.child_by_field_name("left")
+        value = initializer.child_by_field_name("right")
+    else:
+        return None
+    if name is None or name.type != "identifier":
+        return None
+    return _text(name), _fold(value, env)
+
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "!=": "!="}
+
+
+def _loop_condition(condition: Node | None, var: str) -> tuple[str, Node] | None:
+    """(operator, bound) with the induction variable on the left."""
+    if condition is None or condition.type != "binary_expression":
+        return None
+    op = _text(condition.child_by_field_name("operator"))
+    left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
+    if op not in _FLIP or left is None or right is None:
+        return None
+    if left.type == "identifier" and _text(left) == var:
+        return op, right
+    if right.type == "identifier" and _text(right) == var:
+        return _FLIP[op], left
+    return None
+
+
+def _loop_step(update: Node | None, var: str, env: _Env) -> tuple[str, int] | None:
+    """("+", s) for additive steps (s may be negative), ("*", k) / ("/", k) for geometric ones."""
+    if update is None:
+        return None
+    if update.type == "update_expression":
+        if _written_name(update.child_by_field_name("argument")) != var:
+            return None
+        return ("+", 1) if _text(update.child_by_field_name("operator")) == "++" else ("+", -1)
+    if update.type != "assignment_expression" or _written_name(update.child_by_field_name("left")) != var:
+        return None
+    op = _text(update.child_by_field_name("operator"))
+    right = update.child_by_field_name("right")
+    if op == "=" and right is not None and right.type == "binary_expression":
+        # `i = i + 4`
+        left_of = right.child_by_field_name("left")
+        if left_of is None or left_of.type != "identifier" or _text(left_of) != var:
+            return None
+        op = _text(right.child_by_field_name("operator")) + "="
+        right = right.child_by_field_name("right")
+    amount = _fold(right, env)
+    if amount is None:
+        return None
+    steps = {
+        "+=": ("+", amount), "-=": ("+", -amount), "*=": ("*", amount), "/=": ("/", amount),
+        "<<=": ("*", 1 << amount if 0 <= amount < 63 else 0), ">>=": ("/", 1 << amount if 0 <= amount < 63 else 0),
+    }
+    return steps.get(op)
+
+
+def _compare(op: str, a: int, b: int) -> bool:
+    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "!=": a != b}[op]
+
+
+def _trip_count(start: int, op: str, bound: int, step: tuple[str, int]) -> int | None:
+    kind, amount = step
+    if kind == "+":
+        if amount == 0:
+            return None
+        if not _compare(op, start, bound):
+            return 0
+        if op == "!=":
+            distance = bound - start
+            return distance // amount if distance % amount == 0 and distance // amount > 0 else None
+        inclusive = op in ("<=", ">=")
+        if (op in ("<", "<=")) != (amount > 0):
+            return None  # moves away from the bound: runs until overflow
+        distance = abs(bound - start) + (1 if inclusive else 0)
+        return -(-distance // abs(amount))
+    # Geometric steps (s *= 2, s >>= 1) are short: count them.
+    if amount < 2:
+        return None
+    count, value = 0, start
+    while _compare(op, value, bound):
+        count += 1
+        value = value * amount if kind == "*" else _c_div(value, amount) or 0
+        if count > 128:
+            return None
+    return count
+
+
+def _for_header(node: Node, env: _Env, writes: list[tuple[str, int]]) -> tuple[str | None, str | None, int | None]:
+    """(induction variable, bound text, trip count) of `for (int i = A; i < B; i += C)`."""
+    start = _loop_var_init(node.child_by_field_name("initializer"), env)
+    if start is None:
+        return None, None, None
+    var, start_value = start
+    cond = _loop_condition(node.child_by_field_name("condition"), var)
+    if cond is None:
+        return None, None, None
+    op, bound_node = cond
+    bound_text = _text(bound_node)
+    step = _loop_step(node.child_by_field_name("update"), var, env)
+    bound = _fold(bound_node, env)
+    if step is None or start_value is None or bound is None:
+        return var, bound_text, None
+    body = node.child_by_field_name("body")
+    # A write to the induction variable in the body breaks the closed form.
+    if body is not None and any(n == var and body.start_byte <= at < body.end_byte for n, at in writes):
+        return var, bound_text, None
+    return var, bound_text, _trip_count(start_value, op, bound, step)
+
+
+def _previous_statement(node: Node) -> Node | None:
+    sibling = node.prev_named_sibling
+    while sibling is not None and sibling.type == "comment":
+        sibling = sibling.prev_named_sibling
+    return sibling
+
+
+def _pragma_text(node: Node) -> str | None:
+    """The argument of a `#pragma`, without a trailing comment; None for other directives."""
+    if node.type != "preproc_call" or _text(node.child_by_field_name("directive")) != "#pragma":
+        return None
+    return _strip_comment(_text(node.child_by_field_name("argument")))
+
+
+def _strip_comment(text: str) -> str:
+    # A pragma argument is raw preprocessor text; its only structure that matters here is that
+    # `//` or `/*` starts a comment.
+    cut = min((i for i in (text.find("//"), text.find("/*")) if i != -1), default=len(text))
+    return _squash(text[:cut])
+
+
+def _unroll(node: Node, env: _Env) -> UnrollPragma | None:
+    previous = _previous_statement(node)
+    text = _pragma_text(previous) if previous is not None else None
+    if not text:
+        return None
+    word, _, rest = text.partition(" ")
+    if word != "unroll":
+        return None
+    factor_text = rest.strip()
+    return UnrollPragma(
+        line=previous.start_point[0] + 1,
+        text=text,
+        factor_text=factor_text,
+        factor=_fold_text(factor_text, env) if factor_text else None,
+    )
+
+
+def _loop(index: int, raw: _RawLoop, loc: _Locator, function: Function | None, env: _Env,
+          writes: list[tuple[str, int]]) -> Loop:
+    node = raw.node
+    kind = _LOOP_KINDS[node.type]
+    var = bound_text = trip = None
+    if kind == "for":
+        var, bound_text, trip = _for_header(node, env, writes)
+    condition = node.child_by_field_name("condition")
+    body = node.child_by_field_name("body")
+    return Loop(
+        index=index,
+        kind=kind,
+        span=loc.span(node),
+        header_line=node.start_point[0] + 1,
+        condition_line=condition.start_point[0] + 1 if condition is not None else None,
+        body=loc.span(body) if body is not None else None,
+        function=function.name if function is not None else None,
+        depth=raw.depth,
+        parent=raw.parent,
+        unroll=_unroll(node, env),
+        induction_var=var,
+        bound_text=bound_text,
+        trip_count=trip,
+    )
+
+
+# ---------------------------------------------------------------------------- expressions
+
+
+def _float_literal(node: Node, loc: _Locator, function: str | None) -> FloatLiteral | None:
+    text = _text(node)
+    t = text.replace("'", "").lower()
+    if not t:
+        return None
+    hexadecimal = t.startswith("0x")
+    if hexadecimal and "p" not in t:
+        return None  # 0xFF: an integer, and its `f` is a digit
+    if not hexadecimal and "." not in t and "e" not in t:
+        return None
+    suffix = t[-1] if t[-1] in "fl" else ""
+    digits = t[:-1] if suffix else t
+    try:
+        value = float.fromhex(digits) if hexadecimal else float(digits)
+    except ValueError:
+        value = None
+        if not any(ch.isdigit() for ch in digits):
+            return None
+    return FloatLiteral(text=text, span=loc.span(node), suffix=suffix, value=value, function=function)
+
+
+def _callee(function: Node) -> Node:
+    if function.type == "template_function":
+        return function.child_by_field_name("name") or function
+    if function.type == "field_expression":
+        return function.child_by_field_name("field") or function
+    return function
+
+
+def _arguments(node: Node | None) -> list[Node]:
+    return [c for c in node.named_children if c.type != "comment"] if node is not None else []
+
+
+_CASTS = {"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast"}
+
+
+def _is_cast(node: Node) -> bool:
+    """C++ casts parse as calls of a template function but generate no call."""
+    function = node.child_by_field_name("function")
+    return function is not None and function.type == "template_function" and _text(
+        function.child_by_field_name("name")) in _CASTS
+
+
+def _call(node: Node, loc: _Locator, function: str) -> Call | None:
+    callee = node.child_by_field_name("function")
+    if callee is None:
+        return None
+    name = _callee(callee)
+    args = _arguments(node.child_by_field_name("arguments"))
+    return Call(
+        callee=_text(name),
+        span=loc.span(node),
+        callee_span=loc.span(name),
+        arg_count=len(args),
+        args=tuple(_text(a) for a in args),
+        function=function,
+    )
+
+
+def _launch(node: Node, syntax: Node, loc: _Locator, function: str | None, env: _Env) -> LaunchSite | None:
+    callee = node.child_by_field_name("function")
+    if callee is None:
+        return None
+    name = _callee(callee)
+    config = tuple(
+        LaunchConfigArg(text=_text(c).strip(), dims=_fold_dims(c, env), span=loc.span(c))
+        for c in _arguments(syntax)
+    )
+    return LaunchSite(
+        kernel=_text(name),
+        kernel_text=_text(callee),
+        span=loc.span(node),
+        name_span=loc.span(callee),
+        config=config,
+        args=tuple(_text(a) for a in _arguments(node.child_by_field_name("arguments"))),
+        function=function,
+    )
+
+
+def _shared_decls(declaration: Node, loc: _Locator, function: str | None, env: _Env) -> list[SharedDecl]:
+    out = []
+    is_extern = _has_qualifier(declaration, {"extern"})
+    type_text: str | None = None
+    for declarator in _declarators(declaration):
+        target = declarator.child_by_field_name("declarator") if declarator.type == "init_declarator" else declarator
+        chain = _declarator_chain(target)
+        name = _declared_name(chain)
+        if name is None:
+            continue
+        if type_text is None:
+            # The tokens before the first name: `__shared__ float a[4], b[8];` types b too.
+            type_text = _type_text_before(declaration, name, {"extern", "static", "__shared__", "volatile", "*"})
+        # array_declarator nests the last [] outermost: `s[A][B]` is array(array(s, A), B).
+        sizes = [d.child_by_field_name("size") for d in reversed(chain) if d.type == "array_declarator"]
+        dims = tuple(_text(s) for s in sizes)
+        dim_values = tuple(_fold(s, env) if s is not None else None for s in sizes)
+        element = _SIZEOF.get(type_text)
+        count = 1
+        for v in dim_values:
+            count = count * v if v is not None and count is not None else None  # type: ignore[operator]
+        nbytes = element * count if element is not None and count is not None and not is_extern else None
+        out.append(SharedDecl(
+            name=_text(name),
+            type_text=type_text,
+            dims=dims,
+            dim_values=dim_values,
+            is_extern=is_extern,
+            bytes=nbytes,
+            span=loc.span(declaration),
+            function=function,
+        ))
+    return out
+
+
+# ---------------------------------------------------------------------------- preprocessor and comments
+
+
+def _include(node: Node, loc: _Locator) -> Include | None:
+    path = node.child_by_field_name("path")
+    if path is None:
+        return None
+    text = _text(path)
+    is_system = path.type == "system_lib_string"
+    if path.type in ("system_lib_string", "string_literal") and len(text) >= 2:
+        text = text[1:-1]
+    return Include(line=node.start_point[0] + 1, path=text, is_system=is_system, span=loc.span(node))
+
+
+_ANNOTATION_TAG = "kernelscope:"
+
+
+def _annotation(node: Node, loc: _Locator, function: str | None, env: _Env) -> Annotation | None:
+    text = _text(node)
+    if not text.startswith("//"):
+        return None
+    body = text[2:].strip()
+    if not body.startswith(_ANNOTATION_TAG):
+        return None
+    entries = []
+    for word in body[len(_ANNOTATION_TAG):].split():
+        key, eq, value = word.partition("=")
+        if eq and key:
+            entries.append(AnnotationValue(key=key, text=value, value=_fold_text(value, env)))
+    return Annotation(line=node.start_point[0] + 1, span=loc.span(node), entries=tuple(entries), function=function)
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def parse_source(text: str) -> SourceModel:
+    """The source model of one `.cu` file. Pure, and never raises: bad input gives an empty model."""
+    try:
+        return _parse(text)
+    except Exception:  # noqa: BLE001 - an editor feeds us half-typed files; a bug here must not kill the server
+        _log.exception("kernelscope: parsing the source structure failed")
+        return SourceModel()
+
+
+def _parse(text: str) -> SourceModel:
+    if not text:
+        return SourceModel()
+    source = text.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(source)
+    loc = _Locator(source, text.isascii())
+    found = _collect(tree.root_node)
+    constants = _file_constants(found)
+
+    functions = [_function(node, loc, constants) for node in found.functions]
+    names = [f.name if f is not None else None for f in functions]
+    device = [f is not None and f.is_device_code for f in functions]
+    scopes = _function_scopes(found, functions, constants)
+
+    def env(fn: int | None) -> _Env:
+        return scopes.get(fn, constants) if fn is not None else constants
+
+    def name(fn: int | None) -> str | None:
+        return names[fn] if fn is not None else None
+
+    loops = tuple(
+        _loop(i, raw, loc, functions[raw.function] if raw.function is not None else None, env(raw.function),
+              found.writes.get(raw.function, []))
+        for i, raw in enumerate(found.loops)
+    )
+    literals = tuple(
+        lit for node, fn in found.numbers if (lit := _float_literal(node, loc, name(fn))) is not None
+    )
+
+    calls: list[Call] = []
+    launches: list[LaunchSite] = []
+    for node, fn in found.calls:
+        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+        if syntax is not None:
+            launch = _launch(node, syntax, loc, name(fn), env(fn))
+            if launch is not None:
+                launches.append(launch)
+        elif fn is not None and device[fn] and not _is_cast(node):
+            call = _call(node, loc, names[fn] or "")
+            if call is not None:
+                calls.append(call)
+
+    shared = [
+        decl
+        for node, fn in found.declarations
+        if _has_qualifier(node, {"__shared__"})
+        for decl in _shared_decls(node, loc, name(fn), env(fn))
+    ]
+    pragmas = [
+        Pragma(line=node.start_point[0] + 1, text=text_, span=loc.span(node), function=name(fn))
+        for node, fn in found.pragmas
+        if (text_ := _pragma_text(node)) is not None
+    ]
+
+    # A file-scope annotation belongs to the next function defined after it.
+    starts = [node.start_byte for node in found.functions]
+    annotations = []
+    for node, fn in found.comments:
+        owner = fn
+        if owner is None:
+            following = bisect_right(starts, node.start_byte)
+            owner = following if following < len(starts) else None
+        annotation = _annotation(node, loc, name(owner), constants)
+        if annotation is not None:
+            annotations.append(annotation)
+
+    return SourceModel(
+        functions=tuple(f for f in functions if f is not None),
+        loops=loops,
+        literals=literals,
+        calls=tuple(calls),
+        shared_decls=tuple(shared),
+        launch_sites=tuple(launches),
+        pragmas=tuple(pragmas),
+        annotations=tuple(annotations),
+        includes=tuple(inc for node in found.includes if (inc := _include(node, loc)) is not None),
+        constants=constants.folded(),
+    )
