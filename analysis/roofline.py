@@ -1,0 +1,358 @@
+"""Hierarchical roofline (Starlight §3–4.2) and roofline scaling trajectories.
+
+Ceilings: one compute roof per precision (FP64, FP32, FP16, INT32, tensor FP16) and one
+bandwidth slope per memory level (L1, shared, L2, DRAM), from the arch catalogue's specs —
+or, when the user's arch file gives measured values, from those (Starlight's "empirical
+roofline": `DeviceSpec.fp32_tflops`, `l2_bandwidth_gbs`, …, or a Starlight-style JSON read
+by `load_empirical`).
+
+Each kernel gives one point per memory level it moves bytes at: x = operational intensity
+(ops per byte of that level's traffic), y = achieved ops/s of its dominant precision
+(Starlight Eq. 1: attainable = min(peak, bandwidth × OI)).
+
+Bound classification (documented thresholds):
+  * `latency` when the kernel reaches less than `LATENCY_FRACTION` (20 %) of the attainable
+    performance at its most restrictive level — far below both roofs, so neither bandwidth nor
+    compute limits it (dependency chains, too few warps);
+  * otherwise `memory` if the binding roof at that level is the bandwidth slope (OI left of the
+    ridge point) and `compute` if it is the flat peak.
+A kernel that does no arithmetic is classified by its best bandwidth utilisation alone.
+
+The scaling trajectory (roofline-scaling-trajectories §3) is the same kernel's DRAM point at
+increasing concurrency (SM count or launch size), as the emulator's what-if models it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+from xml.sax.saxutils import escape
+
+from pydantic import BaseModel, ConfigDict
+
+from .arch import ArchCatalog, DeviceSpec, MemoryLevel, Precision
+from .profile import KernelProfile
+
+#: Below this fraction of the attainable roof a kernel is latency-bound (see module doc).
+LATENCY_FRACTION = 0.2
+
+#: profile.flops keys -> catalogue precisions
+PROFILE_PRECISIONS: dict[str, Precision] = {
+    "fp64": Precision.fp64, "fp32": Precision.fp32, "fp16": Precision.fp16,
+    "int": Precision.int32, "tensor": Precision.tensor_fp16,
+}
+_LABEL = {Precision.fp64: "FP64", Precision.fp32: "FP32", Precision.fp16: "FP16", Precision.int32: "INT32",
+          Precision.tensor_fp16: "Tensor FP16", MemoryLevel.l1: "L1", MemoryLevel.shared: "Shared",
+          MemoryLevel.l2: "L2", MemoryLevel.dram: "DRAM"}
+
+
+class Ceiling(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["compute", "memory"]
+    name: str  # a Precision or MemoryLevel value: "fp32", "dram"
+    label: str  # "FP32", "DRAM"
+    value: float  # ops/s for compute, bytes/s for memory
+    empirical: bool = False
+
+
+class RooflineModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    device: str
+    compute: tuple[Ceiling, ...]
+    memory: tuple[Ceiling, ...]
+
+    def peak(self, precision: str) -> float | None:
+        return next((c.value for c in self.compute if c.name == precision), None)
+
+    def bandwidth(self, level: str) -> float | None:
+        return next((c.value for c in self.memory if c.name == level), None)
+
+    def ridge(self, precision: str, level: str) -> float | None:
+        """Operational intensity where the slope of `level` meets the roof of `precision` (ops/byte)."""
+        p, b = self.peak(precision), self.bandwidth(level)
+        return p / b if p and b else None
+
+    def attainable(self, precision: str, level: str, intensity: float) -> float:
+        """Starlight Eq. 1: min(peak, bandwidth × OI)."""
+        return min(self.peak(precision) or math.inf, (self.bandwidth(level) or math.inf) * intensity)
+
+
+class KernelPoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    level: str
+    precision: str
+    intensity: float  # ops / byte at this level
+    performance: float  # achieved ops/s
+    attainable: float  # Starlight Eq. 1 at this intensity
+
+
+class TrajectoryPoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    label: str  # "8 SMs", "block 256"
+    concurrency: float
+    intensity: float
+    performance: float
+
+
+class KernelRoofline(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kernel: str
+    name: str
+    provenance: str  # "modeled" / "measured"
+    precision: str
+    points: tuple[KernelPoint, ...]
+    bound: Literal["memory", "compute", "latency"] | None
+    fraction: float | None  # achieved / attainable at the binding level
+    binding_level: str | None
+    trajectory: tuple[TrajectoryPoint, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Ceilings
+# ---------------------------------------------------------------------------------------------
+
+
+def roofline_model(catalog: ArchCatalog, device: DeviceSpec, empirical: Mapping[str, Mapping[str, float]] | None = None
+                   ) -> RooflineModel:
+    """Ceilings from the device's specs; `empirical` ({"compute": {"fp32": GFLOP/s}, "memory": {"dram": GB/s}}) wins."""
+    over_c = {k.lower(): v * 1e9 for k, v in (empirical or {}).get("compute", {}).items()}
+    over_m = {k.lower(): v * 1e9 for k, v in (empirical or {}).get("memory", {}).items()}
+    measured_c = {Precision.fp64: device.fp64_tflops, Precision.fp32: device.fp32_tflops, Precision.fp16: device.fp16_tflops,
+                  Precision.int32: device.int32_tops}
+    measured_m = {MemoryLevel.l1: device.l1_bandwidth_gbs, MemoryLevel.shared: device.shared_bandwidth_gbs,
+                  MemoryLevel.l2: device.l2_bandwidth_gbs}
+    compute = []
+    for p in Precision:
+        try:
+            v = over_c.get(p.value) or catalog.peak_flops(device, p)
+        except (AssertionError, KeyError):
+            continue
+        emp = p.value in over_c or (measured_c.get(p) is not None and device.user_override)
+        compute.append(Ceiling(kind="compute", name=p.value, label=_LABEL[p], value=v, empirical=emp))
+    memory = []
+    for lv in MemoryLevel:
+        v = over_m.get(lv.value) or catalog.bandwidth(device, lv)
+        if v:
+            emp = lv.value in over_m or (measured_m.get(lv) is not None and device.user_override)
+            memory.append(Ceiling(kind="memory", name=lv.value, label=_LABEL[lv], value=v, empirical=emp))
+    return RooflineModel(device=device.name, compute=tuple(compute), memory=tuple(memory))
+
+
+def load_empirical(path: Path) -> dict[str, dict[str, float]]:
+    """A Starlight-style empirical ceilings file: {"compute": {"fp32": GFLOP/s, …}, "memory": {"dram": GB/s, …}}."""
+    data = json.loads(Path(path).read_text())
+    return {k: {n: float(v) for n, v in data.get(k, {}).items()} for k in ("compute", "memory")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel points and bound
+# ---------------------------------------------------------------------------------------------
+
+
+def dominant_precision(flops: Mapping[str, float]) -> str:
+    best = max(((v, k) for k, v in flops.items() if k in PROFILE_PRECISIONS and v > 0), default=(0, "fp32"))
+    return PROFILE_PRECISIONS[best[1]].value
+
+
+def _point_values(flops: Mapping[str, float], bytes_: Mapping[str, float], duration: float, precision: str
+                  ) -> tuple[float, dict[str, float]]:
+    key = next(k for k, p in PROFILE_PRECISIONS.items() if p.value == precision)
+    ops = flops.get(key, 0.0)
+    return ops, {lv: ops / b for lv, b in bytes_.items() if b > 0 and ops > 0}
+
+
+def kernel_roofline(profile: KernelProfile, model: RooflineModel,
+                    trajectory: Sequence[TrajectoryPoint] = ()) -> KernelRoofline:
+    precision = dominant_precision(profile.flops)
+    dur = profile.duration_s
+    ops, intensities = _point_values(profile.flops, profile.bytes, dur, precision)
+    perf = ops / dur if dur > 0 else 0.0
+    points = tuple(KernelPoint(level=lv, precision=precision, intensity=oi, performance=perf,
+                               attainable=model.attainable(precision, lv, oi))
+                   for lv, oi in intensities.items())  # a level without a known slope still gets its point
+    bound, fraction, level = classify(profile, model, points)
+    return KernelRoofline(kernel=profile.kernel, name=profile.name, provenance=profile.provenance.kind,
+                          precision=precision, points=points, bound=bound, fraction=fraction, binding_level=level,
+                          trajectory=tuple(trajectory))
+
+
+def classify(profile: KernelProfile, model: RooflineModel, points: Sequence[KernelPoint]
+             ) -> tuple[Literal["memory", "compute", "latency"] | None, float | None, str | None]:
+    dur = profile.duration_s
+    if dur <= 0:
+        return None, None, None
+    if not points:  # no arithmetic: bandwidth utilisation alone
+        util = [(b / dur / bw, lv) for lv, b in profile.bytes.items() if b > 0 and (bw := model.bandwidth(lv))]
+        if not util:
+            return None, None, None
+        frac, lv = max(util)
+        return ("memory" if frac >= LATENCY_FRACTION else "latency"), frac, lv
+    binding = min(points, key=lambda p: p.attainable)
+    frac = binding.performance / binding.attainable if binding.attainable > 0 else 0.0
+    if frac < LATENCY_FRACTION:
+        return "latency", frac, binding.level
+    peak = model.peak(binding.precision) or math.inf
+    return ("compute" if binding.attainable >= peak else "memory"), frac, binding.level
+
+
+def trajectory_points(samples: Iterable[tuple[str, float, Mapping[str, float], Mapping[str, float], float]],
+                      level: str = "dram") -> tuple[TrajectoryPoint, ...]:
+    """(label, concurrency, flops, bytes, duration_s) per what-if configuration -> DRAM-level points."""
+    out = []
+    for label, conc, flops, bytes_, dur in samples:
+        prec = dominant_precision(flops)
+        ops, oi = _point_values(flops, bytes_, dur, prec)
+        if level in oi and dur > 0:
+            out.append(TrajectoryPoint(label=label, concurrency=conc, intensity=oi[level], performance=ops / dur))
+    return tuple(sorted(out, key=lambda t: t.concurrency))
+
+
+# ---------------------------------------------------------------------------------------------
+# SVG
+# ---------------------------------------------------------------------------------------------
+
+_MEM_COLORS = {"l1": "#2a9d8f", "shared": "#8ab17d", "l2": "#e9c46a", "dram": "#e76f51"}
+_COMP_COLORS = {"fp64": "#264653", "fp32": "#1d3557", "fp16": "#457b9d", "int32": "#6d597a", "tensor_fp16": "#9d4edd"}
+_POINT_COLORS = ("#d62828", "#003049", "#f77f00", "#588157", "#7209b7", "#3a0ca3")
+
+
+def _fmt_rate(v: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if v >= scale:
+            return f"{v / scale:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def _marker(level: str, cx: float, cy: float) -> tuple[str, str]:
+    """One marker shape per memory level, so the points of one kernel read apart at a glance."""
+    if level == "l2":
+        return "rect", f'x="{cx - 4.5:.1f}" y="{cy - 4.5:.1f}" width="9" height="9"'
+    if level == "l1":
+        return "polygon", f'points="{cx:.1f},{cy - 6:.1f} {cx + 6:.1f},{cy:.1f} {cx:.1f},{cy + 6:.1f} {cx - 6:.1f},{cy:.1f}"'
+    if level == "shared":
+        return "polygon", f'points="{cx:.1f},{cy - 6:.1f} {cx + 6:.1f},{cy + 5:.1f} {cx - 6:.1f},{cy + 5:.1f}"'
+    return "circle", f'cx="{cx:.1f}" cy="{cy:.1f}" r="5"'
+
+
+def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *, title: str | None = None,
+                 width: int = 760, height: int = 480, precisions: Sequence[str] | None = None) -> str:
+    """A self-contained log-log roofline: labelled axes, ceilings, ridge points, kernel points, trajectories."""
+    shown_p = list(precisions) if precisions else sorted(
+        {k.precision for k in kernels} | {"fp32", "fp64"}, key=lambda p: [c.name for c in model.compute].index(p)
+        if p in [c.name for c in model.compute] else 99)
+    comp = [c for c in model.compute if c.name in shown_p]
+    # Levels with the same bandwidth (L1 and shared are one SRAM) share one slope and label.
+    mem: list[Ceiling] = []
+    for m in model.memory:
+        twin = next((i for i, o in enumerate(mem) if math.isclose(o.value, m.value, rel_tol=1e-9)), None)
+        if twin is None:
+            mem.append(m)
+        else:
+            mem[twin] = mem[twin].model_copy(update={"label": f"{mem[twin].label} / {m.label}"})
+    top = max((c.value for c in comp), default=1e12)
+    # Axis ranges: decades that hold every ridge, point and roof.
+    xs = [r for c in comp for m in mem if (r := c.value / m.value) > 0]
+    xs += [p.intensity for k in kernels for p in k.points] + [t.intensity for k in kernels for t in k.trajectory]
+    ys = [c.value for c in comp] + [p.performance for k in kernels for p in k.points if p.performance > 0]
+    ys += [t.performance for k in kernels for t in k.trajectory if t.performance > 0]
+    x_lo = 10 ** math.floor(math.log10(max(min(xs, default=0.01), 1e-6)) - 1)
+    x_hi = 10 ** math.ceil(math.log10(max(xs, default=100)) + 0.5)
+    y_hi = 10 ** math.ceil(math.log10(top * 1.5))
+    y_lo = 10 ** math.floor(math.log10(max(min(ys, default=top / 1e4), 1.0)) - 0.5)
+    y_lo = min(y_lo, y_hi / 1e3)
+    ml, mr, mt, mb = 78, 150, 40 if title else 20, 56
+    pw, ph = width - ml - mr, height - mt - mb
+
+    def X(v: float) -> float:
+        return ml + (math.log10(v) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo)) * pw
+
+    def Y(v: float) -> float:
+        return mt + ph - (math.log10(v) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo)) * ph
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'font-family="Helvetica, Arial, sans-serif" font-size="11" role="img" aria-label="Roofline">',
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>']
+    if title:
+        out.append(f'<text x="{width / 2:.1f}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{escape(title)}</text>')
+    out.append(f'<g class="grid" stroke="#e6e6e6" stroke-width="1">')
+    for e in range(round(math.log10(x_lo)), round(math.log10(x_hi)) + 1):
+        out.append(f'<line x1="{X(10 ** e):.1f}" y1="{mt}" x2="{X(10 ** e):.1f}" y2="{mt + ph}"/>')
+    for e in range(round(math.log10(y_lo)), round(math.log10(y_hi)) + 1):
+        out.append(f'<line x1="{ml}" y1="{Y(10 ** e):.1f}" x2="{ml + pw}" y2="{Y(10 ** e):.1f}"/>')
+    out.append('</g>')
+    out.append(f'<g class="axes" stroke="#333" fill="#333"><rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none"/>')
+    for e in range(round(math.log10(x_lo)), round(math.log10(x_hi)) + 1):
+        out.append(f'<text x="{X(10 ** e):.1f}" y="{mt + ph + 16}" text-anchor="middle" stroke="none">{10.0 ** e:g}</text>')
+    for e in range(round(math.log10(y_lo)), round(math.log10(y_hi)) + 1):
+        out.append(f'<text x="{ml - 6}" y="{Y(10 ** e) + 4:.1f}" text-anchor="end" stroke="none">{_fmt_rate(10.0 ** e, "")}</text>')
+    out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 14}" text-anchor="middle" stroke="none" font-size="12">'
+               f'Operational intensity (operations / byte)</text>')
+    out.append(f'<text x="16" y="{mt + ph / 2:.1f}" text-anchor="middle" stroke="none" font-size="12" '
+               f'transform="rotate(-90 16 {mt + ph / 2:.1f})">Performance (operations / s)</text></g>')
+    # Bandwidth slopes run from the left edge to the ridge with the highest shown roof.
+    out.append('<g class="ceilings">')
+    for m in mem:
+        color = _MEM_COLORS.get(m.name, "#999")
+        x0, x1 = x_lo, top / m.value
+        y0 = m.value * x0
+        if y0 < y_lo:
+            x0 = y_lo / m.value
+            y0 = y_lo
+        out.append(f'<line class="ceiling memory" data-level="{m.name}" x1="{X(x0):.1f}" y1="{Y(y0):.1f}" '
+                   f'x2="{X(x1):.1f}" y2="{Y(top):.1f}" stroke="{color}" stroke-width="2"/>')
+        lx = max(x0 * 2, x_lo * 3)
+        out.append(f'<text class="ceiling-label" x="{X(lx):.1f}" y="{Y(m.value * lx) - 6:.1f}" fill="{color}" '
+                   f'transform="rotate({-math.degrees(math.atan2(Y(m.value * lx) - Y(m.value * lx * 10), X(lx * 10) - X(lx))):.1f} '
+                   f'{X(lx):.1f} {Y(m.value * lx) - 6:.1f})">{escape(m.label)} {_fmt_rate(m.value, "B/s")}'
+                   f'{" (measured)" if m.empirical else ""}</text>')
+    for c in comp:
+        color = _COMP_COLORS.get(c.name, "#333")
+        x0 = min(c.value / max(m.value for m in mem), x_hi) if mem else x_lo
+        out.append(f'<line class="ceiling compute" data-precision="{c.name}" x1="{X(x0):.1f}" y1="{Y(c.value):.1f}" '
+                   f'x2="{ml + pw}" y2="{Y(c.value):.1f}" stroke="{color}" stroke-width="2"/>')
+        out.append(f'<text class="ceiling-label" x="{ml + pw + 6}" y="{Y(c.value) + 4:.1f}" fill="{color}">'
+                   f'{escape(c.label)} {_fmt_rate(c.value, "OP/s")}{" (measured)" if c.empirical else ""}</text>')
+        for m in mem:  # ridge points
+            r = c.value / m.value
+            if x_lo < r < x_hi:
+                out.append(f'<circle class="ridge" cx="{X(r):.1f}" cy="{Y(c.value):.1f}" r="3" fill="white" '
+                           f'stroke="{_MEM_COLORS.get(m.name, "#999")}"><title>ridge {c.label}/{m.label}: {r:.3g} op/B</title></circle>')
+    out.append('</g><g class="kernels">')
+    for n, k in enumerate(kernels):
+        color = _POINT_COLORS[n % len(_POINT_COLORS)]
+        if len(k.trajectory) > 1:
+            pts = " ".join(f"{X(t.intensity):.1f},{Y(t.performance):.1f}" for t in k.trajectory if t.performance > 0)
+            out.append(f'<polyline class="trajectory" points="{pts}" fill="none" stroke="{color}" stroke-dasharray="4 3"/>')
+            for t in k.trajectory:
+                out.append(f'<circle cx="{X(t.intensity):.1f}" cy="{Y(t.performance):.1f}" r="2.5" fill="{color}">'
+                           f'<title>{escape(k.name)} @ {escape(t.label)}</title></circle>')
+        for p in k.points:
+            if p.performance <= 0:
+                continue
+            cx, cy = X(p.intensity), Y(p.performance)
+            tag, attrs = _marker(p.level, cx, cy)
+            tip = (f"{escape(k.name)} — {_LABEL[MemoryLevel(p.level)]}: {p.intensity:.3g} op/B, "
+                   f"{_fmt_rate(p.performance, 'OP/s')} ({k.provenance})")
+            out.append(f'<g class="kernel-point" data-kernel="{escape(k.name, {chr(34): "&quot;"})}" data-level="{p.level}">'
+                       f'<{tag} {attrs} fill="{color}" stroke="white"><title>{tip}</title></{tag}></g>')
+        named = next((p for p in k.points if p.level == "dram" and p.performance > 0),
+                     next((p for p in k.points if p.performance > 0), None))
+        if named is not None:  # one name per kernel; the marker shape tells the level
+            out.append(f'<text class="kernel-label" x="{X(named.intensity) + 8:.1f}" y="{Y(named.performance) - 7:.1f}" '
+                       f'fill="{color}" font-weight="bold">{escape(k.name)}</text>')
+    out.append('</g>')
+    # Legend: point shapes per level.
+    ly = mt + ph - 70
+    out.append(f'<g class="legend" font-size="10"><text x="{ml + pw + 6}" y="{ly}" font-weight="bold">points</text>')
+    for i, (lv, shape) in enumerate((("dram", "●"), ("l2", "■"), ("l1", "◆"), ("shared", "▲"))):
+        out.append(f'<text x="{ml + pw + 6}" y="{ly + 14 * (i + 1)}">{shape} {_LABEL[MemoryLevel(lv)]} intensity</text>')
+    out.append('</g></svg>')
+    return "\n".join(out)
