@@ -1,0 +1,375 @@
+"""The language server: state and wiring. Handlers are thin; features/ builds the LSP objects.
+
+Custom protocol, for tests, benchmarks and clients that want it:
+- notification `kernelscope/analysisFinished` {uri, cache: "hit (memory)"|"hit (disk)"|"miss",
+  compiled, seconds, diagnostics, compilerRuns, cancelled?, error?};
+- request `kernelscope/stats` -> {compilerRuns, cacheHitsMemory, ..., rssBytes};
+- commands `kernelscope.showReport(uri, kernel)` and `kernelscope.explain(uri, adviceId)`
+  return Markdown (the first is also the code lens command).
+"""
+
+import argparse
+import asyncio
+import logging
+import logging.handlers
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from . import progress
+from .cache import ResultCache
+from .features import actions, diagnostics, hover, lens, render
+from .scheduler import Outcome, Scheduler
+from .settings import SECTION, Settings, load_settings, merge_user_layers, read_workspace_file
+from .tracking import ResultView, TrackedDocument
+
+log = logging.getLogger("kernelscope.server")
+
+VERSION = "0.1.0"
+#: re-publishing shifted diagnostics waits for a pause in typing
+REPUBLISH_DELAY_S = 0.1
+
+
+class KernelscopeServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("kernelscope", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.settings = Settings()
+        self.settings_ready = asyncio.Event()
+        self.init_options: Any = None
+        self.docs: dict[str, TrackedDocument] = {}
+        self._cache: ResultCache | None = None
+        self._shown: set[str] = set()
+        self._republish: dict[str, asyncio.TimerHandle] = {}
+        self._file_log: logging.Handler | None = None
+        self.scheduler = Scheduler(on_outcome=self.on_outcome, progress=self._begin_progress,
+                                   settings=lambda: self.settings, ready=self.settings_ready, cache=self.cache)
+
+    # -- state ------------------------------------------------------------------------------
+
+    def cache_dir(self) -> Path:
+        return self.settings.cache.directory or Path(platformdirs.user_cache_dir("kernelscope"))
+
+    def cache(self) -> ResultCache:
+        c = self.settings.cache
+        want = self.cache_dir(), int(c.max_megabytes * 2**20), c.memory_entries
+        if self._cache is None or (self._cache.directory.parent, self._cache.max_bytes,
+                                   self._cache.memory_entries) != want:
+            self._cache = ResultCache(*want)
+        return self._cache
+
+    def view(self, uri: str) -> ResultView | None:
+        doc = self.docs.get(uri)
+        return doc.view if doc is not None else None
+
+    def show_once(self, text: str, kind: types.MessageType = types.MessageType.Error) -> None:
+        """One window/showMessage per distinct problem, not one per save."""
+        if text in self._shown:
+            return
+        self._shown.add(text)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=text))
+
+    async def _begin_progress(self, uri: str, title: str, on_cancel):
+        return await progress.begin(self, uri, title, on_cancel)
+
+    # -- settings ---------------------------------------------------------------------------
+
+    async def load_settings(self) -> None:
+        layers = [self.init_options.get(SECTION, self.init_options) if isinstance(self.init_options, dict) else None]
+        ws = self.client_capabilities.workspace
+        if ws is not None and ws.configuration:
+            try:
+                reply = await self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
+                layers.append(reply[0] if reply else None)
+            except Exception as e:
+                log.warning("workspace/configuration failed: %s", e)
+        root = self.workspace.root_path
+        ws_file, file_problems = await asyncio.get_running_loop().run_in_executor(
+            None, read_workspace_file, Path(root) if root else None)
+        old = self.settings
+        new, problems = load_settings(merge_user_layers(*layers), ws_file)
+        self.settings = new
+        self._setup_logging()
+        if problems or file_problems:
+            self.show_once("kernelscope: invalid settings, defaults used for: " + "; ".join(problems + file_problems),
+                           types.MessageType.Error)
+        log.info("settings loaded (%s)", "; ".join(f"{k} from {v.value}" for k, v in sorted(new.origins.items()))
+                 or "all defaults")
+        if self.settings_ready.is_set() and new.analysis != old.analysis:
+            self.scheduler.forget_toolchains()
+            for uri in self.docs:
+                self._analyse(uri, "settings")
+        self.settings_ready.set()
+
+    def _setup_logging(self) -> None:
+        level = getattr(logging, self.settings.log_level.upper())
+        logging.getLogger("kernelscope").setLevel(level)
+        path = self.cache_dir() / "server.log"
+        if self._file_log is not None and getattr(self._file_log, "baseFilename", None) == str(path):
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.handlers.RotatingFileHandler(path, maxBytes=2**20, backupCount=2, encoding="utf-8")
+        except OSError as e:
+            log.warning("no log file at %s: %s", path, e)
+            return
+        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+        if self._file_log is not None:
+            logging.getLogger("kernelscope").removeHandler(self._file_log)
+            self._file_log.close()
+        logging.getLogger("kernelscope").addHandler(handler)
+        self._file_log = handler
+
+    # -- analyses ---------------------------------------------------------------------------
+
+    def _analyse(self, uri: str, reason) -> None:
+        path = to_fs_path(uri)
+        if path is None or not uri.startswith("file:"):
+            return  # untitled buffers have nothing on disk to compile
+        self.scheduler.request(uri, Path(path), reason)
+
+    def on_outcome(self, o: Outcome) -> None:
+        name = Path(to_fs_path(o.uri) or o.uri).name
+        payload: dict[str, Any] = {"uri": o.uri, "reason": o.reason, "seconds": round(o.seconds, 4),
+                                   "compilerRuns": self.scheduler.stats.compiler_runs}
+        if o.error is not None:
+            log.error("%s: %s", name, o.error)
+            self.show_once(f"kernelscope: {o.error}" if o.error_kind != "internal"
+                           else f"kernelscope: analysing {name} failed ({o.error}); see the log in {self.cache_dir()}")
+            self.protocol.notify("kernelscope/analysisFinished", {**payload, "error": o.error})
+            return
+        if o.cancelled is not None:
+            self.protocol.notify("kernelscope/analysisFinished", {**payload, "cancelled": o.cancelled})
+            return
+        doc = self.docs.get(o.uri)
+        if doc is None or o.result is None or o.analysed_text is None:
+            return  # closed meanwhile
+        cache = "miss" if o.cache == "miss" else f"hit ({o.cache})"
+        doc.attach(o.result, o.analysed_text, cache)
+        n = self.publish(o.uri)
+        if o.cache == "miss":
+            log.info("%s: cache: miss, compiled and analysed in %.2f s", name, o.seconds)
+        else:
+            log.info("%s: cache: %s, no compiler ran", name, cache)
+        self.protocol.notify("kernelscope/analysisFinished", {
+            **payload, "cache": cache, "compiled": o.result.compiled, "diagnostics": n})
+        ws = self.client_capabilities.workspace
+        if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
+
+    def publish(self, uri: str) -> int:
+        view = self.view(uri)
+        diags = diagnostics.build(view, uri) if view is not None else []
+        doc = self.docs.get(uri)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=diags, version=doc.doc.version if doc else None))
+        return len(diags)
+
+    def schedule_republish(self, uri: str) -> None:
+        if (h := self._republish.pop(uri, None)) is not None:
+            h.cancel()
+        loop = asyncio.get_running_loop()
+        self._republish[uri] = loop.call_later(REPUBLISH_DELAY_S, self._republish_now, uri)
+
+    def _republish_now(self, uri: str) -> None:
+        self._republish.pop(uri, None)
+        if uri in self.docs:
+            self.publish(uri)
+
+
+class _ClientLogHandler(logging.Handler):
+    """kernelscope's own log records as window/logMessage; always sent from the event loop thread,
+    because pygls's writer takes no lock."""
+
+    _LEVELS = {logging.ERROR: types.MessageType.Error, logging.WARNING: types.MessageType.Warning,
+               logging.INFO: types.MessageType.Info}
+
+    def __init__(self, server: KernelscopeServer, loop: asyncio.AbstractEventLoop):
+        super().__init__(logging.INFO)
+        self._server = server
+        self._loop = loop
+
+    def emit(self, record: logging.LogRecord) -> None:
+        kind = self._LEVELS.get(record.levelno, types.MessageType.Log)
+        try:
+            params = types.LogMessageParams(type=kind, message=self.format(record))
+        except Exception:
+            return
+        if threading.current_thread() is threading.main_thread():
+            self._send(params)
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._send, params)
+
+    def _send(self, params: types.LogMessageParams) -> None:
+        try:
+            self._server.window_log_message(params)
+        except Exception:
+            pass  # the transport is gone (shutdown); the log file still has it
+
+
+server = KernelscopeServer()
+
+
+# -- lifecycle ------------------------------------------------------------------------------
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
+    ls.init_options = params.initialization_options
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: KernelscopeServer, params: types.InitializedParams) -> None:
+    handler = _ClientLogHandler(ls, asyncio.get_running_loop())
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logging.getLogger("kernelscope").addHandler(handler)
+    await ls.load_settings()
+    ws = ls.client_capabilities.workspace
+    if ws is not None and ws.did_change_configuration and ws.did_change_configuration.dynamic_registration:
+        # VS Code only sends didChangeConfiguration after this registration.
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
+            id="kernelscope-configuration", method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+            register_options=types.DidChangeConfigurationRegistrationOptions(section=SECTION))]))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: KernelscopeServer, params: types.DidChangeConfigurationParams) -> None:
+    if isinstance(params.settings, dict) and SECTION in params.settings and not (
+            ls.client_capabilities.workspace and ls.client_capabilities.workspace.configuration):
+        ls.init_options = {SECTION: params.settings[SECTION]}  # push-only clients send the values themselves
+    await ls.load_settings()
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: KernelscopeServer, params: None) -> None:
+    ls.scheduler.shutdown()  # kills running compilers
+
+
+# -- documents ------------------------------------------------------------------------------
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: KernelscopeServer, params: types.DidOpenTextDocumentParams) -> None:
+    td = params.text_document
+    ls.docs[td.uri] = TrackedDocument.open(td.uri, td.text, td.version, ls.workspace.position_codec)
+    ls._analyse(td.uri, "open")
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams) -> None:
+    doc = ls.docs.get(params.text_document.uri)
+    if doc is None:
+        return
+    for change in params.content_changes:
+        doc.change(change)
+    doc.doc.version = params.text_document.version
+    if doc.view is not None:
+        ls.schedule_republish(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls._analyse(params.text_document.uri, "save")
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.scheduler.cancel(uri)
+    ls.docs.pop(uri, None)
+    if (h := ls._republish.pop(uri, None)) is not None:
+        h.cancel()
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+# -- features -------------------------------------------------------------------------------
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def on_hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover | None:
+    doc = ls.docs.get(params.text_document.uri)
+    if doc is None or doc.view is None:
+        return None
+    pos = doc.doc.position_from_client_units(params.position)
+    return hover.build(doc.view, pos.line, pos.character)
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+def on_code_lens(ls: KernelscopeServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    view = ls.view(params.text_document.uri)
+    return lens.build(view, params.text_document.uri) if view is not None else []
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+def on_code_action(ls: KernelscopeServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    doc = ls.docs.get(uri)
+    if doc is None or doc.view is None:
+        return []
+    return actions.build(doc.view, uri, doc.doc.version, params.range,
+                         actions.supports_snippets(ls.client_capabilities))
+
+
+@server.command(lens.SHOW_REPORT)
+def show_report(ls: KernelscopeServer, uri: str, kernel: str) -> str | None:
+    view = ls.view(uri)
+    return lens.report(view, kernel) if view is not None else None
+
+
+@server.command(actions.EXPLAIN)
+def explain(ls: KernelscopeServer, uri: str, advice_id: str) -> str | None:
+    view = ls.view(uri)
+    found = next((a for a in view.result.advice if a.id == advice_id), None) if view is not None else None
+    if found is None:
+        return None
+    text = render.explanation(found)
+    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=text))
+    return text
+
+
+@server.feature("kernelscope/stats")
+def stats(ls: KernelscopeServer, params: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {_camel(k): v for k, v in ls.scheduler.stats.as_dict().items()}
+    out["rssBytes"] = _rss_bytes()
+    out["openDocuments"] = len(ls.docs)
+    return out
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            import os
+
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+# -- entry point ----------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernelscope serve", description="The kernelscope language server.")
+    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP socket instead (for debugging)")
+    parser.add_argument("--version", action="version", version=f"kernelscope-server {VERSION}")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    # stderr only: stdout is the protocol channel.
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kernelscope: %(levelname)s %(message)s")
+    logging.getLogger("kernelscope").setLevel(logging.INFO)
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
+    return 0

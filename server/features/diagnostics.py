@@ -1,0 +1,110 @@
+"""Diagnostics: compiler messages and performance advice, at the lines they are on now."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from lsprotocol import types
+
+from kernelscope.analysis.advice import Advice
+from kernelscope.analysis.results import AnalysisResult, Message
+
+from ..tracking import ResultView
+
+SOURCE = "kernelscope"
+
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "note": types.DiagnosticSeverity.Information,
+    "remark": types.DiagnosticSeverity.Information,
+    "info": types.DiagnosticSeverity.Information,
+}
+
+#: share of the kernel's samples from which advice is a Warning / an Information; below: a Hint
+WARNING_SHARE = 0.20
+INFORMATION_SHARE = 0.05
+
+_WORD = re.compile(r"[A-Za-z0-9_.]+")
+
+
+def advice_severity(a: Advice) -> types.DiagnosticSeverity:
+    if a.importance >= WARNING_SHARE:
+        return types.DiagnosticSeverity.Warning
+    if a.importance >= INFORMATION_SHARE:
+        return types.DiagnosticSeverity.Information
+    return types.DiagnosticSeverity.Hint
+
+
+def _same_file(message: Message, result: AnalysisResult) -> bool:
+    if not message.file:
+        return True
+    a, b = os.path.normpath(message.file), os.path.normpath(result.source)
+    return a == b or (not os.path.isabs(a) and os.path.basename(a) == os.path.basename(b))
+
+
+def _message_range(view: ResultView, m: Message) -> types.Range | None:
+    line1 = m.line or 1
+    if m.column is None or m.line is None:
+        return view.range(line1)
+    now = view.line_now(line1)
+    if now is None:
+        return None
+    start = m.column - 1  # compilers count from 1
+    word = _WORD.match(view.text_now(now), start)
+    return view.range(line1, start, word.end() if word else start + 1)
+
+
+def compiler_diagnostics(view: ResultView) -> list[types.Diagnostic]:
+    out: list[types.Diagnostic] = []
+    for m in view.result.messages:
+        if not _same_file(m, view.result):
+            continue
+        rng = _message_range(view, m)
+        if rng is None:
+            continue  # its line was edited: the message may no longer be true
+        text = m.message if m.origin is None else f"{m.message} (in {m.origin})"
+        out.append(types.Diagnostic(range=rng, message=text, severity=_SEVERITY[m.severity], source=m.source))
+    return out
+
+
+def advice_diagnostic(view: ResultView, uri: str, a: Advice) -> types.Diagnostic | None:
+    primary = a.lines[0]
+    rng = view.range(primary, *a.columns) if a.columns else view.range(primary)
+    if rng is None:
+        return None
+    related: list[types.DiagnosticRelatedInformation] = []
+    for h in a.hotspots:
+        # GPA's def→use pairs: point at the instruction the stalled one waits on, when it is elsewhere.
+        if h.def_line is None or h.def_line == primary:
+            continue
+        partner = view.range(h.def_line)
+        if partner is not None:
+            related.append(types.DiagnosticRelatedInformation(
+                location=types.Location(uri=uri, range=partner),
+                message=f"{h.def_opcode} here feeds {h.use_opcode} at line {h.use_line} ({h.category}, "
+                        f"{h.distance} instructions apart)"))
+    for other in a.lines[1:]:
+        r = view.range(other)
+        if r is not None and other not in {h.def_line for h in a.hotspots}:
+            related.append(types.DiagnosticRelatedInformation(
+                location=types.Location(uri=uri, range=r), message=f"also involved: line {other}"))
+    return types.Diagnostic(
+        range=rng,
+        message=f"[{a.provenance}] {a.message}",
+        severity=advice_severity(a),
+        source=SOURCE,
+        code=a.optimizer,
+        related_information=related or None,
+        data={"adviceId": a.id},
+    )
+
+
+def build(view: ResultView, uri: str) -> list[types.Diagnostic]:
+    out = compiler_diagnostics(view)
+    for a in view.result.advice:
+        d = advice_diagnostic(view, uri, a)
+        if d is not None:
+            out.append(d)
+    return out

@@ -1,0 +1,44 @@
+"""Code lens above each kernel: bound, roofline, occupancy and the best predicted speedup."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from kernelscope.analysis.results import KernelReport
+
+from ..tracking import ResultView
+from . import render
+
+SHOW_REPORT = "kernelscope.showReport"
+
+
+def title(view: ResultView, k: KernelReport) -> str:
+    parts = []
+    if k.bound:
+        parts.append(f"{k.bound}-bound")
+    if k.roofline_fraction is not None:
+        parts.append(f"{render.pct(k.roofline_fraction)} of roofline")
+    if k.occupancy is not None:
+        parts.append(f"occupancy {render.pct(k.occupancy.occupancy)} ({k.occupancy.limiter.replace('_', ' ')})")
+    best = max((a.speedup for a in view.result.advice if a.kernel == k.mangled), default=None)
+    if best is not None:
+        parts.append(f"best fix est. {best:.2f}×")
+    parts.append(render.kind(view.result))
+    return " · ".join(parts)
+
+
+def build(view: ResultView, uri: str) -> list[types.CodeLens]:
+    out: list[types.CodeLens] = []
+    for k in view.result.kernels:
+        rng = view.range(k.line)
+        if rng is None:
+            continue
+        out.append(types.CodeLens(range=rng, command=types.Command(
+            title=title(view, k), command=SHOW_REPORT, arguments=[uri, k.mangled])))
+    return out
+
+
+def report(view: ResultView, kernel: str) -> str | None:
+    """The kernel's Markdown report, for `kernelscope.showReport`; clients display the returned text."""
+    k = view.result.kernel(kernel)
+    return None if k is None else render.kernel_summary(view.result, k)

@@ -1,0 +1,131 @@
+"""Markdown shared by hovers, the report command and the explain command.
+
+Every number says where it came from (modeled or measured, which device, which
+assumptions), because a modeled 30 % and a measured 30 % deserve different trust.
+"""
+
+from __future__ import annotations
+
+from kernelscope.analysis.advice import Advice
+from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport
+
+#: SASS lines shown in a hover; a long unrolled line would otherwise fill the screen
+MAX_SASS = 16
+MAX_STALLS = 6
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def short_name(kernel: KernelReport) -> str:
+    """`saxpy` for `saxpy(int, float, float const*, float*)`: the identifier a user types."""
+    return kernel.name.split("(")[0].split("<")[0].split("::")[-1].strip()
+
+
+def provenance(result: AnalysisResult) -> str:
+    p = result.profile.provenance if result.profile is not None else None
+    if p is None:
+        return f"static (no profile), {result.arch}, device {result.device}"
+    return f"{p.kind} with {p.tool} {p.tool_version} on {p.device} ({p.arch})"
+
+
+def kind(result: AnalysisResult) -> str:
+    return result.profile.provenance.kind if result.profile is not None else "static"
+
+
+def occupancy(kernel: KernelReport) -> str:
+    occ = kernel.occupancy
+    if occ is None:
+        return "occupancy n/a"
+    return f"occupancy {pct(occ.occupancy)} (limited by {occ.limiter.replace('_', ' ')}, block {occ.block_size})"
+
+
+def resources(kernel: KernelReport) -> str:
+    r = kernel.resources
+    parts = [f"{r.registers} registers"]
+    if r.static_smem:
+        parts.append(f"{r.static_smem} B shared")
+    if r.spill_stores or r.spill_loads:
+        parts.append(f"spills {r.spill_stores} B stored / {r.spill_loads} B loaded")
+    return ", ".join(parts)
+
+
+def assumptions(kernel: KernelReport) -> str:
+    if not kernel.assumptions:
+        return ""
+    items = "; ".join(f"{a.name} = {a.value} ({a.source})" for a in kernel.assumptions[:8])
+    more = f"; +{len(kernel.assumptions) - 8} more" if len(kernel.assumptions) > 8 else ""
+    return f"Assumptions: {items}{more}"
+
+
+def stall_table(line: LineReport) -> list[str]:
+    total = sum(line.samples.values())
+    if total <= 0:
+        return []
+    top = sorted(line.samples.items(), key=lambda kv: -kv[1])[:MAX_STALLS]
+    rows = ["| stall reason | share of line |", "|---|---:|"]
+    rows += [f"| {reason.replace('_', ' ')} | {pct(n / total)} |" for reason, n in top]
+    return rows
+
+
+def advice_line(a: Advice) -> str:
+    return f"- **{a.title}** — est. {a.speedup:.2f}× ({a.provenance})"
+
+
+def line_hover(result: AnalysisResult, kernel: KernelReport, line: LineReport | None, line1: int,
+               advice: list[Advice]) -> str:
+    out = [f"**kernelscope** · line {line1} in `{short_name(kernel)}`"]
+    if line is not None:
+        out[0] += f" — **{pct(line.share)}** of the kernel's samples ({kind(result)})"
+        out += ["", *stall_table(line)]
+    if advice:
+        out += ["", *map(advice_line, advice)]
+    if line is not None and line.sass:
+        shown = line.sass[:MAX_SASS]
+        more = [f"// … {len(line.sass) - MAX_SASS} more"] if len(line.sass) > MAX_SASS else []
+        out += ["", "```sass", *shown, *more, "```"]
+    out += ["", f"`{short_name(kernel)}`: {resources(kernel)}; {occupancy(kernel)}",
+            "", f"Provenance: {provenance(result)}"]
+    if a := assumptions(kernel):
+        out += ["", a]
+    return "\n".join(out)
+
+
+def kernel_summary(result: AnalysisResult, kernel: KernelReport) -> str:
+    out = [f"### `{kernel.name}`", ""]
+    facts = []
+    if kernel.bound:
+        facts.append(f"**{kernel.bound}-bound**" + (f" ({kernel.bottleneck})" if kernel.bottleneck else ""))
+    if kernel.roofline_fraction is not None:
+        facts.append(f"{pct(kernel.roofline_fraction)} of roofline")
+    if kernel.predicted_duration_s is not None:
+        facts.append(f"predicted {kernel.predicted_duration_s * 1e6:.1f} µs")
+    if facts:
+        out += [" · ".join(facts), ""]
+    out += [f"- {resources(kernel)}", f"- {occupancy(kernel)}"]
+    if kernel.launch is not None:
+        out.append(f"- launch grid {kernel.launch.grid}, block {kernel.launch.block}")
+    hot = sorted(kernel.lines, key=lambda lr: -lr.share)[:5]
+    if hot and any(lr.share > 0 for lr in hot):
+        out += ["", "| line | share | top stall |", "|---:|---:|---|"]
+        for lr in hot:
+            top = max(lr.samples.items(), key=lambda kv: kv[1])[0].replace("_", " ") if lr.samples else ""
+            out.append(f"| {lr.line} | {pct(lr.share)} | {top} |")
+    mine = sorted((a for a in result.advice if a.kernel == kernel.mangled), key=lambda a: -a.speedup)
+    if mine:
+        out += ["", "**Advice**", *(f"{advice_line(a)}, line {a.lines[0]}" for a in mine)]
+    out += ["", f"Provenance: {provenance(result)}"]
+    if a := assumptions(kernel):
+        out += ["", a]
+    return "\n".join(out)
+
+
+def explanation(a: Advice) -> str:
+    out = [f"### {a.title}", "", f"[{a.provenance}] {a.message}", "",
+           f"Estimated speedup {a.speedup:.2f}× — {a.estimate.formula}"]
+    if a.estimate.inputs:
+        out.append("; ".join(f"{k} = {v:g}" for k, v in a.estimate.inputs.items()))
+    if a.fix is not None:
+        out += ["", f"Fix: {a.fix.description}"]
+    return "\n".join(out)

@@ -1,0 +1,271 @@
+"""When analyses run: debounced, superseding, bounded, cancellable, cached.
+
+Rules:
+- one job per file: a newer request cancels the older job; a running compile is stopped by
+  `CancelToken.cancel()`, which kills nvcc's whole process group (no orphans);
+- requests closer together than `debounce_ms` are merged: the first of a quiet period starts
+  at once (a single save pays no delay), later ones wait until the burst is over;
+- the cache is consulted before a slot is taken, so a cached reopen never waits behind
+  compiles; a semaphore bounds compiles across all files (`max_concurrent_analyses`);
+- `analyze` runs on a worker thread; the event loop only awaits it.
+
+This module knows nothing about LSP: it reports through `Outcome`s and a `ProgressFactory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from kernelscope.analysis import pipeline
+from kernelscope.analysis.errors import USER_ERRORS
+from kernelscope.analysis.process import CancelToken, Cancelled
+from kernelscope.analysis.results import AnalysisResult
+
+from .cache import ResultCache
+from .settings import Settings
+
+log = logging.getLogger("kernelscope.server.scheduler")
+
+Reason = Literal["open", "save", "settings", "command"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    uri: str
+    reason: Reason
+    result: AnalysisResult | None = None
+    analysed_text: str | None = None  # the file content the result describes
+    cache: Literal["memory", "disk", "miss"] | None = None
+    error: str | None = None  # a user error (toolchain, setup), one actionable sentence
+    error_kind: Literal["toolchain", "user", "internal"] | None = None
+    cancelled: Literal["superseded", "user"] | None = None
+    seconds: float = 0.0
+
+
+class ProgressHandle(Protocol):
+    def report(self, message: str, fraction: float) -> None: ...
+    def end(self, message: str) -> None: ...
+
+
+#: begin(uri, title, on_user_cancel) -> handle; called on the event loop
+ProgressFactory = Callable[[str, str, Callable[[], None]], Awaitable[ProgressHandle]]
+
+
+@dataclass
+class Stats:
+    """Counters for `kernelscope/stats`; `compiler_runs` counts calls of `analyze` (every one compiles)."""
+
+    compiler_runs: int = 0
+    cache_hits_memory: int = 0
+    cache_hits_disk: int = 0
+    cache_misses: int = 0
+    cancelled: int = 0
+    failed: int = 0
+    running: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Job:
+    uri: str
+    reason: Reason
+    requested_at: float
+    task: asyncio.Task | None = None
+    token: CancelToken | None = None
+    in_executor: bool = False
+    cancelled: Literal["superseded", "user"] | None = None
+
+    def cancel(self, why: Literal["superseded", "user"]) -> None:
+        self.cancelled = self.cancelled or why
+        if self.token is not None:
+            self.token.cancel()  # kills the compiler's process group; the worker thread then raises Cancelled
+        if self.task is not None and not self.in_executor:
+            # Not yet compiling (debounce, waiting for a slot): nothing to kill, just stop waiting.
+            self.task.cancel()
+
+
+class Scheduler:
+    def __init__(self, *, on_outcome: Callable[[Outcome], None], progress: ProgressFactory,
+                 settings: Callable[[], Settings], ready: asyncio.Event, cache: Callable[[], ResultCache],
+                 analyze: Callable[..., AnalysisResult] | None = None, workers: int = 8):
+        self._on_outcome = on_outcome
+        self._progress = progress
+        self._settings = settings
+        self._ready = ready
+        self._cache = cache
+        # Looked up at call time so the pipeline module can be reloaded/patched in development.
+        self._analyze = analyze
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kernelscope-analysis")
+        self._jobs: dict[str, _Job] = {}
+        self._last_request: dict[str, float] = {}
+        self._sem: asyncio.Semaphore | None = None
+        self._sem_size = 0
+        self._toolchains: dict[Any, Any] = {}
+        self.stats = Stats()
+
+    # -- public API (event loop) ------------------------------------------------------------
+
+    def request(self, uri: str, path: Path, reason: Reason) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        debounce = self._settings().debounce_ms / 1000.0 if self._ready.is_set() else 0.0
+        last = self._last_request.get(uri)
+        delay = debounce if (last is not None and now - last < debounce) else 0.0
+        self._last_request[uri] = now
+        old = self._jobs.get(uri)
+        if old is not None:
+            old.cancel("superseded")
+        job = _Job(uri, reason, now)
+        job.task = loop.create_task(self._run(job, path, delay), name=f"analysis {uri}")
+        self._jobs[uri] = job
+
+    def cancel(self, uri: str, why: Literal["superseded", "user"] = "superseded") -> None:
+        job = self._jobs.pop(uri, None)
+        self._last_request.pop(uri, None)
+        if job is not None:
+            job.cancel(why)
+
+    def cancel_all(self) -> None:
+        for uri in list(self._jobs):
+            self.cancel(uri)
+
+    def forget_toolchains(self) -> None:
+        self._toolchains.clear()
+
+    def shutdown(self) -> None:
+        self.cancel_all()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def idle(self) -> None:
+        """Wait until no job is pending (tests and benchmarks)."""
+        while self._jobs:
+            await asyncio.gather(*(j.task for j in list(self._jobs.values()) if j.task), return_exceptions=True)
+
+    # -- the job ----------------------------------------------------------------------------
+
+    def _semaphore(self, size: int) -> asyncio.Semaphore:
+        # A settings change resizes the bound for new jobs; running ones keep their slot.
+        if self._sem is None or self._sem_size != size:
+            self._sem, self._sem_size = asyncio.Semaphore(size), size
+        return self._sem
+
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    async def _run(self, job: _Job, path: Path, delay: float) -> None:
+        started = time.perf_counter()
+        progress: ProgressHandle | None = None
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            await self._ready.wait()  # configuration race: didOpen may come before the settings
+            settings = self._settings()
+            if (job.reason == "open" and not settings.analyze_on_open) or \
+                    (job.reason == "save" and not settings.analyze_on_save):
+                return
+            key, text, hit = await self._from_cache(job, path, settings)
+            if hit is not None:
+                self._emit(job, hit, started)
+                return
+            async with self._semaphore(settings.max_concurrent_analyses):
+                if job.cancelled:
+                    return
+                job.token = CancelToken()
+                progress = await self._progress(job.uri, f"kernelscope: analysing {path.name}",
+                                                lambda: job.cancel("user"))
+                if job.cancelled:  # cancelled while the progress bar was being created
+                    return
+                result = await self._compile(job, path, settings, progress)
+            await self._in_thread(self._cache().put, key, result)
+            self._emit(job, Outcome(job.uri, job.reason, result, text, "miss"), started)
+        except asyncio.CancelledError:
+            self.stats.cancelled += 1
+            log.debug("analysis of %s cancelled before it compiled", path.name)
+        except Cancelled:
+            self.stats.cancelled += 1
+            log.info("analysis of %s stopped (%s)", path.name, job.cancelled or "cancelled")
+            self._emit(job, Outcome(job.uri, job.reason, cancelled=job.cancelled or "superseded"), started)
+        except USER_ERRORS as e:
+            self.stats.failed += 1
+            kind = "toolchain" if type(e).__name__ == "ToolchainError" else "user"
+            self._emit(job, Outcome(job.uri, job.reason, error=str(e), error_kind=kind), started)
+        except Exception as e:  # a bug in one analysis must never take the server down
+            self.stats.failed += 1
+            log.exception("analysis of %s failed", path)
+            self._emit(job, Outcome(job.uri, job.reason, error=f"{type(e).__name__}: {e}", error_kind="internal"),
+                       started)
+        finally:
+            if progress is not None:
+                progress.end("cancelled" if job.cancelled else "done")
+            if self._jobs.get(job.uri) is job:
+                del self._jobs[job.uri]
+
+    async def _from_cache(self, job: _Job, path: Path, settings: Settings) -> tuple[str, str, Outcome | None]:
+        """(cache key, file text, the Outcome on a hit or None)."""
+        data: bytes = await self._in_thread(path.read_bytes)
+        text = data.decode("utf-8", errors="replace")
+        toolchain = await self._toolchain(path, settings)
+        key = settings.analysis.cache_key(pipeline.source_digest(data), toolchain.version)
+        cache = self._cache()
+        hit = cache.get_memory(key)
+        how: Literal["memory", "disk"] = "memory"
+        if hit is None:
+            found = await self._in_thread(cache.get, key)
+            if found is not None:
+                hit, how = found
+        if hit is not None:
+            if how == "memory":
+                self.stats.cache_hits_memory += 1
+            else:
+                self.stats.cache_hits_disk += 1
+            return key, text, Outcome(job.uri, job.reason, hit, text, how)
+        self.stats.cache_misses += 1
+        return key, text, None
+
+    async def _toolchain(self, path: Path, settings: Settings):
+        from kernelscope.analysis import toolchain as tc
+
+        opts = settings.analysis
+        cc = None
+        if opts.compile_commands is not None:
+            cc = await self._in_thread(tc.find_compile_command, path, opts.compile_commands)
+        key = (opts.nvcc_path, cc.compiler if cc else None, str(cc.directory) if cc else None)
+        if key not in self._toolchains:
+            # Located once per settings: the search stats many paths and runs `nvcc --version`.
+            self._toolchains[key] = await self._in_thread(
+                lambda: tc.locate_toolchain(opts.nvcc_path, cc))
+        return self._toolchains[key]
+
+    async def _compile(self, job: _Job, path: Path, settings: Settings, progress: ProgressHandle) -> AnalysisResult:
+        loop = asyncio.get_running_loop()
+
+        def report(stage: str, fraction: float) -> None:  # called on the worker thread
+            loop.call_soon_threadsafe(progress.report, stage, fraction)
+
+        analyze = self._analyze or pipeline.analyze
+        self.stats.compiler_runs += 1
+        self.stats.running += 1
+        job.in_executor = True
+        log.info("analysing %s (%s)", path, job.reason)
+        try:
+            return await loop.run_in_executor(
+                self._pool, lambda: analyze(path, settings.analysis, cancel=job.token, progress=report))
+        finally:
+            job.in_executor = False
+            self.stats.running -= 1
+
+    def _emit(self, job: _Job, outcome: Outcome, started: float) -> None:
+        if job.cancelled and outcome.cancelled is None:
+            return  # superseded while finishing: the newer job will publish
+        if self._jobs.get(job.uri) is not job and outcome.cancelled is None:
+            return
+        self._on_outcome(replace(outcome, seconds=time.perf_counter() - started))

@@ -1,0 +1,394 @@
+"""The server's settings: one typed, immutable model, merged from three layers.
+
+Layers, lowest precedence first:
+
+1. defaults (this model);
+2. the workspace's project file: ``[tool.kernelscope]`` in ``pyproject.toml``, then ``.kernelscope.toml``;
+3. the editor: ``initializationOptions`` and the ``kernelscope`` section of ``workspace/configuration``.
+
+Every leaf records where its value came from (`Settings.origins`), because a command that
+came from a file inside the workspace (a cloned repository) must not run until the user
+trusts that workspace; the measured backend checks `Settings.from_workspace_file`.
+
+``python -m kernelscope.server.settings --markdown`` prints docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from kernelscope.analysis.options import AnalysisOptions, LaunchHint
+
+SECTION = "kernelscope"
+
+
+class Origin(str, Enum):
+    default = "default"
+    user = "user"  # the editor: workspace/configuration or initializationOptions
+    workspace_file = "workspace_file"  # pyproject.toml / .kernelscope.toml inside the workspace
+
+
+class _Camel(BaseModel):
+    # Editors write camelCase (VS Code settings, Neovim `settings`), TOML files often snake_case: accept both.
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class ProfileCommand(_Camel):
+    """How the measured backend runs the user's program under the profiler (stored now, used later)."""
+
+    command: tuple[str, ...] = Field(..., min_length=1,
+                                     description="Program and arguments that launch the kernels, e.g. [\"./app\", \"--n\", \"4096\"]. Never run through a shell.")
+    cwd: Path | None = Field(None, description="Working directory (default: the workspace root).")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    timeout_s: float = Field(300.0, gt=0, description="Stop the profiled program after this many seconds.")
+
+
+class CacheSettings(_Camel):
+    directory: Path | None = Field(None, description="Where analysis results and the server log are kept (default: the user cache dir, e.g. ~/.cache/kernelscope).")
+    max_megabytes: float = Field(256.0, gt=0, description="Size bound of the on-disk result cache; the least recently used entries go first.")
+    memory_entries: int = Field(64, ge=1, description="Results kept in memory (LRU).")
+
+
+class Settings(_Camel):
+    """Everything under the `kernelscope` section."""
+
+    analysis: AnalysisOptions = Field(default_factory=AnalysisOptions,
+                                      description="What an analysis computes; part of the cache key.")
+    profile: ProfileCommand | None = Field(None, description="Measured backend: the program to profile. Only run from a trusted workspace when it comes from a workspace file.")
+    cache: CacheSettings = Field(default_factory=CacheSettings, description="Result cache.")
+    max_concurrent_analyses: int = Field(2, ge=1, le=64, description="Analyses (compiles) that may run at once, across all files.")
+    analyze_on_open: bool = Field(True, description="Analyse a file when it is opened.")
+    analyze_on_save: bool = Field(True, description="Analyse a file when it is saved.")
+    debounce_ms: int = Field(150, ge=0, le=10_000, description="Saves closer together than this are merged into one analysis.")
+    log_level: str = Field("info", description="Server log level: debug, info, warning or error.")
+    #: where each leaf value came from, by dotted camelCase path; filled by `load_settings`, never read from input
+    origins: dict[str, Origin] = Field(default_factory=dict, exclude=True)
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, v: str) -> str:
+        v = v.lower()
+        if v not in ("debug", "info", "warning", "error"):
+            raise ValueError("must be one of debug, info, warning, error")
+        return v
+
+    @field_validator("analysis", mode="before")
+    @classmethod
+    def _snake_analysis(cls, v: Any) -> Any:
+        # AnalysisOptions (owned by kernelscope.analysis) has snake_case fields and no aliases.
+        return _snake_keys(v, AnalysisOptions) if isinstance(v, Mapping) else v
+
+    def origin_of(self, path: str) -> Origin:
+        """Origin of a setting or of the most specific layer that set anything under it."""
+        if path in self.origins:
+            return self.origins[path]
+        under = [o for p, o in self.origins.items() if p.startswith(path + ".")]
+        if Origin.workspace_file in under:
+            return Origin.workspace_file  # the untrusted origin wins: a single workspace leaf taints the whole
+        return Origin.user if under else Origin.default
+
+    def from_workspace_file(self, path: str) -> bool:
+        """True when a command-like setting (e.g. "profile", "analysis.nvccPath") came from a workspace file."""
+        return self.origin_of(path) is Origin.workspace_file
+
+
+def _snake_keys(d: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    by_camel = {to_camel(name): name for name in model.model_fields}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        name = by_camel.get(k, k)
+        if name == "launch_hints" and isinstance(v, Mapping):
+            # Keys are kernel names: keep them, convert each hint's own fields.
+            v = {kernel: _snake_keys(h, LaunchHint) if isinstance(h, Mapping) else h for kernel, h in v.items()}
+        out[name] = v
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Layers and merging
+
+
+def read_workspace_file(root: Path | None) -> tuple[dict[str, Any], list[str]]:
+    """The project file layer: pyproject's [tool.kernelscope], overridden by .kernelscope.toml.
+
+    Returns (values, problems); a broken file is a problem to report, never a crash.
+    """
+    if root is None:
+        return {}, []
+    merged: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, pick in (("pyproject.toml", lambda t: t.get("tool", {}).get("kernelscope", {})),
+                       (".kernelscope.toml", lambda t: t)):
+        path = root / name
+        if not path.is_file():
+            continue
+        try:
+            table = pick(tomllib.loads(path.read_text(encoding="utf-8")))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError) as e:
+            problems.append(f"{path}: {e}")
+            continue
+        if isinstance(table, dict):
+            _deep_merge(merged, table)
+    return merged, problems
+
+
+def _deep_merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:
+    for k, v in new.items():
+        if isinstance(v, Mapping) and isinstance(into.get(k), dict) and k not in _OPAQUE:
+            _deep_merge(into[k], v)
+        else:
+            into[k] = dict(v) if isinstance(v, Mapping) else v
+
+
+#: dict-valued settings that replace as a whole (they are values, not nested settings)
+_OPAQUE = {"env", "values"}
+
+
+def _canonical(d: Mapping[str, Any], model: type[BaseModel] = None) -> dict[str, Any]:  # type: ignore[assignment]
+    """Rewrite keys to camelCase, so that snake_case and camelCase layers merge into one key."""
+    model = model or Settings
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if not isinstance(k, str):
+            continue
+        key = to_camel(k) if "_" in k else k
+        field = _field_by_camel(model, key)
+        sub = _submodel(field) if field else None
+        if isinstance(v, Mapping) and key == "launchHints":
+            v = {kernel: _canonical(h, LaunchHint) if isinstance(h, Mapping) else h for kernel, h in v.items()}
+        elif isinstance(v, Mapping) and sub is not None:
+            v = _canonical(v, sub)
+        out[key] = v
+    return out
+
+
+def _field_by_camel(model: type[BaseModel], key: str):
+    for name, f in model.model_fields.items():
+        if to_camel(name) == key:
+            return f
+    return None
+
+
+def _submodel(field) -> type[BaseModel] | None:
+    ann = field.annotation
+    # Only the model itself or `Model | None`; dict[str, Model] values are keyed by user names.
+    args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else ()
+    for cand in (ann, *args):
+        if isinstance(cand, type) and issubclass(cand, BaseModel):
+            return cand
+    return None
+
+
+def _leaves(d: Mapping[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for k, v in d.items():
+        path = f"{prefix}{k}"
+        if isinstance(v, Mapping) and k not in _OPAQUE and k != "launchHints" and v:
+            out += _leaves(v, path + ".")
+        else:
+            out.append(path)
+    return out
+
+
+def _drop(d: dict[str, Any], loc: tuple[Any, ...]) -> bool:
+    """Remove the value at a pydantic error location (field names or aliases); True if something went."""
+    node: Any = d
+    for i, part in enumerate(loc):
+        if not isinstance(node, dict):
+            return False
+        key = next((k for k in (part, to_camel(str(part))) if k in node), None)
+        if key is None:
+            return False
+        if i == len(loc) - 1 or not isinstance(node[key], dict):
+            del node[key]
+            return True
+        node = node[key]
+    return False
+
+
+def _display(loc: tuple[Any, ...]) -> str:
+    return SECTION + "." + ".".join(to_camel(str(p)) if isinstance(p, str) else str(p) for p in loc)
+
+
+def merge_user_layers(*layers: Any) -> dict[str, Any]:
+    """initializationOptions then workspace/configuration: one "user" layer, later ones win."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        if isinstance(layer, Mapping):
+            _deep_merge(merged, _canonical(layer))
+    return merged
+
+
+def load_settings(user: Mapping[str, Any] | None, workspace_file: Mapping[str, Any] | None = None) -> tuple[Settings, list[str]]:
+    """Merge the layers and validate; invalid values fall back to their defaults.
+
+    Returns (settings, problems); each problem names the bad setting and why, for one
+    window/showMessage.
+    """
+    merged: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
+    for layer, origin in ((workspace_file, Origin.workspace_file), (user, Origin.user)):
+        if not isinstance(layer, Mapping):
+            continue
+        canon = _canonical(layer)
+        canon.pop("origins", None)  # provenance is ours to record, never the user's to claim
+        _deep_merge(merged, canon)
+        for path in _leaves(canon):
+            origins[path] = origin
+    problems: list[str] = []
+    for _ in range(20):  # each round drops the offending values; a bounded loop cannot spin forever
+        try:
+            settings = Settings.model_validate(merged)
+            break
+        except ValidationError as e:
+            dropped = False
+            for err in e.errors():
+                loc = tuple(err["loc"])
+                problems.append(f"{_display(loc)}: {err['msg']}")
+                # Drop the innermost value that pydantic can point at; fall back to its parents.
+                for n in range(len(loc), 0, -1):
+                    if _drop(merged, loc[:n]):
+                        dropped = True
+                        break
+            if not dropped:
+                settings = Settings()
+                break
+    else:  # pragma: no cover - only with pathological input
+        settings = Settings()
+    kept = {p: o for p, o in origins.items() if _has(merged, p)}
+    return settings.model_copy(update={"origins": kept}), list(dict.fromkeys(problems))
+
+
+def _has(d: Mapping[str, Any], path: str) -> bool:
+    node: Any = d
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# docs/configuration.md
+
+
+def _type_name(ann: Any) -> str:
+    s = getattr(ann, "__name__", None) if isinstance(ann, type) else None
+    s = s or str(ann).replace("typing.", "").replace("pathlib.", "").replace("NoneType", "None")
+    return s.replace("kernelscope.analysis.options.", "")
+
+
+def _default(field) -> str:
+    if field.is_required():
+        return "(required)"
+    value = field.get_default(call_default_factory=True)
+    if isinstance(value, BaseModel):
+        return ""
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, Enum):
+        value = value.value
+    import json
+
+    try:
+        return "`" + json.dumps(value) + "`"
+    except TypeError:
+        return f"`{value}`"
+
+
+def _rows(model: type[BaseModel], prefix: str) -> list[str]:
+    rows: list[str] = []
+    for name, field in model.model_fields.items():
+        if field.exclude:
+            continue
+        key = f"{prefix}.{to_camel(name)}"
+        sub = _submodel(field)
+        if sub is not None and sub is not LaunchHint:
+            rows.append(f"| `{key}` | object | {_default(field)} | {field.description or ''} |")
+            rows += _rows(sub, key)
+            continue
+        desc = (field.description or "").replace("|", "\\|")
+        typ = _type_name(field.annotation).replace("|", "\\|")
+        rows.append(f"| `{key}` | `{typ}` | {_default(field)} | {desc} |")
+    return rows
+
+
+def markdown() -> str:
+    hint_rows = _rows(LaunchHint, f"{SECTION}.analysis.launchHints.<kernel>")
+    return "\n".join([
+        "# Configuration",
+        "",
+        "<!-- Generated by `python -m kernelscope.server.settings --markdown`; tests/lsp/test_settings.py",
+        "     fails when this file and server/settings.py disagree. Do not edit by hand. -->",
+        "",
+        "Settings live under the `kernelscope` section. The server reads, lowest precedence first:",
+        "",
+        "1. the defaults below;",
+        "2. the workspace's `pyproject.toml` (`[tool.kernelscope]`), then `.kernelscope.toml` at the workspace root;",
+        "3. the editor: `initializationOptions`, then the `kernelscope` section of `workspace/configuration`",
+        "   (re-read on `workspace/didChangeConfiguration`).",
+        "",
+        "Keys are camelCase (`nvccPath`); snake_case (`nvcc_path`) is accepted too, which suits TOML files.",
+        "An invalid value is reported once in a message that names it, and its default is used instead.",
+        "",
+        "Commands (`analysis.nvccPath`, `profile`) that come from a workspace file are recorded as such:",
+        "the measured backend will not run them unless the workspace is trusted.",
+        "",
+        "| Setting | Type | Default | Description |",
+        "|---|---|---|---|",
+        *_rows(Settings, SECTION),
+        "",
+        "## Launch hints",
+        "",
+        "`analysis.launchHints` maps a kernel name to what the model should assume about its launch:",
+        "",
+        "| Setting | Type | Default | Description |",
+        "|---|---|---|---|",
+        *hint_rows,
+        "",
+        "## Example",
+        "",
+        "```toml",
+        "# .kernelscope.toml",
+        "[analysis]",
+        "arch = \"sm_80\"",
+        "flags = [\"-O3\", \"-std=c++17\"]",
+        "defaultTripCount = 128",
+        "",
+        "[analysis.launchHints.saxpy]",
+        "grid = 4096",
+        "block = 256",
+        "",
+        "[cache]",
+        "maxMegabytes = 512",
+        "```",
+        "",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--markdown"]:
+        sys.stdout.write(markdown())
+        return 0
+    if argv == ["--json-schema"]:
+        import json
+
+        sys.stdout.write(json.dumps(Settings.model_json_schema(by_alias=True), indent=2) + "\n")
+        return 0
+    sys.stderr.write("usage: python -m kernelscope.server.settings --markdown | --json-schema\n")
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
