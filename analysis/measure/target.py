@@ -1,0 +1,173 @@
+"""What to profile and where: the user's program, and how to reach a remote GPU machine.
+
+A remote wrapper is an argument template, e.g. `["ssh", "gpu01", "cd {cwd} && {command}"]` or
+`["srun", "-p", "gpu", "--chdir={cwd}", "{command}"]`. Nothing is ever interpreted by a local shell.
+Quoting follows who parses the text on the far side:
+- `remote_shell` (default for ssh): ssh joins its arguments and a *remote shell* parses them, so
+  every placeholder is substituted shell-quoted (`shlex.quote`) and `{command}` becomes one
+  quoted command line;
+- otherwise (srun, docker exec, ...): the far side execs an argv; an argument that is exactly
+  `{command}` is spliced in as separate arguments, other placeholders are substituted verbatim.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path, PurePosixPath
+from typing import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..process import CancelToken, ToolResult, ToolTimeout, run_tool
+from .errors import ProfileTimeoutError, RemoteError, ToolNotFoundError
+
+class PathMapping(BaseModel):
+    """A local directory and the same directory as the remote machine sees it (e.g. over NFS, or a copy)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    local: str
+    remote: str
+
+
+class RemoteWrapper(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run: tuple[str, ...]  # template for running an argv remotely
+    #: template copying the report back, e.g. ("scp", "gpu01:{remote}", "{local}"); empty: shared filesystem
+    fetch: tuple[str, ...] = ()
+    remote_shell: bool | None = None  # None: True when run[0] is ssh
+    paths: tuple[PathMapping, ...] = ()
+    remote_tmp: str = "/tmp"  # where a report goes when no mapping covers the local report path
+
+    @property
+    def quotes(self) -> bool:
+        if self.remote_shell is not None:
+            return self.remote_shell
+        return bool(self.run) and Path(self.run[0]).name == "ssh"
+
+
+class ProfileTarget(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    command: tuple[str, ...]  # argv of the user's program; a string is split with shlex (POSIX rules)
+    cwd: Path | None = None
+    env: dict[str, str] = Field(default_factory=dict)  # added to the environment
+    timeout_s: float = 600.0
+    kernel_regex: str | None = None
+    launch_skip: int = 0
+    launch_count: int | None = None
+    remote: RemoteWrapper | None = None
+    build: tuple[str, ...] = ()  # optional build argv, run (remotely, if remote) in cwd before profiling
+
+    @field_validator("command", "build", mode="before")
+    @classmethod
+    def _split(cls, v: object) -> object:
+        return tuple(shlex.split(v)) if isinstance(v, str) else v
+
+
+def map_path(path: str, mappings: Sequence[PathMapping]) -> str:
+    """The remote spelling of a local path: the longest mapped prefix, on path-component boundaries."""
+    best: PathMapping | None = None
+    for m in mappings:
+        root = m.local.rstrip("/")
+        if (path == root or path.startswith(root + "/")) and (best is None or len(root) > len(best.local.rstrip("/"))):
+            best = m
+    if best is None:
+        return path
+    root = best.local.rstrip("/")
+    return best.remote.rstrip("/") + path[len(root):]
+
+
+def remote_argv(argv: Sequence[str], mappings: Sequence[PathMapping]) -> list[str]:
+    """Arguments that are mapped local paths are rewritten; others are left alone."""
+    return [map_path(a, mappings) if a.startswith("/") else a for a in argv]
+
+
+def with_env(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """Remote environment through `env K=V ...`: works the same behind ssh, srun or docker exec."""
+    return ["env", *(f"{k}={v}" for k, v in env.items()), *argv] if env else list(argv)
+
+
+def fill(template: Sequence[str], values: Mapping[str, str | Sequence[str]], *, quote: bool) -> list[str]:
+    """Substitute placeholders into an argument template, in one pass (a value is never re-scanned).
+
+    `values` maps "{name}" to a string or, for `{command}`, to an argv. Quoting rules: see the
+    module docstring; an argv embedded in a longer argument always becomes one shell-quoted line,
+    since only a shell on the far side can take it apart again.
+    """
+    pattern = re.compile("|".join(re.escape(k) for k in values))
+    out: list[str] = []
+    for arg in template:
+        whole = values.get(arg)
+        if whole is not None and not isinstance(whole, str):
+            if quote:
+                out.append(shlex.join(whole))
+            else:
+                out.extend(whole)  # spliced: each element stays one argument, nothing re-parses it
+            continue
+
+        def sub(m: re.Match[str]) -> str:
+            v = values[m.group(0)]
+            if not isinstance(v, str):
+                return shlex.join(v)
+            return shlex.quote(v) if quote else v
+
+        out.append(pattern.sub(sub, arg))
+    return out
+
+
+def wrap(target: ProfileTarget, argv: Sequence[str]) -> tuple[list[str], dict[str, str] | None, Path | None]:
+    """(argv to run locally, its environment, its local cwd) for running `argv` on the target's machine."""
+    if target.remote is None:
+        env = {**os.environ, **target.env} if target.env else None
+        return list(argv), env, target.cwd
+    r = target.remote
+    cwd = map_path(str(target.cwd), r.paths) if target.cwd is not None else "."
+    command = with_env(remote_argv(argv, r.paths), target.env)
+    return fill(r.run, {"{command}": command, "{cwd}": cwd}, quote=r.quotes), None, None
+
+
+def remote_report_path(local: Path, wrapper: RemoteWrapper, token: str, suffix: str = ".ncu-rep") -> tuple[str, bool]:
+    """Where an output file is written on the far side, and whether it must be fetched back.
+
+    A mapped directory (shared filesystem) is written in place; without a fetch template the
+    same path is assumed to be shared; otherwise a name of ours in `remote_tmp` (no spaces) is used.
+    """
+    mapped = map_path(str(local), wrapper.paths)
+    if mapped != str(local) or not wrapper.fetch:
+        return mapped, False
+    return str(PurePosixPath(wrapper.remote_tmp) / f"kernelscope-{token}{suffix}"), True
+
+
+def fetch_argv(wrapper: RemoteWrapper, remote: str, local: Path) -> list[str]:
+    # The copy tool gets both paths as plain arguments: scp/rsync parse `host:path` themselves, and
+    # the remote name is ours (no spaces), so no quoting layer is needed.
+    return fill(wrapper.fetch, {"{remote}": remote, "{local}": str(local)}, quote=False)
+
+
+def execute(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float | None,
+            cancel: CancelToken | None, what: str, remote: RemoteWrapper | None = None) -> ToolResult:
+    """run_tool with the measurement errors: a missing tool, a timeout (process group killed), ssh failure."""
+    try:
+        result = run_tool(argv, cwd=cwd, env=env, timeout=timeout, cancel=cancel)
+    except FileNotFoundError as e:
+        raise ToolNotFoundError(f"Cannot run {what}: {argv[0]} was not found") from e
+    except ToolTimeout as e:
+        raise ProfileTimeoutError(f"{what} did not finish within {e.seconds:g} s; its process group was killed") from e
+    if remote is not None and Path(remote.run[0]).name == "ssh" and result.returncode == 255:
+        # ssh reserves 255 for its own failures (ssh(1), EXIT STATUS): the remote command never ran or was cut off.
+        raise RemoteError(f"ssh failed while running {what} (exit 255): {last_lines(result.stderr, 3)}",
+                          output=tail(result))
+    return result
+
+
+def tail(result: ToolResult, limit: int = 4000) -> str:
+    return (result.stdout + result.stderr)[-limit:]
+
+
+def last_lines(text: str, n: int) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return " / ".join(lines[-n:]) if lines else "(no output)"
