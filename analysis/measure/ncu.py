@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import tempfile
 import signal
 from datetime import datetime, timezone
 from pathlib import Path
@@ -154,7 +155,7 @@ def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_pat
     line information is kept; `on_warning` hears about it.
     """
     token = secrets.token_hex(6)
-    local_report = Path(report_path) if report_path else Path.cwd() / f"kernelscope-{token}.ncu-rep"
+    local_report = Path(report_path) if report_path else Path(tempfile.gettempdir()) / f"kernelscope-{token}.ncu-rep"
 
     def run(argv: list[str], what: str, timeout: float):
         full, env, cwd = wrap(target, argv)

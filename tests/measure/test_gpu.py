@@ -1,0 +1,83 @@
+"""End-to-end measurement on a real GPU: ncu and the CUPTI shim on a tiny kernel.
+
+Skipped without a GPU. NOTHING here has run yet: no GPU was available when these were written.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.measure.cupti import build_shim, find_cupti, run_cupti
+from kernelscope.analysis.measure.ncu import run_ncu
+from kernelscope.analysis.measure.target import ProfileTarget
+from kernelscope.analysis.profile import StallReason
+
+
+def _gpu_present() -> str | None:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return "nvidia-smi not found: no NVIDIA driver/GPU on this machine"
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"nvidia-smi failed: {e}"
+    return None if out.returncode == 0 and "GPU" in out.stdout else "nvidia-smi lists no GPU"
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_gpu_present() is not None, reason=str(_gpu_present()))]
+
+KERNEL = r"""
+#include <cstdio>
+__global__ void saxpy(int n, float a, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+int main() {
+    int n = 1 << 24; float *x, *y;
+    cudaMalloc(&x, n * sizeof(float)); cudaMalloc(&y, n * sizeof(float));
+    cudaMemset(x, 0, n * sizeof(float)); cudaMemset(y, 0, n * sizeof(float));
+    for (int r = 0; r < 3; ++r) saxpy<<<(n + 255) / 256, 256>>>(n, 2.0f, x, y);
+    cudaError_t e = cudaDeviceSynchronize();
+    std::printf("%s\n", cudaGetErrorString(e));
+    return e != cudaSuccess;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def app(toolchain, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("gpu app")
+    src = d / "saxpy.cu"
+    src.write_text(KERNEL)
+    exe = d / "saxpy"
+    subprocess.run([str(toolchain.nvcc), "-O3", "-lineinfo", "-o", str(exe), str(src)], check=True, env=toolchain.env)
+    return exe
+
+
+def test_ncu_end_to_end(app):
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        pytest.skip("ncu not on PATH")
+    t = ProfileTarget(command=[str(app)], cwd=app.parent, kernel_regex="saxpy", launch_count=1, timeout_s=300)
+    p = run_ncu(t, ncu_path=ncu, report_path=app.parent / "saxpy.ncu-rep", source=app.parent / "saxpy.cu")
+    (k,) = p.kernels
+    assert k.name.startswith("saxpy") and k.duration_s > 0 and k.launch.block == (256, 1, 1)
+    assert k.total_samples > 0 and any(ls.file.endswith("saxpy.cu") for ls in k.lines)
+    assert p.provenance.tool_version not in ("", "unknown", "unrecorded")
+
+
+def test_cupti_shim_end_to_end(app, toolchain, tmp_path):
+    cupti = find_cupti()
+    if cupti is None:
+        pytest.skip("CUPTI not found")
+    shim = build_shim(toolchain.nvcc, cupti.include, cupti.library, out_dir=tmp_path)
+    t = ProfileTarget(command=[str(app)], cwd=app.parent, timeout_s=300)
+    p = run_cupti(t, shim=shim, line_of={}, out_path=tmp_path / "pcs.jsonl")
+    names = [k.kernel for k in p.kernels]
+    assert any("saxpy" in n for n in names), names
+    k = next(k for k in p.kernels if "saxpy" in k.kernel)
+    assert k.total_samples > 0 and any(StallReason.selected in pc.samples for pc in k.pcs)
