@@ -103,13 +103,25 @@ def run_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | 
                threading.Thread(target=pump, args=(child.stderr, err_chunks), daemon=True)]
     for r in readers:
         r.start()
-    try:
-        child.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    # Popen.wait(timeout) polls with growing sleeps, adding up to 50 ms to every tool run;
+    # a timer that kills the group keeps the wait blocking and exact.
+    timed_out = threading.Event()
+
+    def expire() -> None:
+        timed_out.set()
         kill_tree(child)
+
+    timer = threading.Timer(timeout, expire) if timeout else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
         child.wait()
-        raise ToolTimeout(argv, timeout or 0.0) from None
+        if timed_out.is_set():
+            raise ToolTimeout(argv, timeout or 0.0)
     finally:
+        if timer is not None:
+            timer.cancel()
         # Grandchildren (e.g. a daemonised helper of the user's program) may outlive the leader.
         kill_tree(child)
         for r in readers:

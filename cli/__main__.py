@@ -1,0 +1,4 @@
+import sys
+from kernelscope.cli import main
+
+sys.exit(main())
