@@ -1,1 +1,32 @@
+"""The optimizers: one class per strategy, each with one `match(ctx) -> list[Advice]`.
 
+`REGISTRY` is the one place they are listed; adding an optimizer is one class plus one line here
+(docs/advisor.md, "Adding an optimizer").
+"""
+
+from __future__ import annotations
+
+from .base import MatchContext, Optimizer
+from .latency import CodeReordering, FunctionInlining, LoopUnrolling
+from .parallel import BlockIncrease, OccupancyLimit, ThreadIncrease
+from .stall import (FastMath, FunctionSplit, MemoryTransactionReduction, RegisterReuse, StrengthReduction,
+                    WarpBalance)
+from .starlight import ReducePrecision, SharedMemoryTiling
+from .static import (CoalescedAccess, ContendedAtomics, DivergentBranch, DoubleMathOnFloat, DoublePrecisionConstant,
+                     MissingRestrict, SharedBankConflicts, VectorizeLoads)
+
+REGISTRY: tuple[Optimizer, ...] = (
+    # GPA Table II — stall elimination (Eq. 2)
+    RegisterReuse(), StrengthReduction(), FunctionSplit(), FastMath(), WarpBalance(), MemoryTransactionReduction(),
+    # GPA Table II — latency hiding (Eq. 4–5)
+    LoopUnrolling(), CodeReordering(), FunctionInlining(),
+    # GPA Table II — parallel (Eq. 6–10), and occupancy limits
+    BlockIncrease(), ThreadIncrease(), OccupancyLimit(),
+    # Starlight Table 1 — roofline-driven (Eq. 3)
+    SharedMemoryTiling(), ReducePrecision(),
+    # Static source/SASS patterns
+    DoublePrecisionConstant(), DoubleMathOnFloat(), MissingRestrict(), VectorizeLoads(), CoalescedAccess(),
+    SharedBankConflicts(), ContendedAtomics(), DivergentBranch(),
+)
+
+__all__ = ["REGISTRY", "MatchContext", "Optimizer"]

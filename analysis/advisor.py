@@ -1,0 +1,85 @@
+"""The advisor: blame → optimizers → estimators → ranked advice (GPA §III's dynamic analyzer).
+
+`advise` is the single entry the pipeline calls. Per kernel it blames the profile's stalls
+(GPA §IV), places the kernel on the roofline (Starlight §4.2), builds one `MatchContext` and
+runs every registered optimizer over it. Advice is ranked by estimated speedup × importance
+(GPA Fig. 8 orders by speedup within a kernel; importance keeps a large gain on a tiny share
+from outranking a solid one on most of the kernel).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .advice import Advice
+from .blame import BlameResult, blame
+from .profile import KernelProfile, Profile
+from .program import FunctionProgram, Program
+from .results import StaticFact
+from .roofline import KernelRoofline, RooflineModel, kernel_roofline
+from .optimizers import REGISTRY, MatchContext, Optimizer
+
+log = logging.getLogger(__name__)
+
+
+def rank_key(a: Advice) -> tuple[float, float, str]:
+    return (-(a.speedup * a.importance), -a.speedup, a.id)
+
+
+def kernel_context(program: Program, function: FunctionProgram, profile: KernelProfile | None, *,
+                   facts: Sequence[StaticFact] = (), source_lines: Sequence[str] = (), arch: Any = None,
+                   device: Any = None, roofline_model: RooflineModel | None = None, sensitivity: Any = None,
+                   what_if_block: Mapping[int, float] | None = None) -> MatchContext:
+    """Everything the optimizers need about one kernel, computed once."""
+    blamed: BlameResult | None = blame(function, profile) if profile is not None else None
+    roof: KernelRoofline | None = None
+    if profile is not None and roofline_model is not None and profile.duration_s > 0:
+        roof = kernel_roofline(profile, roofline_model)
+    return MatchContext(
+        kernel=function.mangled, kernel_name=function.name, instructions=function.sass.instructions,
+        source=program.source, source_lines=tuple(source_lines), profile=profile, blame=blamed, facts=tuple(facts),
+        resources=function.resources, arch=arch, device=device, roofline=roof, sensitivity=sensitivity,
+        what_if_block=dict(what_if_block or {}))
+
+
+def run_optimizers(ctx: MatchContext, optimizers: Iterable[Optimizer] = REGISTRY) -> list[Advice]:
+    out: list[Advice] = []
+    for opt in optimizers:
+        try:
+            out.extend(opt.match(ctx))
+        except Exception:  # one broken rule must not hide every other finding in the editor
+            log.exception("optimizer %s failed on %s", opt.name, ctx.kernel_name)
+    return out
+
+
+def advise(program: Program, profiles: Profile | Sequence[KernelProfile] | None = None, *,
+           facts: Mapping[str, Sequence[StaticFact]] | None = None, source_text: str | None = None, arch: Any = None,
+           device: Any = None, roofline_model: RooflineModel | None = None,
+           sensitivity: Mapping[str, Any] | None = None, what_if_block: Mapping[str, Mapping[int, float]] | None = None,
+           optimizers: Iterable[Optimizer] = REGISTRY) -> tuple[Advice, ...]:
+    """Ranked advice for every kernel of `program`.
+
+    `profiles` may be modeled or measured; `facts`, `sensitivity` and `what_if_block` are keyed by
+    the kernel's mangled name. Without `source_text` the file at `program.source_path` is read.
+    """
+    kprofs = profiles.kernels if isinstance(profiles, Profile) else tuple(profiles or ())
+    if source_text is None:
+        try:
+            source_text = Path(program.source_path).read_text(errors="replace")
+        except OSError:
+            source_text = ""
+    lines = tuple(source_text.splitlines())
+    optimizers = tuple(optimizers)
+    found: dict[str, Advice] = {}
+    for fn in program.kernels:
+        prof = next((k for k in kprofs if k.kernel == fn.mangled), None)
+        ctx = kernel_context(program, fn, prof, facts=(facts or {}).get(fn.mangled, ()), source_lines=lines, arch=arch,
+                             device=device, roofline_model=roofline_model,
+                             sensitivity=(sensitivity or {}).get(fn.mangled),
+                             what_if_block=(what_if_block or {}).get(fn.mangled))
+        for a in run_optimizers(ctx, optimizers):
+            found.setdefault(a.id, a)
+    return tuple(sorted(found.values(), key=rank_key))

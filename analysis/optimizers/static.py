@@ -1,0 +1,336 @@
+"""Source and SASS patterns with a known remedy: each finding is located at the culprit's columns.
+
+Where a profile exists, the samples of the instructions the pattern creates are the match M of
+GPA Eq. 2; without one, their static issue weight stands in for samples.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from .. import estimators
+from ..advice import Advice, Fix, SourceEdit
+from ..blame import GLOBAL, latency_class
+from ..profile import StallReason as R
+from ..sass import Instruction
+from .base import MatchContext, Optimizer, insert_edit, kernel_line, pct, provenance_note
+
+_FP64 = frozenset({"DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET"})
+
+
+def _on_line(ctx: MatchContext, line: int, pred=lambda i: True) -> list[Instruction]:
+    return [i for i in ctx.instructions if kernel_line(i) == line and pred(i)]
+
+
+def _estimate(ctx: MatchContext, instrs: list[Instruction], fraction: float = 1.0):
+    m = ctx.weight(instrs)
+    if m <= 0 or ctx.denominator <= 0:
+        return None, 0.0
+    est = estimators.stall_elimination(ctx.denominator, m, fraction)
+    if ctx.profile is None:
+        est = est.model_copy(update={"formula": est.formula + " over static issue counts"})
+    return est, m / ctx.denominator
+
+
+def _is_fp64(i: Instruction) -> bool:
+    return i.opcode in _FP64 or (i.opcode in ("F2F", "I2F", "F2I") and "F64" in i.modifiers)
+
+
+class DoublePrecisionConstant(Optimizer):
+    """GPA §II-C (hotspot): a double literal in float arithmetic promotes it to FP64 and converts back."""
+
+    name, title, group = "double_precision_constant", "Make the constant a float", "static"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        out = []
+        for fact in (f for f in ctx.facts if f.kind == "fp64_conversion"):
+            lits = [lt for lt in (ctx.source.literals if ctx.source else ()) if lt.line == fact.line and lt.is_double]
+            if fact.cause:
+                lits = [lt for lt in lits if lt.text == fact.cause] or lits
+            if fact.column is not None:
+                lits = sorted(lits, key=lambda lt: abs(lt.col_start - fact.column))
+            instrs = _on_line(ctx, fact.line, _is_fp64)
+            est, share = _estimate(ctx, instrs)
+            if est is None:
+                continue
+            lit = lits[0] if lits else None
+            fix = None
+            if lit is not None:
+                fix = Fix(kind="float_literal", description=f"write `{lit.text}f` so the arithmetic stays in FP32",
+                          edits=tuple(insert_edit(lt.line, lt.col_end, "f") for lt in lits))
+            cause = f"`{lit.text}`" if lit else "a double-precision value"
+            msg = (f"Line {fact.line}: {cause} is a double, so the float arithmetic around it is done in FP64 "
+                   f"({len(instrs)} FP64/conversion instructions; {fact.detail}). {pct(share)} of this kernel's "
+                   f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them, and FP64 runs "
+                   f"at a fraction of the FP32 rate on most GPUs. Add the `f` suffix. Est. {est.speedup:.2f}× "
+                   f"(GPA Eq. 2).")
+            cols = (lit.col_start, lit.col_end) if lit else ((fact.column, fact.end_column)
+                                                              if fact.column is not None and fact.end_column else None)
+            out.append(self.advice(ctx, lines=[fact.line], importance=share, estimate=est, message=msg, fix=fix,
+                                   columns=cols, detail=f"{fact.line}:{cols}"))
+        return out
+
+
+_F_VARIANT = {"pow": "powf", "sqrt": "sqrtf", "exp": "expf", "log": "logf", "sin": "sinf", "cos": "cosf",
+              "tan": "tanf", "fabs": "fabsf", "floor": "floorf", "ceil": "ceilf", "exp2": "exp2f", "log2": "log2f",
+              "log10": "log10f", "tanh": "tanhf", "atan2": "atan2f", "fmod": "fmodf", "rsqrt": "rsqrtf",
+              "cbrt": "cbrtf", "erf": "erff", "hypot": "hypotf", "fmin": "fminf", "fmax": "fmaxf"}
+
+
+class DoubleMathOnFloat(Optimizer):
+    """The double overload of a math function called on floats (`pow` instead of `powf`)."""
+
+    name, title, group = "double_math_function", "Call the float math function", "static"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        out = []
+        for fact in (f for f in ctx.facts if f.kind == "fp64_math"):
+            calls = [c for c in (ctx.source.calls if ctx.source else ()) if c.span.first_line == fact.line
+                     and c.callee.split("::")[-1] in _F_VARIANT]
+            if fact.cause:
+                calls = [c for c in calls if c.callee.split("::")[-1] == fact.cause] or calls
+            instrs = _on_line(ctx, fact.line, lambda i: _is_fp64(i) or latency_class(i) in ("mio", "either"))
+            est, share = _estimate(ctx, instrs)
+            if est is None:
+                continue
+            call = calls[0] if calls else None
+            fix = cols = None
+            if call is not None:
+                short = call.callee.split("::")[-1]
+                sp = call.callee_span
+                fix = Fix(kind="float_math_function", description=f"call `{_F_VARIANT[short]}` instead of `{short}`",
+                          edits=(SourceEdit(line=sp.start.line, col=sp.end.col - len(short), end_line=sp.end.line,
+                                            end_col=sp.end.col, new_text=_F_VARIANT[short]),))
+                cols = (sp.start.col, sp.end.col)
+            name = f"`{call.callee}`" if call else "a double math function"
+            msg = (f"Line {fact.line}: {name} is the double-precision version ({fact.detail}); its float arguments "
+                   f"are converted to FP64 and the result back ({len(instrs)} instructions, {pct(share)} of this "
+                   f"kernel's {'samples' if ctx.profile else 'issue slots'}, {provenance_note(ctx)}). Call the float "
+                   f"variant. Est. {est.speedup:.2f}× (GPA Eq. 2).")
+            out.append(self.advice(ctx, lines=[fact.line], importance=share, estimate=est, message=msg, fix=fix,
+                                   columns=cols, detail=f"{fact.line}:{cols}"))
+        return out
+
+
+def _written(ctx: MatchContext, name: str) -> bool:
+    fm = ctx.function_model
+    body = "\n".join(ctx.source_lines[fm.body.start.line - 1: fm.body.end.line]) if fm and fm.body else ""
+    pat = rf"(\b{re.escape(name)}\s*\[[^\]]*\]\s*([+\-*/|&^]?=)(?!=))|(\*\s*\(?\s*{re.escape(name)}\b[^;=]*=(?!=))" \
+          rf"|(atomic\w*\s*\(\s*&?\s*{re.escape(name)}\b)|(\b{re.escape(name)}\s*\+\+|\+\+\s*{re.escape(name)}\b)"
+    return re.search(pat, body) is not None
+
+
+class MissingRestrict(Optimizer):
+    """Pointer parameters without `__restrict__`: the compiler must assume aliasing and keeps loads ordered."""
+
+    name, title, group = "restrict_pointers", "Mark pointers `const __restrict__`", "static"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        fm = ctx.function_model
+        if fm is None:
+            return []
+        params = [p for p in fm.params if p.is_pointer and not p.is_restrict and p.name]
+        loads = [i for i in ctx.instructions if i.opcode in ("LDG", "LD") and "CONSTANT" not in i.modifiers
+                 and i.memory_space in ("global", "generic", None)]
+        if not params or not loads:
+            return []
+        if ctx.blame is not None and ctx.profile is not None:
+            edges = ctx.blame.edges_where(lambda e: e.category == GLOBAL and ctx.instructions[e.def_index] in loads)
+            m = sum(e.samples for e in edges)
+            # Heuristic: the read-only path and freer load scheduling remove a quarter of these stalls.
+            est = estimators.stall_elimination(ctx.total, m, 0.25) if m > 0 else None
+            share = m / ctx.total if ctx.total else 0
+        else:
+            est, share = _estimate(ctx, loads, 0.25)
+        if est is None or est.speedup <= 1.0:
+            return []
+        edits = []
+        for p in params:
+            if not p.is_const_pointee and not _written(ctx, p.name):
+                edits.append(insert_edit(p.const_insert.line, p.const_insert.col, "const "))
+            if p.restrict_insert is not None:
+                edits.append(insert_edit(p.restrict_insert.line, p.restrict_insert.col, " __restrict__"))
+        if not edits:
+            return []
+        names = ", ".join(f"`{p.name}`" for p in params)
+        line = params[0].span.start.line
+        msg = (f"{names} {'are' if len(params) > 1 else 'is'} not `__restrict__`, so the compiler must assume the "
+               f"pointers alias: {len(loads)} global load{'s' if len(loads) != 1 else ''} use the ordinary path instead of the read-only one (no "
+               f"`.CONSTANT`) and cannot move across stores. {pct(share)} of this kernel's "
+               f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) wait on them. Mark pointers "
+               f"that never alias `__restrict__` and read-only ones `const`. Est. {est.speedup:.2f}× (GPA Eq. 2, "
+               f"assuming a quarter of those stalls go away).")
+        return [self.advice(ctx, lines=[line], importance=share, estimate=est, message=msg,
+                            fix=Fix(kind="restrict_const", description="add `const`/`__restrict__` to the pointer parameters",
+                                    edits=tuple(sorted(edits, key=lambda e: (e.line, e.col), reverse=True))))]
+
+
+_ADDR = re.compile(r"\[(R\d+)(?:\.64)?(?:\s*\+\s*(-?0x[0-9a-fA-F]+|-?\d+))?\]\s*$")
+
+
+class VectorizeLoads(Optimizer):
+    """Neighbouring 32-bit loads from one base address: one 64/128-bit load would do."""
+
+    name, title, group = "vectorize_loads", "Use vector loads", "static"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        groups: dict[tuple[str, str], list[tuple[int, Instruction]]] = defaultdict(list)
+        for i in ctx.instructions:
+            if i.opcode not in ("LDG", "LDS", "LD") or any(w in i.modifiers for w in ("64", "128", "U8", "S8", "U16", "S16")):
+                continue
+            mem = next((o for o in reversed(i.operands) if "[" in o), "")
+            m = _ADDR.search(mem)
+            if m is None:
+                continue
+            off = int(m.group(2), 0) if m.group(2) else 0
+            groups[(i.opcode, m.group(1))].append((off, i))
+        out = []
+        for (op, base), rows in groups.items():
+            offs = sorted({o for o, _ in rows})
+            run = [o for o in offs if (o + 4 in offs or o - 4 in offs)]
+            if len(run) < 2:
+                continue
+            instrs = [i for o, i in rows if o in run]
+            n = min(4, len(run))
+            est, share = _estimate(ctx, instrs, (n - 1) / n)
+            if est is None or est.speedup <= 1.0:
+                continue
+            lines = sorted({kernel_line(i) for i in instrs if kernel_line(i)})
+            width = {2: "float2", 3: "float4", 4: "float4"}[n]
+            msg = (f"{len(instrs)} scalar 32-bit {op} instructions read neighbouring addresses from one base register "
+                   f"(line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:4]))}). One {width} load "
+                   f"(aligned to its size) issues one request instead of {n}. {pct(share)} of this kernel's "
+                   f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on these loads. "
+                   f"Est. {est.speedup:.2f}× (GPA Eq. 2, {n - 1} of {n} requests removed).")
+            out.append(self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg,
+                                   detail=f"{op}:{base}"))
+        return out
+
+
+class _FactStalls(Optimizer):
+    """Shared shape: a static fact on a line, and the samples of the affected instructions there."""
+
+    fact_kind: str = ""
+    reasons: tuple[R, ...] = ()
+    explain: str = ""
+
+    def pick(self, i: Instruction) -> bool:
+        return True
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        out = []
+        for line in sorted({f.line for f in ctx.facts if f.kind == self.fact_kind}):
+            fact = next(f for f in ctx.facts if f.kind == self.fact_kind and f.line == line)
+            instrs = _on_line(ctx, line, self.pick)
+            est, share = _estimate(ctx, instrs)
+            if est is None or est.speedup <= 1.0:
+                continue
+            msg = (f"Line {line}: {fact.detail}. {pct(share)} of this kernel's "
+                   f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on these "
+                   f"{len(instrs)} instructions. {self.explain} Est. {est.speedup:.2f}× (GPA Eq. 2).")
+            cols = (fact.column, fact.end_column) if fact.column is not None and fact.end_column else None
+            out.append(self.advice(ctx, lines=[line], importance=share, estimate=est, message=msg, columns=cols,
+                                   detail=str(line)))
+        return out
+
+
+class CoalescedAccess(_FactStalls):
+    """Starlight Table 1 (poor memory usage): lanes of a warp touch scattered addresses."""
+
+    name, title, group = "coalesced_access", "Coalesce global memory accesses", "static"
+    fact_kind = "uncoalesced_access"
+    explain = ("Each warp request is split into one transaction per lane group, multiplying memory traffic. Make "
+               "consecutive threads access consecutive addresses (swap the loop/thread index roles, or stage the "
+               "data through shared memory).")
+
+    def pick(self, i: Instruction) -> bool:
+        return latency_class(i) == "l1tex"
+
+
+class SharedBankConflicts(_FactStalls):
+    """Shared-memory accesses whose lanes hit the same bank: the access is replayed per conflict."""
+
+    name, title, group = "bank_conflicts", "Avoid shared-memory bank conflicts", "static"
+    fact_kind = "bank_conflict"
+    explain = ("Lanes that hit the same 4-byte bank are served one after another. Pad the array's row "
+               "(e.g. [32][33]) or change the index so lanes of a warp hit distinct banks.")
+
+    def pick(self, i: Instruction) -> bool:
+        return latency_class(i) == "shared"
+
+
+def _thread_dependent(instrs: tuple[Instruction, ...]) -> set[int]:
+    """Indices of instructions whose value derives from a thread or lane index (forward taint)."""
+    tainted_regs: set[str] = set()
+    out: set[int] = set()
+    for i in instrs:
+        src = i.opcode in ("S2R", "CS2R") and any("TID" in o or "LANEID" in o for o in i.operands)
+        if src or (set(i.uses) & tainted_regs):
+            tainted_regs |= set(i.defs)
+            out.add(i.index)
+    return out
+
+
+class ContendedAtomics(Optimizer):
+    """Global atomics to one address from every thread: they serialize in L2."""
+
+    name, title, group = "contended_atomics", "Aggregate atomics before going to global memory", "static"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        dep = _thread_dependent(ctx.instructions)
+        atoms = []
+        for i in ctx.instructions:
+            if i.opcode in ("ATOM", "ATOMG", "RED", "REDG") and i.memory_space in ("global", "generic", None):
+                mem = next((o for o in i.operands if "[" in o), "")
+                regs = set(re.findall(r"\bR\d+\b", mem))
+                # The address registers' latest defs: is any of them thread-dependent?
+                defs = [d for d in ctx.instructions[: i.index] if set(d.defs) & regs]
+                if not any(d.index in dep for d in defs):
+                    atoms.append(i)
+        if not atoms:
+            return []
+        est, share = _estimate(ctx, atoms)
+        if est is None or est.speedup <= 1.0:
+            return []
+        lines = sorted({kernel_line(i) for i in atoms if kernel_line(i)})
+        msg = (f"{len(atoms)} global atomic{'s' if len(atoms) > 1 else ''} at line{'s' if len(lines) > 1 else ''} "
+               f"{', '.join(map(str, lines[:4]))} use an address that does not depend on the thread: every thread of "
+               f"the grid updates the same word and the updates serialize in L2. {pct(share)} of this kernel's "
+               f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them. Reduce within the "
+               f"warp (__shfl_down_sync / __reduce_add_sync) or block (shared memory) first, then issue one atomic "
+               f"per block. Est. {est.speedup:.2f}× (GPA Eq. 2).")
+        return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg)]
+
+
+_DIVERGENT_IF = re.compile(r"\bif\s*\((?=[^;{]*\b(threadIdx\.[xyz]|tid|lane|laneId|lane_id)\b)[^;{]*(%|&)")
+
+
+class DivergentBranch(Optimizer):
+    """Starlight Table 1 (branching): a condition on `tid % k` splits every warp."""
+
+    name, title, group = "divergent_branch", "Avoid divergence within warps", "static"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        fm = ctx.function_model
+        if fm is None or fm.body is None:
+            return []
+        out = []
+        for ln in range(fm.body.start.line, fm.body.end.line + 1):
+            text = ctx.line_text(ln)
+            m = _DIVERGENT_IF.search(text)
+            if m is None:
+                continue
+            body = [i for i in ctx.instructions if kernel_line(i) in (ln, ln + 1)]
+            est, share = _estimate(ctx, body, 0.5)
+            if est is None or est.speedup <= 1.0:
+                continue
+            cond = text[m.start():].split(")")[0] + ")"
+            msg = (f"Line {ln}: `{cond.strip()}` selects threads by a modulo of the thread index, so lanes of the same "
+                   f"warp take different paths and each warp executes both (most lanes idle). {pct(share)} of this "
+                   f"kernel's {'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are in the branch. "
+                   f"Index the work so whole warps take the same path (e.g. `index = 2 * s * tid` with a contiguous "
+                   f"range of active threads). Est. {est.speedup:.2f}× (GPA Eq. 2, assuming half the lanes idle).")
+            out.append(self.advice(ctx, lines=[ln], importance=share, estimate=est, message=msg,
+                                   columns=(m.start(), m.start() + len(cond)), detail=str(ln)))
+        return out
