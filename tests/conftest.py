@@ -16,7 +16,7 @@ def toolchain() -> Toolchain:
     try:
         return locate_toolchain()
     except ToolchainError as e:
-        pytest.skip(str(e))
+        pytest.fail(f"the CUDA toolchain is a dependency and must be found: {e}")
 
 
 @pytest.fixture(scope="session")

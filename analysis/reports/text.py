@@ -1,0 +1,91 @@
+"""The readable per-kernel report `kernelscope analyze` prints."""
+
+from __future__ import annotations
+
+from ..results import AnalysisResult, KernelReport
+
+_TOP_LINES = 5
+_TOP_ADVICE = 8
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) -> list[str]:
+    r = k.resources
+    out = [f"kernel {k.name}" + (f"  (line {k.line})" if k.line else "")]
+    out.append(f"  resources   {r.registers} registers, {r.static_smem} B static shared, {r.stack_frame} B stack, "
+               f"{r.spill_stores}/{r.spill_loads} B spill stores/loads, {r.barriers} barrier(s)")
+    if k.launch:
+        out.append(f"  launch      grid {k.launch.grid}, block {k.launch.block}, {k.launch.dynamic_smem} B dynamic shared")
+    if k.occupancy:
+        o = k.occupancy
+        out.append(f"  occupancy   {_pct(o.occupancy)} ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps, "
+                   f"{o.active_blocks_per_sm} blocks/SM of {o.block_size} threads), limited by {o.limiter.replace('_', ' ')}")
+    else:
+        out.append("  occupancy   unknown (no launch configuration)")
+    if k.bound or k.predicted_duration_s:
+        parts = []
+        if k.bound:
+            parts.append(f"{k.bound}-bound")
+        if k.bottleneck:
+            parts.append(f"bottleneck {k.bottleneck}")
+        if k.roofline_fraction is not None:
+            parts.append(f"{_pct(k.roofline_fraction)} of roofline")
+        if k.predicted_duration_s:
+            parts.append(f"predicted {k.predicted_duration_s * 1e6:.1f} us")
+        kind = result.profile.provenance.kind if result.profile else "modeled"
+        out.append(f"  model       {', '.join(parts)}  [{kind}]")
+    mix = sorted(k.instruction_mix.items(), key=lambda kv: -kv[1])
+    out.append("  mix         " + ", ".join(f"{name} {n}" for name, n in mix))
+    has_samples = any(lr.share > 0 for lr in k.lines)
+    ranked = sorted(k.lines, key=lambda lr: (lr.share if has_samples else lr.static_cost), reverse=True)[:_TOP_LINES]
+    if ranked:
+        out.append("  top lines   " + ("share of stall samples" if has_samples else "static issue cost (no profile)"))
+        total_cost = sum(lr.static_cost for lr in k.lines) or 1.0
+        for lr in ranked:
+            share = lr.share if has_samples else lr.static_cost / total_cost
+            text = source_lines[lr.line - 1].strip() if 0 < lr.line <= len(source_lines) else ""
+            reasons = ""
+            if lr.samples:
+                top = sorted(lr.samples.items(), key=lambda kv: -kv[1])[:2]
+                total = sum(lr.samples.values()) or 1.0
+                reasons = "  (" + ", ".join(f"{name.replace('_', ' ')} {v / total:.0%}" for name, v in top) + ")"
+            out.append(f"    {lr.line:>5}  {_pct(share):>5}  {text[:60]}{reasons}")
+    facts = [f for f in k.facts]
+    if facts:
+        out.append("  facts")
+        for f in facts:
+            out.append(f"    line {f.line}: {f.kind.replace('_', ' ')}: {f.detail}")
+    advice = sorted((a for a in result.advice if a.kernel == k.mangled), key=lambda a: -a.speedup)[:_TOP_ADVICE]
+    if advice:
+        out.append("  advice")
+        for a in advice:
+            est = f"verified {a.verified_speedup:.2f}x, " if a.verified_speedup else ""
+            out.append(f"    line {a.lines[0]}: {a.title} ({est}est. {a.estimate.speedup:.2f}x, "
+                       f"{_pct(a.importance)} of samples) [{a.provenance}]")
+    return out
+
+
+def render_text(result: AnalysisResult) -> str:
+    try:
+        with open(result.source, encoding="utf-8", errors="replace") as fh:
+            source_lines = fh.read().splitlines()
+    except OSError:
+        source_lines = []
+    head = [f"{result.source}  ({result.arch}, {result.device}"
+            + (f", {result.toolchain.origin} nvcc {result.toolchain.version}" if result.toolchain else "") + ")"]
+    if result.device_only:
+        head.append("note: host code failed to compile; kernels were analysed from device code alone")
+    if result.profile:
+        head.append(f"profile: {result.profile.provenance.summary}")
+    if not result.compiled:
+        head.append("the file did not compile; see the errors above")
+    elif not result.kernels:
+        head.append("no kernels (__global__ functions) in this file")
+    body: list[str] = []
+    for k in result.kernels:
+        body.append("")
+        body.extend(_kernel(result, k, source_lines))
+    return "\n".join(head + body)

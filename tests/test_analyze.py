@@ -1,0 +1,220 @@
+"""`kernelscope analyze` end to end on the real examples, checked against independent reads of
+ptxas's and nvdisasm's own output, plus the bad-input cases and exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.pipeline import analyze
+from kernelscope.analysis.results import AnalysisResult
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((REPO / "examples").glob("*.cu"))
+
+
+def _ptxas_report(toolchain, source: Path, tmp: Path) -> dict[str, dict[str, int]]:
+    """Resource usage as ptxas prints it, read by this test's own parser."""
+    out = subprocess.run([str(toolchain.nvcc), "-arch=sm_90", "-cubin", "-lineinfo", "-Xptxas", "-v",
+                          "-o", str(tmp / "ref.cubin"), str(source)], env=toolchain.env,
+                         capture_output=True, text=True, check=True)
+    report: dict[str, dict[str, int]] = {}
+    current = None
+    for line in (out.stdout + out.stderr).splitlines():
+        if m := re.search(r"Function properties for (\S+)", line):
+            current = report.setdefault(m.group(1), {})
+        elif m := re.search(r"Compiling entry function '(\S+)'", line):
+            current = report.setdefault(m.group(1), {})
+        elif current is not None and (m := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)):
+            current.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+        elif current is not None and (m := re.search(r"Used (\d+) registers", line)):
+            current["registers"] = int(m.group(1))
+            b = re.search(r"used (\d+) barriers", line)
+            current["barriers"] = int(b.group(1)) if b else 0
+            s = re.search(r"(\d+) bytes smem", line)
+            current["smem"] = int(s.group(1)) if s else 0
+    return report
+
+
+def _nvdisasm_lines(toolchain, cubin: Path, source: Path) -> dict[str, dict[int, set[int]]]:
+    """function -> line -> PCs, from nvdisasm's text listing, charging inlined code to its call
+    site in the analysed file as kernelscope does."""
+    text = subprocess.run([str(toolchain.nvdisasm), "-gi", "-c", str(cubin)], capture_output=True, text=True,
+                          check=True).stdout
+    result: dict[str, dict[int, set[int]]] = {}
+    fn = None
+    line = None
+    for raw in text.splitlines():
+        if m := re.match(r"^\.text\.(\S+):", raw.strip()):
+            fn = m.group(1)
+            line = None
+        elif raw.strip().startswith("//## File"):
+            locs = re.findall(r'"([^"]+)", line (\d+)', raw)
+            mine = [int(ln) for f, ln in locs if Path(f).resolve() == source.resolve()]
+            line = mine[0] if mine else None
+        elif fn and (m := re.match(r"^\s*/\*([0-9a-f]{4,})\*/", raw)) and line is not None:
+            result.setdefault(fn, {}).setdefault(line, set()).add(int(m.group(1), 16))
+    return result
+
+
+@pytest.fixture(scope="module")
+def analysed():
+    return {p.name: analyze(p, AnalysisOptions(emulate=False)) for p in EXAMPLES}
+
+
+def test_every_example_is_present():
+    names = {p.name for p in EXAMPLES}
+    assert {"sgemm_naive.cu", "sgemm_tiled.cu", "stencil_double_const.cu", "reduction_divergent.cu",
+            "local_array.cu", "noinline_call.cu", "strided_access.cu", "small_grid.cu"} <= names
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_resources_match_ptxas_exactly(example, analysed, toolchain, tmp_path):
+    result = analysed[example.name]
+    assert result.compiled and result.kernels
+    expected = _ptxas_report(toolchain, example, tmp_path)
+    for k in result.kernels:
+        ref = expected[k.mangled]
+        r = k.resources
+        assert (r.registers, r.barriers, r.static_smem, r.stack_frame, r.spill_stores, r.spill_loads) == (
+            ref["registers"], ref["barriers"], ref["smem"], ref["stack"], ref["spill_stores"], ref["spill_loads"])
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_instructions_are_attributed_to_nvdisasm_lines(example, analysed, toolchain, tmp_path):
+    result = analysed[example.name]
+    subprocess.run([str(toolchain.nvcc), "-arch=sm_90", "-cubin", "-lineinfo", "-o", str(tmp_path / "k.cubin"),
+                    str(example)], env=toolchain.env, check=True, capture_output=True)
+    reference = _nvdisasm_lines(toolchain, tmp_path / "k.cubin", example)
+    for k in result.kernels:
+        ours = {lr.line: {int(s[2:6], 16) for s in lr.sass} for lr in k.lines}
+        assert ours == reference[k.mangled], k.name
+
+
+def test_facts_land_on_the_right_lines(analysed):
+    text = (REPO / "examples" / "stencil_double_const.cu").read_text().splitlines()
+    stencil = analysed["stencil_double_const.cu"].kernels[0]
+    conv = [f for f in stencil.facts if f.kind == "fp64_conversion"]
+    assert conv, stencil.facts
+    for f in conv:
+        assert f.cause and text[f.line - 1][f.column:f.end_column] == f.cause
+    local = analysed["local_array.cu"].kernels[0]
+    assert any(f.kind == "local_memory" for f in local.facts)
+    noinline = analysed["noinline_call.cu"].kernels[0]
+    call = next(f for f in noinline.facts if f.kind == "noinline_call")
+    assert "smooth_step" in call.cause and "smooth_step(" in (REPO / "examples" / "noinline_call.cu").read_text().splitlines()[call.line - 1]
+
+
+def _cli(*args: str, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kernelscope.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_cli_report_and_json(tmp_path):
+    proc = _cli("analyze", str(REPO / "examples" / "sgemm_tiled.cu"))
+    assert proc.returncode == 0, proc.stderr
+    assert "sgemm_tiled" in proc.stdout and "registers" in proc.stdout and "occupancy" in proc.stdout.lower()
+    proc = _cli("analyze", "--json", str(REPO / "examples" / "sgemm_tiled.cu"))
+    assert proc.returncode == 0, proc.stderr
+    result = AnalysisResult.model_validate_json(proc.stdout)
+    assert result.kernels[0].name.startswith("sgemm_tiled")
+
+
+def _no_traceback(proc):
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_syntax_error_exit_1_with_location(tmp_path):
+    f = tmp_path / "bad.cu"
+    f.write_text("__global__ void k(float* a) {\n  a[0] = 1.0f\n}\n")
+    proc = _cli("analyze", str(f))
+    _no_traceback(proc)
+    assert proc.returncode == 1
+    assert re.search(rf"{re.escape(str(f))}:3:\d+: error: ", proc.stderr) or re.search(
+        rf"{re.escape(str(f))}:2:\d+: error: ", proc.stderr), proc.stderr
+
+
+def test_error_in_header_points_at_include_line(tmp_path):
+    (tmp_path / "helper.cuh").write_text("__device__ float twice(float x) { return x * 2.0f }\n")
+    f = tmp_path / "main.cu"
+    f.write_text('// uses a helper\n#include "helper.cuh"\n__global__ void k(float* a) { a[0] = twice(a[0]); }\n')
+    proc = _cli("analyze", str(f))
+    _no_traceback(proc)
+    assert proc.returncode == 1
+    assert f"{f}:2:" in proc.stderr, proc.stderr
+
+
+def test_unknown_arch_is_a_usage_error(tmp_path):
+    proc = _cli("analyze", "--arch", "sm_13", str(REPO / "examples" / "sgemm_naive.cu"))
+    _no_traceback(proc)
+    assert proc.returncode == 2 and "sm_13" in proc.stderr
+
+
+def test_missing_toolchain_is_actionable(tmp_path):
+    proc = _cli("analyze", "--nvcc", str(tmp_path / "nowhere" / "nvcc"), str(REPO / "examples" / "sgemm_naive.cu"))
+    _no_traceback(proc)
+    assert proc.returncode == 2
+    assert "nvcc" in proc.stderr and "pip install" in proc.stderr
+
+
+def test_empty_file_and_no_kernels(tmp_path):
+    empty = tmp_path / "empty.cu"
+    empty.write_text("")
+    proc = _cli("analyze", str(empty))
+    _no_traceback(proc)
+    assert proc.returncode == 0 and "no kernels" in proc.stdout + proc.stderr
+    host = tmp_path / "host.cu"
+    host.write_text("#include <cstdio>\nint main() { std::printf(\"hi\\n\"); return 0; }\n")
+    proc = _cli("analyze", "--json", str(host))
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["kernels"] == []
+
+
+def test_binary_garbage(tmp_path):
+    f = tmp_path / "garbage.cu"
+    f.write_bytes(bytes(range(256)) * 8)
+    proc = _cli("analyze", str(f))
+    _no_traceback(proc)
+    assert proc.returncode == 1 and "error" in proc.stderr
+
+
+def test_missing_file_and_bad_flags(tmp_path):
+    proc = _cli("analyze", str(tmp_path / "absent.cu"))
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+    proc = _cli("analyze", "--flags", "-O3 'unterminated", str(REPO / "examples" / "sgemm_naive.cu"))
+    _no_traceback(proc)
+    assert proc.returncode == 2
+
+
+def test_host_failure_still_analyses_kernels(tmp_path):
+    f = tmp_path / "legacy.cu"
+    f.write_text("__global__ void scale(float* a, float s) { a[threadIdx.x] *= s; }\n"
+                 "int main() {\n  float* d = 0;\n  scale<<<1, 32>>>(d, 2.0f);\n  cudaThreadSynchronize();\n  return 0;\n}\n")
+    proc = _cli("analyze", "--json", str(f))
+    _no_traceback(proc)
+    result = AnalysisResult.model_validate_json(proc.stdout)
+    assert result.device_only and result.kernels and result.kernels[0].name.startswith("scale")
+    assert any(m.severity == "error" and m.line == 5 for m in result.messages)
+    assert proc.returncode == 0
+
+
+def test_json_schema_doc_is_current():
+    from kernelscope.analysis.reports.json_schema import render_schema_markdown
+
+    assert (REPO / "docs" / "json-schema.md").read_text() == render_schema_markdown(), \
+        "regenerate: python -m kernelscope.analysis.reports.json_schema > docs/json-schema.md"
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)\n```", readme, re.S)
+    assert len(blocks) == 2, "the README has exactly two set-up commands"
+    ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == blocks[1].strip()
+    assert "kernelscope analyze examples/" in blocks[0]
