@@ -1,0 +1,287 @@
+"""Pre-decoding: a kernel (plus the __noinline__ functions it calls) as small parallel int arrays.
+
+The engine's inner loop reads only these lists (llvm-mca's `InstrBuilder` does the same: an
+`MCInst` is turned into a descriptor once). Everything that needs the `Instruction` model, the
+ISA table or the address analysis happens here, once per emulation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .. import isa
+from ..profile import StallReason
+from ..sass import Instruction
+from .units import RES_ID, RESOURCES
+
+REASONS: tuple[StallReason, ...] = tuple(StallReason)
+R = {r: i for i, r in enumerate(REASONS)}
+
+# Instruction kinds the engine dispatches on.
+K_OP, K_BRA, K_EXIT, K_CALL, K_RET, K_BAR, K_MEMBAR, K_WARPSYNC = range(8)
+# Branch roles (SAAKE §4.4: known trip counts drive loops; other predicated paths fall through).
+B_NONE, B_JUMP, B_BACK, B_EXIT, B_NOT_TAKEN = range(5)
+# Memory routes.
+M_NONE, M_GLOBAL, M_SHARED, M_CONSTANT, M_ATOMIC_GLOBAL, M_ATOMIC_SHARED = range(6)
+#: a pseudo-resource index for the whole global route (LSU + L2 + DRAM backpressure)
+GLOBAL_ROUTE = len(RESOURCES)
+
+_ZERO_REGS = {"RZ", "URZ", "PT", "UPT"}
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """One natural loop of the emulated code, in slots of the decoded image."""
+
+    header: int
+    latches: tuple[int, ...]  # slots of the back-edge branches
+    body: frozenset[int]
+    parent: int | None  # index of the enclosing loop
+    trip: int  # full trip count (iterations of the SASS loop)
+    info_index: int | None = None  # LoopInfo.index in the Program, when matched
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class MemoryShape:
+    """What one warp-level execution of a memory instruction costs (from `memory.py`)."""
+
+    wavefronts: float = 1.0  # LSU / shared admissions (128 B each; shared: conflict replays)
+    requests: float = 1.0  # 128 B units sent to L2 (sectors × 32 / 128)
+    l2_hit_rate: float = 0.0
+    bytes_l1: float = 0.0  # bytes the warp requests at L1 / shared
+    pattern: str = "coalesced"  # "coalesced", "strided", "broadcast", "uncoalesced", "unknown"
+
+
+@dataclass
+class DecodedKernel:
+    """The code image: kernel slots first, then each called function's slots."""
+
+    fn: list[str] = field(default_factory=list)  # mangled function of each slot
+    pc: list[int] = field(default_factory=list)
+    kind: list[int] = field(default_factory=list)
+    res: list[int] = field(default_factory=list)  # issue resource (RES_ID) or GLOBAL_ROUTE
+    pipe: list[int] = field(default_factory=list)  # the arch class whose latency/gap applies
+    mem: list[int] = field(default_factory=list)
+    shape: list[MemoryShape] = field(default_factory=list)
+    uses: list[tuple[int, ...]] = field(default_factory=list)
+    defs: list[tuple[int, ...]] = field(default_factory=list)
+    stall: list[int] = field(default_factory=list)
+    waits: list[tuple[int, ...]] = field(default_factory=list)
+    wbar: list[int] = field(default_factory=list)
+    rbar: list[int] = field(default_factory=list)
+    result_reason: list[int] = field(default_factory=list)
+    is_store: list[bool] = field(default_factory=list)
+    branch_role: list[int] = field(default_factory=list)
+    target: list[int] = field(default_factory=list)
+    loop_of: list[int] = field(default_factory=list)  # innermost loop or -1
+    loop_chain: list[tuple[int, ...]] = field(default_factory=list)  # innermost first
+    branch_loop: list[int] = field(default_factory=list)  # loop a B_BACK/B_EXIT refers to
+    flops: list[dict[str, float]] = field(default_factory=list)  # per thread, by precision
+    instr: list[Instruction] = field(default_factory=list)
+    loops: list[LoopSpec] = field(default_factory=list)
+    n_regs: int = 0
+    entry: int = 0
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+_FLOP_PRECISION = {isa.InstrClass.FP32: "fp32", isa.InstrClass.FP64: "fp64", isa.InstrClass.FP16: "fp16",
+                   isa.InstrClass.TENSOR: "tensor", isa.InstrClass.INT: "int"}
+
+
+def _result_reason(ins: Instruction) -> int:
+    """Which Nsight stall a consumer of this instruction's result shows (ncu warp-state docs)."""
+    info = isa.opcode_info(ins.opcode)
+    if not isa.is_variable_latency(ins):
+        return R[StallReason.wait]
+    if info.memory_space in ("global", "local", "generic") or info.klass is isa.InstrClass.ATOMIC:
+        return R[StallReason.long_scoreboard]
+    return R[StallReason.short_scoreboard]  # MIO: shared, MUFU, conversions, constants, S2R
+
+
+def _kind(ins: Instruction) -> int:
+    op = ins.opcode
+    if op in ("BRA", "JMP", "BRX", "JMX", "BRXU", "JMXU"):
+        return K_BRA
+    if op in ("EXIT", "KILL"):
+        return K_EXIT
+    if op == "CALL":
+        return K_CALL
+    if op == "RET":
+        return K_RET
+    if op == "BAR" and not ins.modifiers[:1] == ("ARV",):
+        return K_BAR
+    if op in ("MEMBAR", "FENCE", "ERRBAR"):
+        return K_MEMBAR
+    if op in ("WARPSYNC", "BSYNC"):
+        return K_WARPSYNC
+    return K_OP
+
+
+def _pipe_class(ins: Instruction) -> str:
+    return isa.pipe(ins).value
+
+
+def callee_name(ins: Instruction, names: list[str]) -> str | None:
+    """The function a CALL targets, read from its operand text (`CALL.ABS.NOINC `(_Z6helperf)`)."""
+    for op in ins.operands:
+        for n in names:
+            if n and n in op:
+                return n
+    m = re.search(r"\(([^)]+)\)", ins.text)
+    if m and m.group(1) in names:
+        return m.group(1)
+    return None
+
+
+def decode(functions: list[tuple[str, tuple[Instruction, ...]]],
+           loops: list[LoopSpec] | None,
+           shapes: dict[tuple[str, int], MemoryShape],
+           calls: dict[tuple[str, int], str] | None = None) -> DecodedKernel:
+    """Build the image. `functions[0]` is the kernel; `loops` use slots of this image.
+
+    `shapes` gives the memory cost per (function, pc); missing entries mean one coalesced
+    request. `calls` maps a CALL's (function, pc) to the callee's mangled name.
+    """
+    k = DecodedKernel()
+    regs: dict[str, int] = {}
+
+    def reg(name: str) -> int | None:
+        base = name.split(".")[0].lstrip("!-|~")
+        if not base or base in _ZERO_REGS:
+            return None
+        if base not in regs:
+            regs[base] = len(regs)
+        return regs[base]
+
+    starts: dict[str, int] = {}
+    for fname, ins_list in functions:
+        starts[fname] = len(k.kind)
+        for ins in ins_list:
+            k.fn.append(fname)
+            k.pc.append(ins.pc)
+            k.instr.append(ins)
+            kind = _kind(ins)
+            k.kind.append(kind)
+            info = isa.opcode_info(ins.opcode)
+            pipe = _pipe_class(ins)
+            space = info.memory_space
+            if info.klass is isa.InstrClass.ATOMIC:
+                mem = M_ATOMIC_SHARED if space == "shared" else M_ATOMIC_GLOBAL
+            elif space in ("global", "local", "generic"):
+                mem = M_GLOBAL
+            elif space == "shared":
+                mem = M_SHARED
+            elif space == "constant" and ins.opcode == "LDC":
+                mem = M_CONSTANT
+            elif ins.opcode == "SHFL":
+                mem = M_SHARED
+            else:
+                mem = M_NONE
+            k.mem.append(mem)
+            k.pipe.append(RES_ID[pipe])
+            k.res.append(GLOBAL_ROUTE if mem in (M_GLOBAL, M_ATOMIC_GLOBAL) else RES_ID[pipe])
+            k.shape.append(shapes.get((fname, ins.pc), MemoryShape()) if mem != M_NONE else MemoryShape())
+            k.uses.append(tuple(r for r in (reg(u) for u in ins.uses) if r is not None))
+            k.defs.append(tuple(r for r in (reg(d) for d in ins.defs) if r is not None))
+            c = ins.control
+            k.stall.append(max(1, c.stall) if c is not None else 1)
+            k.waits.append(c.waits_on if c is not None else ())
+            k.wbar.append(c.write_barrier if c is not None and c.write_barrier is not None and c.write_barrier < 6 else -1)
+            k.rbar.append(c.read_barrier if c is not None and c.read_barrier is not None and c.read_barrier < 6 else -1)
+            k.result_reason.append(_result_reason(ins))
+            k.is_store.append(info.access in (isa.Access.STORE, isa.Access.ATOMIC))
+            fl = isa.flops(ins)
+            prec = _FLOP_PRECISION.get(info.klass)
+            k.flops.append({prec: fl} if fl and prec else {})
+    k.n_regs = max(1, len(regs))
+
+    # control flow: targets as slots
+    n = len(k.kind)
+    pc_to_slot = {(k.fn[s], k.pc[s]): s for s in range(n)}
+    k.target = [-1] * n
+    names = [f for f, _ in functions]
+    for s in range(n):
+        ins = k.instr[s]
+        if k.kind[s] == K_CALL:
+            callee = (calls or {}).get((k.fn[s], ins.pc)) or callee_name(ins, names[1:])
+            if callee in starts:
+                k.target[s] = starts[callee]
+            elif ins.branch_target is not None:
+                k.target[s] = pc_to_slot.get((k.fn[s], ins.branch_target), -1)
+        elif k.kind[s] == K_BRA and ins.branch_target is not None:
+            k.target[s] = pc_to_slot.get((k.fn[s], ins.branch_target), -1)
+
+    k.loops = list(loops) if loops is not None else find_loops(k)
+    _assign_loops(k)
+    return k
+
+
+def find_loops(k: DecodedKernel) -> list[LoopSpec]:
+    """Natural loops from back edges, per function, in lexical ranges (used when no CFG loops are given).
+
+    ptxas lays a loop out contiguously (header first, latch last), so the body of a back edge
+    latch -> header is the slot range [header, latch]; nesting is range containment.
+    """
+    by_header: dict[int, list[int]] = {}
+    for s, kd in enumerate(k.kind):
+        t = k.target[s]
+        if kd == K_BRA and 0 <= t <= s and k.fn[t] == k.fn[s]:
+            by_header.setdefault(t, []).append(s)
+    raw = sorted(((h, tuple(sorted(ls))) for h, ls in by_header.items()), key=lambda x: (x[0], -x[1][-1]))
+    ranges = [(h, ls[-1]) for h, ls in raw]
+    out: list[LoopSpec] = []
+    for i, (h, ls) in enumerate(raw):
+        lo, hi = h, ls[-1]
+        parent = None
+        for j, (plo, phi) in enumerate(ranges):
+            if j != i and plo <= lo and hi <= phi and (plo, phi) != (lo, hi):
+                if parent is None or (ranges[parent][1] - ranges[parent][0]) > (phi - plo):
+                    parent = j
+        out.append(LoopSpec(header=h, latches=ls, body=frozenset(range(lo, hi + 1)), parent=parent, trip=1))
+    return out
+
+
+def _assign_loops(k: DecodedKernel) -> None:
+    n = len(k.kind)
+    loops = k.loops
+    depth = []
+    for L in loops:
+        d, p = 0, L.parent
+        while p is not None:
+            d, p = d + 1, loops[p].parent
+        depth.append(d)
+    k.loop_of = [-1] * n
+    k.loop_chain = [()] * n
+    for s in range(n):
+        inside = [i for i, L in enumerate(loops) if s in L.body]
+        inside.sort(key=lambda i: -depth[i])
+        k.loop_chain[s] = tuple(inside)
+        k.loop_of[s] = inside[0] if inside else -1
+    k.branch_role = [B_NONE] * n
+    k.branch_loop = [-1] * n
+    for s in range(n):
+        if k.kind[s] != K_BRA:
+            continue
+        t = k.target[s]
+        ins = k.instr[s]
+        cond = ins.predicate is not None
+        if t < 0:
+            k.branch_role[s] = B_NOT_TAKEN  # indirect: fall through (no target to follow)
+            continue
+        back = next((i for i in k.loop_chain[s] if loops[i].header == t and s in loops[i].latches), None)
+        if back is not None:
+            k.branch_role[s], k.branch_loop[s] = B_BACK, back
+            continue
+        exited = next((i for i in k.loop_chain[s] if t not in loops[i].body), None)
+        if exited is not None and cond:
+            k.branch_role[s], k.branch_loop[s] = B_EXIT, exited
+        elif exited is not None and t == s:
+            k.branch_role[s] = B_NOT_TAKEN
+        elif not cond and t != s:
+            k.branch_role[s] = B_JUMP
+        else:
+            k.branch_role[s] = B_NOT_TAKEN

@@ -1,0 +1,410 @@
+"""The event-driven emulation loop: SAAKE Algorithm 1 over the warps of one SM.
+
+Per step, each warp scheduler asks its policy for a warp whose current instruction can issue
+now (dependences met: earl_t ≤ t, Alg. 1 lines 5–7; the target unit's queue not full). The
+issued instruction enters its pipe at max(t, pipe_admit) and finishes L later (lines 13–14);
+its results' ready times feed the warp's next earl_t. When no warp can issue, time jumps to the
+earliest next ready time (lines 8–11): nothing is stepped cycle by cycle.
+
+Control flow (SAAKE §4.4): back edges follow trip counts with a per-warp iteration counter;
+a conditional branch that leaves a loop is taken once the loop has run its trips; any other
+conditional branch falls through (predicated paths are emulated in lexical order, all lanes
+on); predicated EXITs are not taken (guards are assumed to pass). CALL runs the callee's
+slots and RET returns. BAR.SYNC holds a warp until the block's live warps arrived.
+
+Loop sampling: a loop with a large trip count is run for `emul_trip` iterations only; every
+event carries the warp's *bucket* (the innermost sampled loop whose steady state it is in,
+i.e. iteration ≥ warm-up), and `bucket_scale` says how many real iterations each emulated one
+stands for. Listeners scale their per-bucket tallies with it (see docs/emulator.md).
+
+Reports are listeners (llvm-mca's HWEventListener): the engine only calls `on_issue` and
+`on_stall`; it never keeps report data itself except wall-clock time per bucket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..profile import StallReason
+from .decode import (B_BACK, B_EXIT, B_JUMP, GLOBAL_ROUTE, K_BAR, K_BRA, K_CALL, K_EXIT, K_MEMBAR, K_RET,
+                     M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, R, DecodedKernel)
+from .units import (INF, POLICIES, RES_ID, RESOURCES, THROTTLE_REASON, BlockBarrier, MachineModel,
+                    MemoryHierarchy, Pipe, WarpScheduler, WarpState)
+
+_WAIT = R[StallReason.wait]
+_BARRIER = R[StallReason.barrier]
+_BRANCH = R[StallReason.branch_resolving]
+_DRAIN = R[StallReason.drain]
+_MEMBAR = R[StallReason.membar]
+_NOT_SELECTED = R[StallReason.not_selected]
+_THROTTLE = [R[THROTTLE_REASON[r]] for r in RESOURCES] + [R[StallReason.lg_throttle]]
+
+
+_SHARED, _CONSTANT, _ATOMIC = RES_ID["shared"], RES_ID["constant"], RES_ID["atomic"]
+
+
+def _overrides(listener, hook: str) -> bool:
+    """Only hooks a listener implements are called in the hot loop."""
+    fn = getattr(type(listener), hook, None)
+    return fn is not None and not getattr(fn, "_noop", False)
+
+
+class HWEventListener(Protocol):
+    """What a report sees of the emulation (llvm-mca `HWEventListener`)."""
+
+    def on_start(self, kernel: DecodedKernel, machine: MachineModel, n_buckets: int) -> None: ...
+
+    def on_issue(self, warp: WarpState, slot: int, cycle: float, bucket: int) -> None: ...
+
+    def on_stall(self, warp: WarpState, slot: int, reason: int, cycles: float, bucket: int) -> None: ...
+
+    def on_end(self, run: EngineRun) -> None: ...
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    blocks: int  # co-resident blocks on the SM (occupancy)
+    warps_per_block: int
+    representative: bool = True  # emulate one SMSP's warps (the SMSPs are symmetric), see docs
+    policy: str = "gto"
+    warmup: int = 1  # loop iterations treated as warm-up before the steady state
+    max_issues: int = 5_000_000  # per emulation, a guard against a loop the model cannot end
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    cycles: float  # time of one wave on one SM, extrapolated over sampled loops
+    emulated_cycles: float
+    wall_by_bucket: tuple[float, ...]
+    bucket_scale: tuple[float, ...]
+    warps_emulated: int
+    warps_on_sm: int
+    active_smsps: int
+    issues: int
+    truncated: bool
+
+
+def bucket_scales(k: DecodedKernel, emul_trip: list[int], warmup: int) -> list[float]:
+    """How many real steady iterations each emulated one stands for, per bucket (0 = outside loops).
+
+    A sample in loop L's steady state stands for Π_{M ⊋ L} T_M/K_M · (T_L − w)/(K_L − w) samples,
+    with T the full and K the emulated trip count and w the warm-up.
+    """
+    out = [1.0]
+    for i, L in enumerate(k.loops):
+        K, T = emul_trip[i], L.trip
+        f = (T - warmup) / (K - warmup) if K > warmup and T > warmup else 1.0
+        p = L.parent
+        while p is not None:
+            f *= k.loops[p].trip / max(1, emul_trip[p])
+            p = k.loops[p].parent
+        out.append(f)
+    return out
+
+
+class Engine:
+    def __init__(self, kernel: DecodedKernel, machine: MachineModel, config: EngineConfig,
+                 emul_trip: list[int], listeners: list[HWEventListener]) -> None:
+        self.k = kernel
+        self.m = machine
+        self.cfg = config
+        self.emul_trip = emul_trip
+        self.listeners = listeners
+        self.pipes = [Pipe(name, machine.params[i], machine.queue_depth[i]) for i, name in enumerate(RESOURCES)]
+        self.memory = MemoryHierarchy(self.pipes)
+        # blocked[r]: earliest issue time the unit's queue allows (GLOBAL_ROUTE: LSU, L2 and DRAM)
+        self.blocked = [-INF] * (len(RESOURCES) + 1)
+        self.last_finish = 0.0
+        self.rec = self._records()
+        self.n_slots = len(kernel)
+        self.branch_latency = self.pipes[RES_ID["branch"]].latency
+        self.warmup = config.warmup
+        self.issue_hooks = [lst.on_issue for lst in listeners if _overrides(lst, "on_issue")]
+        self.stall_hooks = [lst.on_stall for lst in listeners if _overrides(lst, "on_stall")]
+
+    # ---------------------------------------------------------------------------------------
+    def run(self) -> EngineRun:
+        k, cfg, m = self.k, self.cfg, self.m
+        S = m.schedulers_per_sm
+        total_warps = cfg.blocks * cfg.warps_per_block
+        active_smsps = min(S, total_warps)
+        warps: list[WarpState] = []
+        barriers = [BlockBarrier(0) for _ in range(cfg.blocks)]
+        n_loops = len(k.loops)
+        for g in range(total_warps):
+            if cfg.representative and g % S != 0:
+                continue
+            w = WarpState(g, g // cfg.warps_per_block, g, k.n_regs, n_loops)
+            w.slot = k.entry
+            barriers[w.block].live += 1
+            warps.append(w)
+        n_sched = 1 if cfg.representative else active_smsps
+        scheds = [WarpScheduler([w for w in warps if (w.wid % S) % n_sched == s]) for s in range(n_sched)]
+        self.barriers = barriers
+        policy = POLICIES[cfg.policy]()
+        scales = bucket_scales(k, self.emul_trip, cfg.warmup)
+        n_buckets = len(scales)
+        for lst in self.listeners:
+            lst.on_start(k, m, n_buckets)
+        self.sched_of = {}
+        for s in scheds:
+            for w in s.warps:
+                self.sched_of[w.wid] = s
+        for w in warps:
+            self._prepare(w, -1.0, 0, False)
+            self.sched_of[w.wid].park(w)
+
+        wall = [0.0] * n_buckets
+        blocked = self.blocked
+        t = 0.0
+        idle_pending = 0.0
+        live = len(warps)
+        issues = 0
+        truncated = False
+        select = policy.select
+        while live:
+            issued_bucket = -1
+            for s in scheds:
+                if not s.warps:
+                    continue
+                w = select(s, t, blocked)
+                if w is None:
+                    continue
+                b = w.bucket
+                if issued_bucket < 0:
+                    issued_bucket = b
+                s.greedy = w
+                s.take(w)
+                if self._issue(w, t, s):
+                    live -= 1
+                issues += 1
+            if issued_bucket >= 0:
+                wall[issued_bucket] += 1.0 + idle_pending
+                idle_pending = 0.0
+                t += 1.0
+                if issues > cfg.max_issues:
+                    truncated = True
+                    break
+                continue
+            nt = min(s.next_ready for s in scheds)
+            if nt == INF:  # everyone waits on something that never comes (a barrier the model broke)
+                truncated = True
+                break
+            idle_pending += nt - t
+            t = nt
+        # Alg. 1 line 19: the wave ends when its last instruction finishes
+        tail = max(0.0, self.last_finish - t)
+        emulated = t + tail
+        extrapolated = sum(wb * sc for wb, sc in zip(wall, scales)) + idle_pending + tail
+        run = EngineRun(cycles=extrapolated, emulated_cycles=emulated, wall_by_bucket=tuple(wall),
+                        bucket_scale=tuple(scales), warps_emulated=len(warps), warps_on_sm=total_warps,
+                        active_smsps=active_smsps, issues=issues, truncated=truncated)
+        for lst in self.listeners:
+            lst.on_end(run)
+        return run
+
+    # ---------------------------------------------------------------------------------------
+    def _records(self) -> list[tuple]:
+        """One tuple per slot with what `_issue` reads (one unpack instead of many list lookups)."""
+        k = self.k
+        out = []
+        for i in range(len(k)):
+            out.append((k.kind[i], k.mem[i], k.pipe[i], k.res[i], k.defs[i], k.stall[i], k.wbar[i], k.rbar[i],
+                        k.result_reason[i], k.is_store[i], k.branch_role[i], k.target[i], k.branch_loop[i],
+                        k.instr[i].predicate is not None, k.shape[i]))
+        return out
+
+    def _issue(self, w: WarpState, t: float, sched: WarpScheduler) -> bool:
+        """Issue the warp's current instruction at `t`; return True when the warp exits."""
+        i = w.slot
+        bucket = w.bucket
+        (kind, mem, pipe, res, defs, stall, wbar, rbar, rr, is_store, role, target, bloop, predicated,
+         shp) = self.rec[i]
+        # --- stall attribution for the cycles since this warp last issued (integrated samples)
+        cur = w.prev_issue + 1.0
+        if t > cur:
+            stall_hooks = self.stall_hooks
+            for ct, rc in w.constraints:
+                if ct > cur:
+                    end = ct if ct < t else t
+                    for h in stall_hooks:
+                        h(w, i, rc, end - cur, bucket)
+                    cur = end
+                    if cur >= t:
+                        break
+            if cur < t:
+                th = w.throttled_until
+                if th > cur:
+                    end = th if th < t else t
+                    for h in stall_hooks:
+                        h(w, i, _THROTTLE[res], end - cur, bucket)
+                    cur = end
+                if cur < t:
+                    for h in stall_hooks:
+                        h(w, i, _NOT_SELECTED, t - cur, bucket)
+        for h in self.issue_hooks:
+            h(w, i, t, bucket)
+        w.prev_issue = t
+        w.throttled_until = -1.0
+
+        # --- execute: SAAKE Alg. 1 lines 12–14 (Pipe.accept inlined for the common case)
+        if mem == M_NONE:
+            p = self.pipes[pipe]
+            start = t if t > p.admit else p.admit
+            p.admit = start + p.gap
+            fin = start + p.latency
+            self.blocked[pipe] = p.admit - p.backlog
+        else:
+            fin = self._memory(mem, t, shp)
+        sb = w.sb
+        if defs:
+            ready, reason = sb.reg_ready, sb.reg_reason
+            for d in defs:
+                ready[d] = fin
+                reason[d] = rr
+        if wbar >= 0:
+            sb.sb_ready[wbar] = fin
+            sb.sb_reason[wbar] = rr
+        if rbar >= 0 and t + 1.0 > sb.sb_ready[rbar]:  # sources read as the request leaves issue
+            sb.sb_ready[rbar] = t + 1.0
+            sb.sb_reason[rbar] = _WAIT
+        if fin > self.last_finish:
+            self.last_finish = fin
+        if is_store and fin > w.stores_done:
+            w.stores_done = fin
+
+        # --- control flow
+        nxt = i + 1
+        branched = False
+        if kind:
+            if kind == K_BRA:
+                branched = True
+                if role == B_JUMP:
+                    nxt = target
+                elif role == B_BACK:
+                    cnt = w.loop_count[bloop]
+                    if not predicated or cnt + 1 < self.emul_trip[bloop]:
+                        w.loop_count[bloop] = cnt + 1
+                        nxt = target
+                elif role == B_EXIT:
+                    if w.loop_count[bloop] >= self.emul_trip[bloop]:
+                        nxt = target
+            elif kind == K_EXIT:
+                if not predicated:
+                    return self._exit(w, t, sched)
+            elif kind == K_CALL:
+                if target >= 0:
+                    w.call_stack.append(i + 1)
+                    nxt = target
+                    branched = True
+            elif kind == K_RET:
+                if w.call_stack:
+                    nxt = w.call_stack.pop()
+                    branched = True
+                elif not predicated:
+                    return self._exit(w, t, sched)
+        if nxt >= self.n_slots:
+            return self._exit(w, t, sched)
+        loop_of = self.k.loop_of
+        if loop_of[nxt] != loop_of[i]:  # leaving loops resets their counters (nested loops restart)
+            chain_n = self.k.loop_chain[nxt]
+            for L in self.k.loop_chain[i]:
+                if L not in chain_n:
+                    w.loop_count[L] = 0
+        w.slot = nxt
+        self._prepare(w, t, stall, branched)
+        if kind == K_BAR:
+            w.at_barrier = True
+            w.earl = INF
+            release = self.barriers[w.block].arrive(w, t)
+            if release:
+                self._release(release, t)
+            return False
+        sched.park(w)
+        return False
+
+    def _memory(self, mem: int, t: float, shp) -> float:
+        pipes = self.pipes
+        if mem == M_GLOBAL:
+            fin = self.memory.global_access(t, shp.wavefronts, shp.requests, shp.l2_hit_rate)
+        elif mem == M_SHARED:
+            fin = pipes[_SHARED].accept(t, shp.wavefronts)
+        elif mem == M_CONSTANT:
+            fin = pipes[_CONSTANT].accept(t)
+        elif mem == M_ATOMIC_SHARED:
+            sh = pipes[_SHARED]
+            fin = pipes[_ATOMIC].accept(sh.accept(t, shp.wavefronts) - sh.latency)
+        else:  # M_ATOMIC_GLOBAL: performed at L2 (the atomic unit after the memory route)
+            fin = self.memory.global_access(t, shp.wavefronts, shp.requests, 1.0)
+            fin = pipes[_ATOMIC].accept(fin)
+        self._update_blocked(mem)
+        return fin
+
+    def _update_blocked(self, mem: int) -> None:
+        p = self.pipes
+        if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
+            self.blocked[GLOBAL_ROUTE] = max(p[RES_ID["lsu"]].blocked_until(), p[RES_ID["l2"]].blocked_until(),
+                                             p[RES_ID["dram"]].blocked_until())
+            if mem == M_ATOMIC_GLOBAL:
+                self.blocked[RES_ID["atomic"]] = p[RES_ID["atomic"]].blocked_until()
+        else:
+            for name in ("shared", "constant", "atomic"):
+                self.blocked[RES_ID[name]] = p[RES_ID[name]].blocked_until()
+
+    def _prepare(self, w: WarpState, t: float, stall: int, branched: bool) -> None:
+        """Constraints on the warp's next instruction: its earl_t (Alg. 1 line 6) and why."""
+        s = w.slot
+        cons: list[tuple[float, int]] = []
+        if stall:
+            cons.append((t + stall, _WAIT))
+            if branched:
+                cons.append((t + self.branch_latency, _BRANCH))
+        sb = w.sb
+        ready = sb.reg_ready
+        t1 = t + 1.0
+        for u in self.k.uses[s]:
+            rt = ready[u]
+            if rt > t1:
+                cons.append((rt, sb.reg_reason[u]))
+        for b in self.k.waits[s]:
+            rt = sb.sb_ready[b]
+            if rt > t1:
+                cons.append((rt, sb.sb_reason[b]))
+        kind = self.k.kind[s]
+        if kind == K_EXIT and w.stores_done > t1 and self.k.instr[s].predicate is None:
+            cons.append((w.stores_done, _DRAIN))
+        elif kind == K_MEMBAR and w.stores_done > t1:
+            cons.append((w.stores_done, _MEMBAR))
+        if len(cons) > 1:
+            cons.sort()
+        w.constraints = cons
+        w.earl = cons[-1][0] if cons else t1
+        w.res = self.k.res[s]
+        # sampling bucket: the innermost loop in steady state (iteration ≥ warm-up)
+        b = 0
+        chain = self.k.loop_chain[s]
+        if chain:
+            warm = self.warmup
+            for L in chain:
+                if w.loop_count[L] >= warm:
+                    b = L + 1
+                    break
+        w.bucket = b
+
+    def _release(self, warps: list[WarpState], t: float) -> None:
+        """All live warps of a block arrived: they may go on after the barrier latency."""
+        at = max(t, max(x.prev_issue for x in warps)) + self.pipes[RES_ID["barrier"]].latency
+        for x in warps:
+            x.at_barrier = False
+            x.constraints = sorted([*x.constraints, (at, _BARRIER)])
+            x.earl = max(at, x.constraints[-1][0])
+            self.sched_of[x.wid].park(x)
+
+    def _exit(self, w: WarpState, t: float, sched: WarpScheduler) -> bool:
+        w.done = True
+        sched.drop(w)
+        release = self.barriers[w.block].leave()
+        if release:
+            self._release(release, t)
+        return True

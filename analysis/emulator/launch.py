@@ -1,0 +1,169 @@
+"""Resolve what the emulator must know but the binary does not say: launch shape and trip counts.
+
+Order of sources, each value recorded as an `Assumption` naming where it came from:
+1. facts: a launch site whose <<<grid, block, smem>>> folds to constants, a loop whose bound folds;
+2. hints: `AnalysisOptions.launch_hints[kernel]` (settings), then an annotation comment above
+   the kernel, e.g. `// kernelscope: grid=4096 block=256 n=1<<24 trip=128`;
+3. documented defaults (block 256, a grid of one element per thread when `n` is known, else
+   8 blocks per SM; loops: `AnalysisOptions.default_trip_count`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ..options import AnalysisOptions, LaunchHint
+from ..profile import Assumption, LaunchConfig
+from ..sass import Instruction
+from ..source import Annotation, SourceModel
+
+DEFAULT_BLOCK = 256
+DEFAULT_BLOCKS_PER_SM = 8
+
+
+@dataclass(frozen=True)
+class ResolvedLaunch:
+    launch: LaunchConfig
+    values: dict[str, int]  # named values (n, N, ...) from hints and annotations
+    trip_hint: int | None
+    assumptions: tuple[Assumption, ...]
+
+
+def _dims(v: tuple[int, int, int] | int | None) -> tuple[int, int, int] | None:
+    if v is None:
+        return None
+    if isinstance(v, int):
+        return (v, 1, 1)
+    return tuple(v)  # type: ignore[return-value]
+
+
+def _annotation_dims(a: Annotation, key: str) -> tuple[int, int, int] | None:
+    e = a.get(key)
+    if e is None:
+        return None
+    if e.value is not None:
+        return (e.value, 1, 1)
+    parts = [p for p in re.split(r"[x×,()\s]+", e.text) if p]
+    try:
+        vals = [int(p, 0) for p in parts]
+    except ValueError:
+        return None
+    return tuple((vals + [1, 1, 1])[:3]) if vals else None  # type: ignore[return-value]
+
+
+def kernel_annotation(source: SourceModel | None, kernel_name: str) -> Annotation | None:
+    if source is None:
+        return None
+    short = kernel_name.split("(")[0].split("<")[0].split("::")[-1]
+    return next((a for a in source.annotations if a.function == short), None)
+
+
+def resolve_launch(kernel_name: str, source: SourceModel | None, options: AnalysisOptions,
+                   sm_count: int) -> ResolvedLaunch:
+    short = kernel_name.split("(")[0].split("<")[0].split("::")[-1]
+    hint: LaunchHint | None = options.launch_hints.get(short) or options.launch_hints.get(kernel_name)
+    ann = kernel_annotation(source, kernel_name)
+    values: dict[str, int] = {}
+    if source is not None:
+        values.update({c.name: c.value for c in source.constants})
+    if ann is not None:
+        values.update({e.key: e.value for e in ann.entries if e.value is not None})
+    if hint is not None:
+        values.update(hint.values)
+    out: list[Assumption] = []
+
+    site = None
+    if source is not None:
+        sites = [s for s in source.launch_sites if s.kernel == short]
+        folded = [s.launch_config() for s in sites]
+        site = next((c for c in folded if c is not None), None)
+
+    def pick(name: str, from_site, from_hint, from_ann, default, default_detail: str):
+        if from_site is not None:
+            out.append(Assumption(name=name, value=str(from_site), source="launch_site"))
+            return from_site
+        if from_hint is not None:
+            out.append(Assumption(name=name, value=str(from_hint), source="settings"))
+            return from_hint
+        if from_ann is not None:
+            out.append(Assumption(name=name, value=str(from_ann), source="annotation"))
+            return from_ann
+        out.append(Assumption(name=name, value=str(default), source="default", detail=default_detail))
+        return default
+
+    block = pick("block", site.block if site else None, _dims(hint.block) if hint else None,
+                 _annotation_dims(ann, "block") if ann else None, (DEFAULT_BLOCK, 1, 1),
+                 "no launch site folds; set launch_hints or `// kernelscope: block=...`")
+    threads = block[0] * block[1] * block[2]
+    n = values.get("n", values.get("N"))
+    default_grid = (max(1, math.ceil(n / threads)), 1, 1) if n else (DEFAULT_BLOCKS_PER_SM * sm_count, 1, 1)
+    grid = pick("grid", site.grid if site else None, _dims(hint.grid) if hint else None,
+                _annotation_dims(ann, "grid") if ann else None, default_grid,
+                "one thread per element of n" if n else f"{DEFAULT_BLOCKS_PER_SM} blocks per SM")
+    smem_ann = None
+    if ann is not None:
+        smem_ann = ann.value("smem") if ann.get("smem") else ann.value("dynamic_smem")
+    smem = pick("dynamic_smem", site.dynamic_smem if site else None, hint.dynamic_smem if hint else None,
+                smem_ann, 0, "no dynamic shared memory assumed")
+    trip_hint = hint.trip_count if hint and hint.trip_count else (ann.value("trip") if ann else None)
+    return ResolvedLaunch(LaunchConfig(grid=grid, block=block, dynamic_smem=smem), values, trip_hint, tuple(out))
+
+
+# ---- trip counts ---------------------------------------------------------------------------
+
+
+def loop_step(body: list[Instruction], latch: Instruction) -> tuple[str, int | None]:
+    """How far the SASS loop's counter moves per iteration: ("const", k), ("grid", None) or ("?", None).
+
+    The latch's predicate comes from an ISETP comparing a counter; the counter's update in the
+    body is `IADD3 Rc, Rc, k` (k = source step × unroll factor) or an add of a uniform
+    non-constant (blockDim·gridDim: a grid-stride loop).
+    """
+    pred = (latch.predicate or "").lstrip("!")
+    if not pred:
+        return "?", None
+    setp = next((x for x in reversed(body) if pred in x.defs and x.opcode in ("ISETP", "UISETP")), None)
+    if setp is None:
+        return "?", None
+    counters = [u for u in setp.uses if u.startswith("R") and u != "RZ"]
+    for c in counters:
+        upd = next((x for x in body if c in x.defs and x.opcode in ("IADD3", "IADD", "IMAD", "VIADD")), None)
+        if upd is None:
+            continue
+        srcs = [o.replace(".reuse", "") for o in upd.operands[1:]]
+        others = [o for o in srcs if o.lstrip("-") != c and o not in ("RZ", "PT") and not o.startswith("P")]
+        imms = [o for o in others if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", o)]
+        if upd.opcode in ("IADD3", "IADD", "VIADD") and len(imms) == 1 and len(others) == 1:
+            return "const", abs(int(imms[0], 0))
+        if any(o.startswith("c[") or o.startswith("UR") for o in others) or upd.opcode == "IMAD":
+            return "grid", None
+        if others:  # a register holding a loop-invariant stride
+            return "grid", None
+    return "?", None
+
+
+def resolve_trip(*, info_trip: int | None, bound_value: int | None, step: tuple[str, int | None],
+                 launch: LaunchConfig, trip_hint: int | None, default: int, unroll: int | None,
+                 where: str) -> tuple[int, Assumption]:
+    """SASS trip count of one loop and the assumption that names its source."""
+    kind, k = step
+    per_iter = k if kind == "const" and k else (unroll or 1)
+    if info_trip is not None:  # the program builder already divided by the unroll factor
+        t = max(1, info_trip)
+        return t, Assumption(name=f"trip_count@{where}", value=str(t), source="sass",
+                             detail="constant loop bound")
+    if bound_value is not None:
+        if kind == "grid":
+            t = max(1, math.ceil(bound_value / (launch.blocks * launch.threads_per_block)))
+            return t, Assumption(name=f"trip_count@{where}", value=str(t), source="annotation",
+                                 detail=f"grid-stride loop over {bound_value} elements")
+        t = max(1, bound_value // per_iter if kind == "const" else math.ceil(bound_value / per_iter))
+        return t, Assumption(name=f"trip_count@{where}", value=str(t), source="annotation",
+                             detail=f"bound {bound_value}" + (f", {per_iter} per SASS iteration" if per_iter > 1 else ""))
+    if trip_hint is not None:
+        t = max(1, math.ceil(trip_hint / per_iter))
+        return t, Assumption(name=f"trip_count@{where}", value=str(t), source="settings")
+    return default, Assumption(name=f"trip_count@{where}", value=str(default), source="default",
+                               detail="unknown bound; set launch_hints trip_count or `// kernelscope: trip=...`")

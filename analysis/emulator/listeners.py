@@ -1,0 +1,182 @@
+"""Reports over one emulation, as listeners (llvm-mca `HWEventListener` + its Views).
+
+Each listener tallies per sampling bucket and scales by `EngineRun.bucket_scale` at the end,
+so the loop-sampling shortcut is invisible to the reports. Adding a report never touches the
+engine.
+"""
+
+from __future__ import annotations
+
+from ..profile import StallReason
+from .decode import M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, REASONS, R, DecodedKernel
+from .engine import EngineRun
+from .units import RES_ID, RESOURCES, MachineModel, WarpState
+
+_SELECTED = R[StallReason.selected]
+_NR = len(REASONS)
+
+
+class HWEventListenerBase:
+    """No-op hooks; subclasses override what they need."""
+
+    def on_start(self, kernel: DecodedKernel, machine: MachineModel, n_buckets: int) -> None:
+        pass
+
+    def on_issue(self, warp: WarpState, slot: int, cycle: float, bucket: int) -> None:
+        pass
+
+    def on_stall(self, warp: WarpState, slot: int, reason: int, cycles: float, bucket: int) -> None:
+        pass
+
+    on_issue._noop = True  # type: ignore[attr-defined]
+    on_stall._noop = True  # type: ignore[attr-defined]
+
+    def on_end(self, run: EngineRun) -> None:
+        pass
+
+
+class PCSampler(HWEventListenerBase):
+    """Per-PC warp-state samples (GPA §II-A), integrated: a stall of k cycles is k samples.
+
+    Every resident warp contributes one sample per cycle: "selected" when it issued, otherwise
+    the reason it could not. Units are warp-cycles on the emulated warps.
+    """
+
+    def on_start(self, kernel: DecodedKernel, machine: MachineModel, n_buckets: int) -> None:
+        self.n = len(kernel)
+        self.acc = [0.0] * (n_buckets * self.n * _NR)
+        self.exec = [0.0] * (n_buckets * self.n)
+
+    def on_issue(self, warp: WarpState, slot: int, cycle: float, bucket: int) -> None:
+        j = bucket * self.n + slot
+        self.acc[j * _NR + _SELECTED] += 1.0
+        self.exec[j] += 1.0
+
+    def on_stall(self, warp: WarpState, slot: int, reason: int, cycles: float, bucket: int) -> None:
+        self.acc[(bucket * self.n + slot) * _NR + reason] += cycles
+
+    def on_end(self, run: EngineRun) -> None:
+        n = self.n
+        self.samples = [[0.0] * _NR for _ in range(n)]
+        self.executed = [0.0] * n
+        for b, sc in enumerate(run.bucket_scale):
+            base = b * n
+            for s in range(n):
+                e = self.exec[base + s]
+                if e:
+                    self.executed[s] += e * sc
+                row = self.acc[(base + s) * _NR:(base + s + 1) * _NR]
+                if any(row):
+                    tgt = self.samples[s]
+                    for r in range(_NR):
+                        tgt[r] += row[r] * sc
+        self.total = sum(sum(r) for r in self.samples)
+
+
+class ExecutionCounter(HWEventListenerBase):
+    """Warp-level executions per slot (scaled): the basis of utilization and traffic."""
+
+    def on_start(self, kernel: DecodedKernel, machine: MachineModel, n_buckets: int) -> None:
+        self.kernel, self.machine = kernel, machine
+        self.n = len(kernel)
+        self.raw = [0.0] * (n_buckets * self.n)
+
+    def on_issue(self, warp: WarpState, slot: int, cycle: float, bucket: int) -> None:
+        self.raw[bucket * self.n + slot] += 1.0
+
+    def on_end(self, run: EngineRun) -> None:
+        n = self.n
+        self.executed = [0.0] * n
+        for b, sc in enumerate(run.bucket_scale):
+            for s in range(n):
+                v = self.raw[b * n + s]
+                if v:
+                    self.executed[s] += v * sc
+        self.run = run
+
+
+class _CountView(HWEventListenerBase):
+    """A report computed at the end from another listener's scaled execution counts.
+
+    It subscribes only to on_start/on_end, so it costs nothing per event; list it after the
+    counter it reads (a `PCSampler` or an `ExecutionCounter`).
+    """
+
+    def __init__(self, counter: PCSampler | ExecutionCounter) -> None:
+        self.counter = counter
+
+    def on_start(self, kernel: DecodedKernel, machine: MachineModel, n_buckets: int) -> None:
+        self.kernel, self.machine = kernel, machine
+
+    @property
+    def executed(self) -> list[float]:
+        return self.counter.executed
+
+
+class Utilization(_CountView):
+    """Busy cycles per resource / emulated time (SAAKE Alg. 1 line 15, in gap units).
+
+    A unit admitting one request every G cycles is 100 % busy, so busy = Σ admissions × G.
+    """
+
+    def on_end(self, run: EngineRun) -> None:
+        k, m = self.kernel, self.machine
+        busy = [0.0] * len(RESOURCES)
+        for s, e in enumerate(self.executed):
+            if not e:
+                continue
+            for r, units in resource_units(k, s):
+                busy[r] += e * units * m.params[r].gap
+        cycles = max(run.cycles, 1.0)
+        # the emulated warps are one SMSP's when representative; busy is per SMSP either way
+        n_smsp = 1 if run.warps_emulated < run.warps_on_sm else max(1, run.active_smsps)
+        self.busy = {RESOURCES[r]: b for r, b in enumerate(busy)}
+        self.utilization = {RESOURCES[r]: min(1.0, b / cycles / n_smsp) for r, b in enumerate(busy) if b}
+
+
+def resource_units(k: DecodedKernel, s: int) -> list[tuple[int, float]]:
+    """(resource, admissions) one execution of slot `s` costs (expected value for L2 hits)."""
+    mem = k.mem[s]
+    shp = k.shape[s]
+    if mem == M_NONE:
+        return [(k.pipe[s], 1.0)]
+    if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
+        hit = 1.0 if mem == M_ATOMIC_GLOBAL else shp.l2_hit_rate
+        out = [(RES_ID["lsu"], shp.wavefronts), (RES_ID["l2"], shp.requests),
+               (RES_ID["dram"], shp.requests * (1.0 - hit))]
+        if mem == M_ATOMIC_GLOBAL:
+            out.append((RES_ID["atomic"], 1.0))
+        return out
+    if mem == M_SHARED:
+        return [(RES_ID["shared"], shp.wavefronts)]
+    if mem == M_ATOMIC_SHARED:
+        return [(RES_ID["shared"], shp.wavefronts), (RES_ID["atomic"], 1.0)]
+    if mem == M_CONSTANT:
+        return [(RES_ID["constant"], 1.0)]
+    return []
+
+
+class TrafficCounter(_CountView):
+    """FLOPs per precision and bytes per memory level for the emulated warps (scaled)."""
+
+    def on_end(self, run: EngineRun) -> None:
+        k = self.kernel
+        ws = self.machine.warp_size
+        flops: dict[str, float] = {}
+        byts: dict[str, float] = {}
+        for s, e in enumerate(self.executed):
+            if not e:
+                continue
+            for prec, f in k.flops[s].items():
+                flops[prec] = flops.get(prec, 0.0) + e * f * ws
+            mem = k.mem[s]
+            shp = k.shape[s]
+            if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
+                hit = 1.0 if mem == M_ATOMIC_GLOBAL else shp.l2_hit_rate
+                byts["l1"] = byts.get("l1", 0.0) + e * shp.bytes_l1
+                byts["l2"] = byts.get("l2", 0.0) + e * shp.requests * 128.0
+                byts["dram"] = byts.get("dram", 0.0) + e * shp.requests * 128.0 * (1.0 - hit)
+            elif mem in (M_SHARED, M_ATOMIC_SHARED) and k.instr[s].opcode != "SHFL":
+                byts["shared"] = byts.get("shared", 0.0) + e * shp.bytes_l1
+        self.flops = flops
+        self.bytes = byts

@@ -1,0 +1,339 @@
+"""Address patterns from SASS def-use chains: coalescing, bank conflicts, L2 reuse (SAAKE §4.4).
+
+SAAKE identified uncoalesced accesses by hand; we do a small static analysis instead. An
+address register is followed back through its reaching definitions (the latest earlier
+definition in lexical order) while the operations are affine: S2R of SR_TID.* / SR_CTAID.*,
+MOV, IMAD(.WIDE/.SHL/.MOV), IADD3, IADD, LEA, ISCADD, SHF.L/SHL. The result is the address as
+coefficients of threadIdx.{x,y,z} and blockIdx.{x,y,z} (an unknown but non-zero coefficient
+when it is multiplied by a kernel parameter), which gives, for the 32 lanes of a warp:
+
+* global/local: the distinct 32 B sectors and 128 B lines touched → L2 requests and LSU
+  wavefronts per warp instruction (coalesced: 4 sectors for 4 B/lane; one per lane when the
+  stride is ≥ 32 B, SAAKE's "a transaction per thread");
+* shared: 32 banks × 4 B; the replay factor is the largest number of distinct words in one bank;
+* L2 reuse: an address that does not depend on a grid dimension is read by every block along
+  it, so (when the user gives no hit rate) 1 − 1/(blocks sharing it) of its requests hit L2.
+
+What the analysis cannot see is an assumption ("unknown" pattern), coalesced by default.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .. import isa
+from ..sass import Instruction
+from .decode import MemoryShape
+
+# coefficient slots
+TX, TY, TZ, BX, BY, BZ = range(6)
+_SR = {"SR_TID.X": TX, "SR_TID.Y": TY, "SR_TID.Z": TZ, "SR_CTAID.X": BX, "SR_CTAID.Y": BY,
+       "SR_CTAID.Z": BZ, "SR_LANEID": TX}
+UNK = None  # a non-zero coefficient whose value is not a constant
+
+
+@dataclass(frozen=True)
+class Affine:
+    coeffs: tuple[int | None, ...]  # per slot: 0, an int, or UNK
+    const: int | None  # known constant part, None when it holds a parameter
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not None and all(c == 0 for c in self.coeffs)
+
+    @property
+    def is_uniform(self) -> bool:  # the same for every lane of a warp
+        return all(c == 0 for c in self.coeffs[:3])
+
+
+ZERO = Affine((0,) * 6, 0)
+PARAM = Affine((0,) * 6, None)  # a uniform value we do not know
+
+
+def _const(v: int) -> Affine:
+    return Affine((0,) * 6, v)
+
+
+def _add(a: Affine | None, b: Affine | None) -> Affine | None:
+    if a is None or b is None:
+        return None
+    cs = tuple(UNK if (x is UNK or y is UNK) and (x != 0 or y != 0) else (x or 0) + (y or 0)
+               for x, y in zip(a.coeffs, b.coeffs))
+    const = None if a.const is None or b.const is None else a.const + b.const
+    return Affine(cs, const)
+
+
+def _scale(a: Affine, k: int | None) -> Affine:
+    cs = tuple(0 if c == 0 else (UNK if c is UNK or k is None else c * k) for c in a.coeffs)
+    if k == 0:
+        return ZERO
+    return Affine(cs, None if a.const is None or k is None else a.const * k)
+
+
+def _mul(a: Affine | None, b: Affine | None) -> Affine | None:
+    if a is None or b is None:
+        return None
+    if a.is_const:
+        return _scale(b, a.const)
+    if b.is_const:
+        return _scale(a, b.const)
+    if all(c == 0 for c in a.coeffs):
+        return _scale(b, None)
+    if all(c == 0 for c in b.coeffs):
+        return _scale(a, None)
+    return None  # a product of two thread-dependent values is not affine
+
+
+def _neg(a: Affine | None) -> Affine | None:
+    return None if a is None else _scale(a, -1)
+
+
+_IMM = re.compile(r"^-?(0x[0-9a-fA-F]+|\d+)$")
+_REG = re.compile(r"^(-)?\|?(U?R\d+|U?RZ)")
+
+
+class AddressAnalysis:
+    """Affine values of registers at instructions of one function (memoised)."""
+
+    def __init__(self, instructions: tuple[Instruction, ...]) -> None:
+        self.ins = instructions
+        self._defs: dict[str, list[int]] = {}
+        for i, x in enumerate(instructions):
+            for d in x.defs:
+                self._defs.setdefault(d, []).append(i)
+        self._memo: dict[tuple[str, int], Affine | None] = {}
+
+    def reaching_def(self, reg: str, at: int) -> int | None:
+        best = None
+        for j in self._defs.get(reg, ()):
+            if j < at:
+                best = j
+            else:
+                break
+        return best
+
+    def value(self, reg: str, at: int, depth: int = 0) -> Affine | None:
+        if reg in ("RZ", "URZ"):
+            return ZERO
+        if reg.startswith("UR"):
+            j = self.reaching_def(reg, at)
+            if j is None or depth > 24:
+                return PARAM
+            v = self._eval(j, depth + 1)
+            return v if v is not None and v.is_uniform else PARAM
+        j = self.reaching_def(reg, at)
+        if j is None or depth > 24:
+            return None
+        key = (reg, j)
+        if key not in self._memo:
+            self._memo[key] = None  # cycle guard
+            self._memo[key] = self._eval(j, depth + 1)
+        return self._memo[key]
+
+    def operand(self, op: str, at: int, depth: int) -> Affine | None:
+        op = op.strip()
+        if not op:
+            return None
+        if _IMM.match(op):
+            return _const(int(op, 0))
+        if op.startswith("c[") or op.startswith("-c[") or op.startswith("cx["):
+            return PARAM
+        m = _REG.match(op)
+        if m:
+            v = self.value(m.group(2), at, depth)
+            return _neg(v) if m.group(1) else v
+        return None
+
+    def _eval(self, j: int, depth: int) -> Affine | None:
+        x = self.ins[j]
+        op = x.opcode
+        mods = x.modifiers
+        srcs = _sources(x)
+        if op in ("S2R", "S2UR", "CS2R"):
+            sr = srcs[0] if srcs else ""
+            if sr in _SR:
+                cs = [0] * 6
+                cs[_SR[sr]] = 1
+                return Affine(tuple(cs), 0)
+            return PARAM if op == "S2UR" else None
+        info = isa.opcode_info(op)
+        if info.klass is isa.InstrClass.UNIFORM or op in ("LDC", "ULDC"):
+            return PARAM
+        if op in ("MOV", "MOV32I", "UMOV"):
+            return self.operand(srcs[0], j, depth) if srcs else None
+        if op in ("IMAD", "IMAD32I", "IMUL", "IMUL32I") and "HI" not in mods:
+            if "MOV" in mods and len(srcs) >= 3:
+                return self.operand(srcs[2], j, depth)
+            a, b = (self.operand(s, j, depth) for s in srcs[:2])
+            prod = _mul(a, b)
+            return _add(prod, self.operand(srcs[2], j, depth)) if len(srcs) >= 3 else prod
+        if op in ("IADD3", "IADD", "IADD32I", "UIADD3"):
+            if "X" in mods:
+                return PARAM if all((v := self.operand(s, j, depth)) is not None and v.is_uniform
+                                    for s in srcs) else None
+            acc: Affine | None = ZERO
+            for s in srcs:
+                if _is_pred(s):
+                    continue
+                acc = _add(acc, self.operand(s, j, depth))
+            return acc
+        if op in ("LEA", "ISCADD") and "HI" not in mods and len(srcs) >= 3:
+            a, b, sh = (self.operand(s, j, depth) for s in srcs[:3])
+            if sh is None or not sh.is_const:
+                return None
+            return _add(_mul(a, _const(1 << sh.const)), b)
+        if op in ("SHF", "SHL") and ("L" in mods or op == "SHL") and len(srcs) >= 2:
+            a, sh = self.operand(srcs[0], j, depth), self.operand(srcs[1], j, depth)
+            if sh is None or not sh.is_const:
+                return None
+            return _mul(a, _const(1 << sh.const))
+        vals = [self.operand(s, j, depth) for s in srcs if not _is_pred(s)]
+        if vals and all(v is not None and v.is_uniform and all(c == 0 for c in v.coeffs) for v in vals):
+            return PARAM
+        return None
+
+    def address(self, x: Instruction) -> tuple[Affine | None, int]:
+        """Affine address (bytes) of a memory instruction, and its immediate offset."""
+        inner = _address_operand(x)
+        if inner is None:
+            return None, 0
+        acc: Affine | None = ZERO
+        offset = 0
+        for part in re.split(r"\+", inner):
+            part = part.strip()
+            if not part:
+                continue
+            if _IMM.match(part):
+                offset += int(part, 0)
+                continue
+            scale = 1
+            m = re.match(r"^(U?R\d+|U?RZ)(?:\.64)?(?:\.U32)?(?:\.X(\d+))?", part)
+            if not m:
+                return None, 0
+            if m.group(2):
+                scale = int(m.group(2))
+            acc = _add(acc, _mul(self.value(m.group(1), x.index), _const(scale)))
+        return acc, offset
+
+
+def _is_pred(op: str) -> bool:
+    return bool(re.match(r"^!?U?P(\d+|T)$", op.strip()))
+
+
+def _sources(x: Instruction) -> list[str]:
+    """Operands after the destinations (register, predicate carry-outs)."""
+    info = isa.opcode_info(x.opcode)
+    ops = [o.replace(".reuse", "") for o in x.operands]
+    n = info.n_dst
+    out = ops[n:] if n else ops
+    while out and _is_pred(out[0]) and (info.carry_out or info.pred_first or x.opcode in ("IADD3", "LEA")):
+        out = out[1:]
+    return out
+
+
+def _address_operand(x: Instruction) -> str | None:
+    for op in x.operands:
+        groups = re.findall(r"\[([^\[\]]*)\]", op)
+        if groups and (op.startswith("[") or op.startswith("desc[")):
+            return groups[-1]
+    return None
+
+
+# ---- cost per warp request -----------------------------------------------------------------
+
+
+def lane_threads(block: tuple[int, int, int], warp_size: int = 32) -> list[tuple[int, int, int]]:
+    bx, by, _ = block
+    out = []
+    for lane in range(warp_size):
+        out.append((lane % bx, (lane // bx) % by, lane // (bx * by)))
+    return out
+
+
+def lane_addresses(addr: Affine, block: tuple[int, int, int], warp_size: int = 32) -> list[int] | None:
+    """Byte offsets per lane relative to lane 0, or None when an unknown coefficient matters."""
+    threads = lane_threads(block, warp_size)
+    varies = [len({t[d] for t in threads}) > 1 for d in range(3)]
+    for d in range(3):
+        if varies[d] and addr.coeffs[d] is UNK:
+            return None
+    return [sum((addr.coeffs[d] or 0) * t[d] for d in range(3) if varies[d]) for t in threads]
+
+
+def global_shape(offsets: list[int] | None, width: int, hit_rate: float) -> MemoryShape:
+    if offsets is None:  # the "unknown" assumption: coalesced
+        sectors = max(1, len(range(0, 32 * width, 32)))
+        return MemoryShape(wavefronts=max(1.0, 32 * width / 128), requests=sectors * 32 / 128,
+                           l2_hit_rate=hit_rate, bytes_l1=32.0 * width, pattern="unknown")
+    sec: set[int] = set()
+    lines: set[int] = set()
+    for a in offsets:
+        for b in range(a, a + width, min(width, 32)):
+            sec.add(b // 32)
+            lines.add(b // 128)
+        sec.add((a + width - 1) // 32)
+    distinct = len(set(offsets))
+    ideal = max(1, -(-32 * width // 32))
+    pattern = ("broadcast" if distinct == 1 else "coalesced" if len(sec) <= ideal
+               else "uncoalesced" if len(sec) >= len(offsets) else "strided")
+    return MemoryShape(wavefronts=float(max(1, len(lines))), requests=len(sec) * 32 / 128,
+                       l2_hit_rate=hit_rate, bytes_l1=float(len(sec) * 32), pattern=pattern)
+
+
+def shared_shape(offsets: list[int] | None, width: int) -> MemoryShape:
+    """Replays = max distinct 4 B words in one of 32 banks (same word: broadcast, no conflict)."""
+    if offsets is None:
+        return MemoryShape(wavefronts=max(1.0, 32 * width / 128), requests=0.0, bytes_l1=32.0 * width,
+                           pattern="unknown")
+    banks: dict[int, set[int]] = {}
+    for a in offsets:
+        for b in range(a // 4, (a + max(width, 4) - 1) // 4 + 1):
+            banks.setdefault(b % 32, set()).add(b)
+    replays = max(len(v) for v in banks.values())
+    ideal = max(1, 32 * width // 128)
+    return MemoryShape(wavefronts=float(replays), requests=0.0, bytes_l1=32.0 * width,
+                       pattern="coalesced" if replays <= ideal else "bank_conflict")
+
+
+def l2_reuse_rate(addr: Affine | None, grid: tuple[int, int, int], cap: float = 0.9) -> float:
+    """Blocks along a grid dimension the address does not depend on read the same lines."""
+    if addr is None:
+        return 0.0
+    sharing = 1
+    for d, g in zip((BX, BY, BZ), grid):
+        if addr.coeffs[d] == 0:
+            sharing *= g
+    return min(cap, 1.0 - 1.0 / sharing) if sharing > 1 else 0.0
+
+
+def memory_shapes(fn_name: str, instructions: tuple[Instruction, ...], block: tuple[int, int, int],
+                  grid: tuple[int, int, int], l2_hit_rate: float | None,
+                  warp_size: int = 32) -> dict[tuple[str, int], MemoryShape]:
+    """MemoryShape per (function, pc) of every memory instruction of one function."""
+    aa = AddressAnalysis(instructions)
+    out: dict[tuple[str, int], MemoryShape] = {}
+    for x in instructions:
+        info = isa.opcode_info(x.opcode)
+        if info.memory_space is None and x.opcode != "SHFL":
+            continue
+        width = max(1, isa.access_bytes(x) or 4)
+        if x.opcode == "SHFL":
+            out[(fn_name, x.pc)] = MemoryShape(wavefronts=1.0, requests=0.0, pattern="coalesced")
+            continue
+        addr, _ = aa.address(x)
+        offs = lane_addresses(addr, block, warp_size) if addr is not None else None
+        space = info.memory_space
+        if space == "shared":
+            out[(fn_name, x.pc)] = shared_shape(offs, width)
+        elif space in ("global", "local", "generic"):
+            if space == "local":
+                # local memory is interleaved per thread by the hardware: always coalesced
+                offs = [4 * i for i in range(warp_size)] if width <= 4 else [width * i for i in range(warp_size)]
+                hit = 1.0 if l2_hit_rate is None else l2_hit_rate
+            else:
+                hit = l2_reuse_rate(addr, grid) if l2_hit_rate is None else l2_hit_rate
+            out[(fn_name, x.pc)] = global_shape(offs, width, hit)
+        elif space == "constant":
+            out[(fn_name, x.pc)] = MemoryShape(wavefronts=1.0, requests=0.0, pattern="broadcast")
+    return out

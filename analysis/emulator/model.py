@@ -1,0 +1,578 @@
+"""Public entry points of the emulator: `emulate`, `sensitivity`, `what_if` (SAAKE §4, §3.3, §5).
+
+`emulate` runs Algorithm 1 over the maximal co-resident block set of one SM (from occupancy),
+scales one wave over ceil(blocks / (SMs × blocks per SM)) waves (the last one partial, run
+with its own smaller block set), and returns a modeled `KernelProfile`: per-PC and per-line
+samples by Nsight stall reason, utilization, FLOPs and bytes for the whole launch, and every
+assumption it needed. `sensitivity` re-emulates with each resource's latency and, separately,
+its gap perturbed, and names the bottleneck (latency- or throughput-bound) per kernel and per
+hot loop. `what_if` predicts other block sizes and SM counts (the roofline trajectory).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..arch import ArchSpec, DeviceSpec
+from ..occupancy import Occupancy, occupancy
+from ..options import AnalysisOptions
+from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
+from ..program import FunctionProgram, Program
+from ..source import SourceModel
+from .decode import REASONS, DecodedKernel, LoopSpec, decode
+from .engine import Engine, EngineConfig, EngineRun
+from .launch import loop_step, resolve_launch, resolve_trip
+from .listeners import PCSampler, TrafficCounter, Utilization
+from .memory import memory_shapes
+from .units import RESOURCES, MachineModel, machine_from_arch
+
+TOOL = "kernelscope-emulator"
+TOOL_VERSION = "0.1"
+
+
+class EmulationError(ValueError):
+    """The kernel cannot be emulated with this launch (e.g. no block fits on an SM)."""
+
+
+class EmulationSettings(BaseModel):
+    """How the emulator trades accuracy for speed; defaults are what the editor uses."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    policy: Literal["gto", "lrr"] = "gto"
+    sample_loops: bool = True  # run the first iterations of long loops and extrapolate
+    warmup: int = Field(1, ge=0)  # iterations before the steady state
+    max_sampled_iterations: int = Field(6, ge=2)
+    issue_budget: int = Field(40_000, ge=1000)  # target warp-instructions per engine run
+    representative_smsp: bool = True  # emulate one SM sub-partition (they are symmetric)
+    unknown_access: Literal["coalesced", "uncoalesced"] = "coalesced"
+    perturbation: float = Field(0.10, gt=0, lt=1)  # sensitivity: ±10 % (SAAKE §2.2)
+
+
+DEFAULT_SETTINGS = EmulationSettings()
+
+
+# ---- preparation -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything about one kernel + launch that does not depend on the latency/gap table."""
+
+    program: Program | None
+    kernel: FunctionProgram
+    decoded: DecodedKernel
+    launch: LaunchConfig
+    occ: Occupancy
+    registers: int
+    arch: ArchSpec
+    device: DeviceSpec
+    machine: MachineModel
+    assumptions: tuple[Assumption, ...]
+    settings: EmulationSettings
+    line_table: dict
+
+
+def _cfg_loops(kernel: FunctionProgram) -> list[LoopSpec]:
+    cfg = kernel.cfg
+    out = []
+    for L in cfg.loops:
+        body = frozenset(i for b in L.body for i in range(cfg.blocks[b].start, cfg.blocks[b].end))
+        latches = tuple(sorted(cfg.blocks[b].last for b in L.latches))
+        out.append(LoopSpec(header=cfg.blocks[L.header].start, latches=latches, body=body, parent=L.parent,
+                            trip=1, info_index=L.index))
+    return out
+
+
+def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
+            source: SourceModel | None = None, program: Program | None = None, *,
+            launch: LaunchConfig | None = None, settings: EmulationSettings = DEFAULT_SETTINGS) -> Prepared:
+    src = source if source is not None else (program.source if program is not None else None)
+    resolved = resolve_launch(kernel.name, src, options, device.sm_count)
+    assumptions = list(resolved.assumptions)
+    if launch is not None:
+        assumptions = [a for a in assumptions if a.name not in ("grid", "block", "dynamic_smem")]
+        assumptions += [Assumption(name="grid", value=str(launch.grid), source="settings", detail="what-if"),
+                        Assumption(name="block", value=str(launch.block), source="settings", detail="what-if")]
+    cfg_launch = launch or resolved.launch
+    res = kernel.resources
+    regs = res.registers if res is not None else 32
+    static_smem = res.static_smem if res is not None else 0
+    if res is None:
+        assumptions.append(Assumption(name="registers", value="32", source="default", detail="no ptxas report"))
+    occ = occupancy(arch, cfg_launch.threads_per_block, regs, cfg_launch.dynamic_smem, static_smem)
+    if occ.active_blocks_per_sm <= 0:
+        raise EmulationError(f"{kernel.name}: no block of {cfg_launch.threads_per_block} threads fits on an SM "
+                             f"({occ.limiter.value})")
+    machine, fallbacks = machine_from_arch(arch, device)
+    for name, what, v in fallbacks:
+        assumptions.append(Assumption(name=f"{what}.{name}", value=f"{v:g}", source="default",
+                                      detail="not in the arch file; emulator fallback"))
+
+    fn = kernel.sass
+    hit = options.l2_hit_rate
+    shapes = memory_shapes(fn.mangled_name, fn.instructions, cfg_launch.block, cfg_launch.grid, hit, arch.warp_size)
+    if settings.unknown_access == "uncoalesced":
+        from .memory import global_shape
+        shapes = {k: (global_shape(list(range(0, 32 * 128, 128)), 4, v.l2_hit_rate) if v.pattern == "unknown" else v)
+                  for k, v in shapes.items()}
+    n_unknown = sum(1 for v in shapes.values() if v.pattern == "unknown")
+    if n_unknown:
+        assumptions.append(Assumption(name="coalescing", value=settings.unknown_access, source="default",
+                                      detail=f"{n_unknown} accesses with addresses the analysis cannot follow"))
+    assumptions.append(Assumption(name="l2_hit_rate", value="per access (reuse across blocks)" if hit is None else f"{hit:g}",
+                                  source="default" if hit is None else "settings"))
+    loops = _cfg_loops(kernel)
+    decoded = decode([(fn.mangled_name, fn.instructions)], loops, shapes)
+    # trip counts per loop
+    infos = {li.index: li for li in kernel.loops}
+    full: list[LoopSpec] = []
+    # sibling SASS loops of one source loop: ptxas's unrolled main loop then its remainder loops;
+    # each remainder runs what the loops before it left over (at least once: its guard is not modeled)
+    left: dict[int, int] = {}
+    for L in decoded.loops:
+        info = infos.get(L.info_index) if L.info_index is not None else None
+        header = fn.instructions[L.header]
+        line = info.header_line if info and info.header_line else header.line
+        bound = None
+        sl = None
+        if src is not None:
+            if info is not None and info.source_line is not None:
+                sl = next((x for x in src.loops if x.header_line == info.source_line), None)
+            if sl is None and line is not None:
+                sl = src.loop_at(line)
+            if sl is not None and sl.bound_text:
+                key = sl.bound_text.strip()
+                bound = resolved.values.get(key)
+                if bound is None and key.isdigit():
+                    bound = int(key)
+        body = [fn.instructions[i] for i in sorted(L.body)]
+        latch = fn.instructions[L.latches[-1]] if L.latches else header
+        step = loop_step(body, latch)
+        if bound is not None and sl is not None and step[0] == "const":
+            key = (sl.index, L.parent)
+            if key in left:
+                bound = left[key]
+        trip, a = resolve_trip(info_trip=info.trip_count if info else None, bound_value=bound,
+                               step=step, launch=cfg_launch, trip_hint=resolved.trip_hint,
+                               default=options.default_trip_count, unroll=None, where=f"line {line}")
+        if bound is not None and sl is not None and step[0] == "const" and step[1]:
+            left[(sl.index, L.parent)] = max(0, bound - trip * step[1])
+            trip = max(1, trip)
+        assumptions.append(a)
+        full.append(LoopSpec(L.header, L.latches, L.body, L.parent, trip, L.info_index, line))
+    decoded.loops = full
+    return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),
+                    settings, dict(program.line_table) if program is not None else {})
+
+
+def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) -> list[int]:
+    """Iterations to run per loop: all of them, or warm-up + a few steady ones within the budget."""
+    trips = [L.trip for L in k.loops]
+    if not settings.sample_loops:
+        return trips
+    lo = settings.warmup + 1
+    emul = [min(t, max(lo, settings.max_sampled_iterations)) for t in trips]
+
+    def dyn() -> float:
+        total = 0.0
+        for s in range(len(k)):
+            m = 1.0
+            for L in k.loop_chain[s]:
+                m *= emul[L]
+            total += m
+        return total * warps
+
+    while dyn() > settings.issue_budget:
+        cands = [i for i, e in enumerate(emul) if e > lo and e < trips[i] or (e > lo and e == trips[i] and e > lo)]
+        if not cands:
+            break
+        i = max(cands, key=lambda j: emul[j])
+        emul[i] -= 1
+    return emul
+
+
+@dataclass(frozen=True)
+class Wave:
+    run: EngineRun
+    sampler: PCSampler
+    util: Utilization
+    traffic: TrafficCounter
+    blocks_per_sm: int
+    active_sms: int
+
+
+def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: MachineModel | None = None,
+             extra_listeners: list | None = None) -> Wave:
+    m = machine or prep.machine
+    wpb = math.ceil(prep.launch.threads_per_block / prep.arch.warp_size)
+    total_warps = blocks_per_sm * wpb
+    active_smsps = min(m.schedulers_per_sm, total_warps)
+    m_eff = m.shared_by(active_smsps, active_sms, prep.device.sm_count)
+    st = prep.settings
+    warps_emulated = math.ceil(total_warps / m.schedulers_per_sm) if st.representative_smsp else total_warps
+    emul = emulated_trips(prep.decoded, st, warps_emulated)
+    sampler = PCSampler()
+    util, traffic = Utilization(sampler), TrafficCounter(sampler)
+    cfg = EngineConfig(blocks=blocks_per_sm, warps_per_block=wpb, representative=st.representative_smsp,
+                       policy=st.policy, warmup=st.warmup)
+    run = Engine(prep.decoded, m_eff, cfg, emul, [sampler, util, traffic, *(extra_listeners or [])]).run()
+    return Wave(run, sampler, util, traffic, blocks_per_sm, active_sms)
+
+
+# ---- prediction --------------------------------------------------------------------------------
+
+
+class Prediction(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    cycles: float
+    seconds: float
+    waves: float  # blocks / (SMs × blocks per SM); < 1 means the GPU is not filled
+    full_waves: int
+    tail_blocks_per_sm: int
+    blocks_per_sm: int
+    occupancy: float
+
+
+def _waves(prep: Prepared, sm_count: int) -> tuple[int, int, int, int]:
+    """(full waves, blocks per SM in a full wave, tail blocks per SM, SMs busy in the tail)."""
+    per_sm = prep.occ.active_blocks_per_sm
+    blocks = prep.launch.blocks
+    full, rem = divmod(blocks, sm_count * per_sm)
+    tail_per_sm = math.ceil(rem / sm_count) if rem else 0
+    tail_sms = min(sm_count, rem) if rem else 0
+    return full, per_sm, tail_per_sm, tail_sms
+
+
+def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count: int | None = None,
+                  listeners_factory=None) -> tuple[Prediction, list[tuple[Wave, float]]]:
+    """Time of the launch, and the emulated waves with their weight in SM-waves."""
+    sms = sm_count or prep.device.sm_count
+    full, per_sm, tail_per_sm, tail_sms = _waves(prep, sms)
+    waves: list[tuple[Wave, float]] = []
+    cycles = 0.0
+    if full:
+        w = run_wave(prep, per_sm, sms, machine, listeners_factory() if listeners_factory else None)
+        cycles += full * w.run.cycles
+        waves.append((w, float(full * sms)))
+    if tail_per_sm:
+        w = run_wave(prep, tail_per_sm, tail_sms, machine, listeners_factory() if listeners_factory else None)
+        cycles += w.run.cycles
+        # blocks of the tail, in units of the emulated per-SM block set
+        waves.append((w, (prep.launch.blocks - full * sms * per_sm) / tail_per_sm))
+    pred = Prediction(cycles=cycles, seconds=cycles / prep.device.clock_hz,
+                      waves=prep.launch.blocks / (sms * per_sm), full_waves=full, tail_blocks_per_sm=tail_per_sm,
+                      blocks_per_sm=per_sm, occupancy=prep.occ.occupancy)
+    return pred, waves
+
+
+# ---- emulate -------------------------------------------------------------------------------------
+
+
+class Emulation(BaseModel):
+    """A modeled profile plus what the emulator knows beyond the profile model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: KernelProfile
+    prediction: Prediction
+    loop_trips: tuple[int, ...]
+    emulated_trips: tuple[int, ...]
+    issues: int  # warp-instructions the engine issued (cost of the emulation)
+
+
+def emulate_detailed(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
+                     options: AnalysisOptions, source: SourceModel | None = None, *,
+                     settings: EmulationSettings = DEFAULT_SETTINGS, launch: LaunchConfig | None = None) -> Emulation:
+    prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=settings)
+    return profile_of(prep)
+
+
+def profile_of(prep: Prepared, machine: MachineModel | None = None) -> Emulation:
+    pred, waves = predict_waves(prep, machine)
+    k = prep.decoded
+    n = len(k)
+    samples = [[0.0] * len(REASONS) for _ in range(n)]
+    executed = [0.0] * n
+    busy: dict[str, float] = {}
+    for wave, weight in waves:
+        r = wave.run
+        per_sm = weight * r.warps_on_sm / r.warps_emulated  # emulated warps -> all warps of those SMs
+        for s in range(n):
+            row = wave.sampler.samples[s]
+            if any(row):
+                tgt = samples[s]
+                for j, v in enumerate(row):
+                    tgt[j] += v * per_sm
+            executed[s] += wave.sampler.executed[s] * per_sm
+        smsps = r.active_smsps
+        for name, b in wave.util.busy.items():
+            busy[name] = busy.get(name, 0.0) + b * weight * smsps
+    pcs = []
+    for s in range(n):
+        row = samples[s]
+        if not any(row) and not executed[s]:
+            continue
+        pcs.append(PCSample(function=k.fn[s], pc=k.pc[s],
+                            samples={REASONS[j]: v for j, v in enumerate(row) if v},
+                            executed=executed[s]))
+    pcs_t = tuple(pcs)
+    lines = aggregate_lines(pcs_t, prep.line_table)
+    sms, sched = prep.device.sm_count, prep.arch.schedulers_per_sm
+    denom = max(pred.cycles, 1.0) * sms * sched
+    utilization = {name: min(1.0, b / denom) for name, b in busy.items() if b}
+    # FLOPs/bytes: every warp runs the same path, so per-warp traffic × warps in the launch
+    ref = waves[0][0]
+    warps_total = prep.launch.blocks * math.ceil(prep.launch.threads_per_block / prep.arch.warp_size)
+    per_warp = 1.0 / ref.run.warps_emulated
+    flops = {p: v * per_warp * warps_total for p, v in ref.traffic.flops.items()}
+    byts = {p: v * per_warp * warps_total for p, v in ref.traffic.bytes.items()}
+    truncated = any(w.run.truncated for w, _ in waves)
+    assumptions = list(prep.assumptions)
+    if truncated:
+        assumptions.append(Assumption(name="emulation", value="truncated", source="default",
+                                      detail="the emulation hit its instruction guard; the time is a lower bound"))
+    prov = Provenance(kind="modeled", device=prep.device.name, arch=prep.arch.name, tool=TOOL,
+                      tool_version=TOOL_VERSION, time=datetime.now(timezone.utc), assumptions=tuple(assumptions))
+    profile = KernelProfile(kernel=prep.kernel.mangled, name=prep.kernel.name, launch=prep.launch,
+                            registers_per_thread=prep.registers, occupancy=prep.occ.occupancy,
+                            occupancy_limiter=prep.occ.limiter.value, duration_s=pred.seconds, pcs=pcs_t,
+                            lines=lines, utilization=utilization, flops=flops, bytes=byts, provenance=prov)
+    emul = emulated_trips(k, prep.settings, ref.run.warps_emulated)
+    return Emulation(profile=profile, prediction=pred, loop_trips=tuple(L.trip for L in k.loops),
+                     emulated_trips=tuple(emul), issues=sum(w.run.issues for w, _ in waves))
+
+
+def emulate(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
+            options: AnalysisOptions, source: SourceModel | None = None, *,
+            settings: EmulationSettings = DEFAULT_SETTINGS) -> KernelProfile:
+    """A modeled `KernelProfile` of one kernel launch (SAAKE §4 abstract kernel emulation)."""
+    return emulate_detailed(program, kernel, arch, device, options, source, settings=settings).profile
+
+
+# ---- sensitivity (SAAKE §3.3) --------------------------------------------------------------------
+
+
+class ResourceSensitivity(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    resource: str
+    latency: float  # (ΔT/T) / (ΔL/L)
+    gap: float  # (ΔT/T) / (ΔG/G)
+
+    @property
+    def strongest(self) -> float:
+        return max(abs(self.latency), abs(self.gap))
+
+
+class RegionSensitivity(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    region: str  # "kernel" or "loop@line N"
+    loop_index: int | None
+    line: int | None
+    share: float  # of the kernel's samples
+    resources: tuple[ResourceSensitivity, ...]
+    bottleneck: str | None
+    bound: Literal["latency", "throughput"] | None
+
+
+class SensitivityReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kernel: str
+    base_seconds: float
+    perturbation: float
+    kernel_region: RegionSensitivity
+    loops: tuple[RegionSensitivity, ...]
+
+    @property
+    def bottleneck(self) -> str | None:
+        return self.kernel_region.bottleneck
+
+    @property
+    def bound(self) -> str | None:
+        return self.kernel_region.bound
+
+
+def _used_resources(prep: Prepared, wave: Wave) -> list[str]:
+    used = {name for name, b in wave.util.busy.items() if b > 0}
+    return [r for r in RESOURCES if r in used]
+
+
+def _region(name: str, loop: int | None, line: int | None, share: float,
+            entries: list[ResourceSensitivity]) -> RegionSensitivity:
+    best = max(entries, key=lambda e: e.strongest, default=None)
+    if best is None or best.strongest < 1e-3:
+        return RegionSensitivity(region=name, loop_index=loop, line=line, share=share, resources=tuple(entries),
+                                 bottleneck=None, bound=None)
+    bound = "latency" if abs(best.latency) >= abs(best.gap) else "throughput"
+    return RegionSensitivity(region=name, loop_index=loop, line=line, share=share, resources=tuple(entries),
+                             bottleneck=best.resource, bound=bound)
+
+
+def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
+                options: AnalysisOptions, source: SourceModel | None = None, *,
+                settings: EmulationSettings = DEFAULT_SETTINGS, hot_loop_share: float = 0.1,
+                prepared: Prepared | None = None) -> SensitivityReport:
+    """δT/δL and δT/δG per resource, normalised (SAAKE §3.3); per kernel and per hot loop.
+
+    Each resource's latency, then its gap, is scaled by (1 + perturbation) in its own emulation.
+    A loop's sensitivity is the relative change of the samples on its instructions.
+    """
+    prep = prepared or prepare(kernel, arch, device, options, source, program, settings=settings)
+    d = prep.settings.perturbation
+    k = prep.decoded
+
+    def measure(machine: MachineModel | None) -> tuple[float, list[float]]:
+        pred, waves = predict_waves(prep, machine)
+        per_loop = []
+        for L in k.loops:
+            tot = 0.0
+            for wave, weight in waves:
+                tot += weight * sum(sum(wave.sampler.samples[s]) for s in L.body)
+            per_loop.append(tot)
+        return pred.cycles, per_loop
+
+    base_pred, base_waves = predict_waves(prep)
+    base_T, base_loops = measure(None)
+    used = _used_resources(prep, base_waves[0][0])
+    total_samples = sum(weight * base_waves_i.sampler.total for base_waves_i, weight in base_waves) or 1.0
+    lat_T: dict[str, tuple[float, list[float]]] = {}
+    gap_T: dict[str, tuple[float, list[float]]] = {}
+    for r in used:
+        lat_T[r] = measure(prep.machine.with_param(r, latency_scale=1 + d))
+        gap_T[r] = measure(prep.machine.with_param(r, gap_scale=1 + d))
+
+    def rel(new: float, old: float) -> float:
+        return (new - old) / old / d if old > 0 else 0.0
+
+    kernel_entries = [ResourceSensitivity(resource=r, latency=rel(lat_T[r][0], base_T), gap=rel(gap_T[r][0], base_T))
+                      for r in used]
+    loops = []
+    for i, L in enumerate(k.loops):
+        share = base_loops[i] / total_samples
+        if share < hot_loop_share:
+            continue
+        entries = [ResourceSensitivity(resource=r, latency=rel(lat_T[r][1][i], base_loops[i]),
+                                       gap=rel(gap_T[r][1][i], base_loops[i])) for r in used]
+        loops.append(_region(f"loop@line {L.line}", i, L.line, share, entries))
+    return SensitivityReport(kernel=prep.kernel.mangled, base_seconds=base_pred.seconds, perturbation=d,
+                             kernel_region=_region("kernel", None, None, 1.0, kernel_entries), loops=tuple(loops))
+
+
+# ---- what-if (SAAKE §5; roofline scaling trajectories) -------------------------------------------
+
+
+class BlockSizePoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    block_size: int
+    grid: int
+    active_blocks_per_sm: int
+    occupancy: float
+    limiter: str
+    seconds: float
+    waves: float
+
+
+class ScalingPoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    sms: int
+    seconds: float
+    flops_per_s: float
+    intensity: float | None  # FLOP per DRAM byte
+    waves: float
+
+
+class GridPoint(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    blocks: int
+    seconds: float
+    blocks_per_s: float  # throughput of work (same work per block)
+
+
+class WhatIfReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kernel: str
+    current_block_size: int
+    current_seconds: float
+    current_waves: float
+    block_sizes: tuple[BlockSizePoint, ...]
+    best_block_size: int | None
+    sm_scaling: tuple[ScalingPoint, ...]
+    grid_scaling: tuple[GridPoint, ...]
+
+    @property
+    def more_blocks_help(self) -> bool:
+        """More blocks of the same work finish proportionally sooner per block: the GPU is not full."""
+        if len(self.grid_scaling) < 2:
+            return False
+        return self.grid_scaling[-1].blocks_per_s > 1.2 * self.grid_scaling[0].blocks_per_s
+
+
+def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
+            options: AnalysisOptions, source: SourceModel | None = None, *,
+            settings: EmulationSettings | None = None, block_sizes: tuple[int, ...] | None = None,
+            sm_counts: tuple[int, ...] | None = None) -> WhatIfReport:
+    """Predicted time for other block sizes (same total threads) and SM counts (SAAKE §5, §7)."""
+    st = settings or DEFAULT_SETTINGS.model_copy(update={"issue_budget": 15_000})
+    base = prepare(kernel, arch, device, options, source, program, settings=st)
+    base_pred, base_waves = predict_waves(base)
+    total_threads = base.launch.blocks * base.launch.threads_per_block
+    sizes = block_sizes or tuple(range(arch.warp_size, arch.max_threads_per_block + 1, arch.warp_size))
+    points = []
+    for bs in sizes:
+        grid = max(1, math.ceil(total_threads / bs))
+        launch = LaunchConfig(grid=(grid, 1, 1), block=(bs, 1, 1), dynamic_smem=base.launch.dynamic_smem)
+        if bs == base.launch.threads_per_block and base.launch.block[1:] == (1, 1):
+            launch = base.launch
+        try:
+            prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
+        except EmulationError:
+            continue
+        pred, _ = predict_waves(prep)
+        points.append(BlockSizePoint(block_size=bs, grid=grid, active_blocks_per_sm=prep.occ.active_blocks_per_sm,
+                                     occupancy=prep.occ.occupancy, limiter=prep.occ.limiter.value,
+                                     seconds=pred.seconds, waves=pred.waves))
+    best = min(points, key=lambda p: p.seconds).block_size if points else None
+    # SM-count trajectory: the same launch on 1..all SMs
+    full = device.sm_count
+    counts = sm_counts or tuple(sorted({*(2 ** i for i in range(int(math.log2(full)) + 1)), full}))
+    ref = base_waves[0][0]
+    warps_total = base.launch.blocks * math.ceil(base.launch.threads_per_block / arch.warp_size)
+    flops = sum(ref.traffic.flops.values()) / ref.run.warps_emulated * warps_total
+    dram = ref.traffic.bytes.get("dram", 0.0) / ref.run.warps_emulated * warps_total
+    scaling = []
+    for s in counts:
+        pred, _ = predict_waves(base, sm_count=s)
+        scaling.append(ScalingPoint(sms=s, seconds=pred.seconds, flops_per_s=flops / pred.seconds if pred.seconds else 0.0,
+                                    intensity=flops / dram if dram else None, waves=pred.waves))
+    # grid scaling: the same per-block work with more blocks
+    grid_pts = []
+    for mult in (1, 2, 4):
+        blocks = base.launch.blocks * mult
+        launch = LaunchConfig(grid=(base.launch.grid[0] * mult, *base.launch.grid[1:]), block=base.launch.block,
+                              dynamic_smem=base.launch.dynamic_smem)
+        prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
+        # keep each thread's work: loop trips as in the base launch
+        prep.decoded.loops = list(base.decoded.loops)
+        pred, _ = predict_waves(prep)
+        grid_pts.append(GridPoint(blocks=blocks, seconds=pred.seconds, blocks_per_s=blocks / pred.seconds))
+    return WhatIfReport(kernel=base.kernel.mangled, current_block_size=base.launch.threads_per_block,
+                        current_seconds=base_pred.seconds, current_waves=base_pred.waves, block_sizes=tuple(points),
+                        best_block_size=best, sm_scaling=tuple(scaling), grid_scaling=tuple(grid_pts))
+
+
+__all__ = ["emulate", "emulate_detailed", "sensitivity", "what_if", "prepare", "EmulationSettings", "Emulation",
+           "Prediction", "SensitivityReport", "RegionSensitivity", "ResourceSensitivity", "WhatIfReport",
+           "BlockSizePoint", "ScalingPoint", "GridPoint", "EmulationError", "StallReason"]

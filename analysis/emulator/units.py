@@ -1,0 +1,385 @@
+"""Hardware units of the abstract SM (SAAKE §4.1, Fig. 4), one small class each.
+
+In llvm-mca's terms these are the `HardwareUnits/`: a `Pipe` is SAAKE's resource with a
+latency L and a gap G and a `pipe_admit` time; the `Scoreboard` tracks when a warp's registers
+and its six control-code barriers become ready; the `BlockBarrier` holds warps at
+`__syncthreads`; the `MemoryHierarchy` routes one memory instruction through LSU/L1, L2 and
+DRAM (or shared, constant) pipes; the `WarpScheduler` picks the warp to issue with a pluggable
+policy (GTO by default, SAAKE §4.2, Rogers et al.).
+
+All numbers (latencies, gaps) come from the arch data (`MachineModel.from_arch`); the engine
+never names a number.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from dataclasses import dataclass, field
+
+from ..profile import StallReason
+
+INF = math.inf
+
+#: Resource classes of the arch latency table (`analysis/arch.py: InstrClass`), in a fixed order:
+#: the engine refers to a resource by its position here.
+RESOURCES: tuple[str, ...] = ("fp32", "fp64", "fp16", "int", "sfu", "conversion", "tensor", "lsu",
+                              "shared", "l2", "dram", "constant", "branch", "barrier", "atomic")
+RES_ID = {name: i for i, name in enumerate(RESOURCES)}
+
+#: Where a resource lives. The arch gaps are per SMSP (a sub-partition's share); an SM-wide unit
+#: shared by fewer active sub-partitions serves each faster, a GPU-wide one (L2, DRAM) serves
+#: each active SM faster when fewer SMs run (what the roofline trajectory needs, §7).
+SCOPE: dict[str, str] = {"lsu": "sm", "shared": "sm", "constant": "sm", "atomic": "sm",
+                         "l2": "gpu", "dram": "gpu"}
+
+#: Nsight Compute's throttle reason when a warp cannot issue because the unit's input is full.
+#: MIO feeds shared memory, special math, dynamic branches and constants (ncu warp-state docs).
+THROTTLE_REASON: dict[str, StallReason] = {
+    **{r: StallReason.math_pipe_throttle for r in ("fp32", "fp64", "fp16", "int", "conversion", "tensor")},
+    **{r: StallReason.mio_throttle for r in ("sfu", "shared", "constant", "branch", "barrier", "atomic")},
+    **{r: StallReason.lg_throttle for r in ("lsu", "l2", "dram")},
+}
+
+#: Requests a unit queues before issue blocks (a throttle stall). Math pipes have no queue: a
+#: warp waits at issue (math_pipe_throttle). Memory units queue; SAAKE's Alg. 1 assumes an
+#: unbounded queue, which these depths approach while still producing lg/mio throttles.
+QUEUE_DEPTH: dict[str, int] = {"lsu": 32, "shared": 16, "constant": 8, "atomic": 16, "sfu": 4,
+                               "l2": 64, "dram": 64, "branch": 2, "barrier": 2}
+
+
+@dataclass(frozen=True)
+class ResourceParams:
+    """SAAKE §3.1: L = cycles before a dependent op may start, G = cycles between two admissions."""
+
+    latency: float
+    gap: float
+
+
+@dataclass(frozen=True)
+class MachineModel:
+    """The latency/gap table the engine runs on, plus issue width. Immutable; perturbed by copy."""
+
+    params: tuple[ResourceParams, ...]  # indexed like RESOURCES
+    schedulers_per_sm: int
+    warp_size: int = 32
+    issue_per_cycle: int = 1  # instructions per scheduler per cycle
+    queue_depth: tuple[int, ...] = field(default_factory=lambda: tuple(QUEUE_DEPTH.get(r, 0) for r in RESOURCES))
+
+    def latency(self, name: str) -> float:
+        return self.params[RES_ID[name]].latency
+
+    def gap(self, name: str) -> float:
+        return self.params[RES_ID[name]].gap
+
+    def with_param(self, name: str, *, latency_scale: float = 1.0, gap_scale: float = 1.0) -> MachineModel:
+        """A copy with one resource's L and/or G scaled: the sensitivity experiment (SAAKE §3.3)."""
+        i = RES_ID[name]
+        p = self.params[i]
+        new = ResourceParams(p.latency * latency_scale, p.gap * gap_scale)
+        return MachineModel(self.params[:i] + (new,) + self.params[i + 1:], self.schedulers_per_sm,
+                            self.warp_size, self.issue_per_cycle, self.queue_depth)
+
+    def shared_by(self, active_smsps: int, active_sms: int, sm_count: int) -> MachineModel:
+        """Gaps as seen by one SMSP when only some sub-partitions / SMs compete for shared units."""
+        f_sm = max(1, active_smsps) / self.schedulers_per_sm
+        f_gpu = f_sm * max(1, active_sms) / max(1, sm_count)
+        out = []
+        for name, p in zip(RESOURCES, self.params):
+            scope = SCOPE.get(name)
+            f = f_sm if scope == "sm" else f_gpu if scope == "gpu" else 1.0
+            out.append(ResourceParams(p.latency, p.gap * f))
+        return MachineModel(tuple(out), self.schedulers_per_sm, self.warp_size, self.issue_per_cycle,
+                            self.queue_depth)
+
+
+class Pipe:
+    """One SAAKE resource (§4.1): `admit` is pipe_admit, the earliest time a new request may enter.
+
+    `accept` is Alg. 1 lines 13–14: start = max(t, pipe_admit); fin = start + L; pipe_admit += G.
+    A request of `units` (replays, sectors) holds the input for units·G and completes
+    (units−1)·G after its first unit.
+    """
+
+    __slots__ = ("name", "latency", "gap", "admit", "backlog", "busy")
+
+    def __init__(self, name: str, params: ResourceParams, queue_depth: int) -> None:
+        self.name = name
+        self.latency = params.latency
+        self.gap = params.gap
+        self.admit = 0.0
+        # issue blocks while the queue holds more than this many cycles of work
+        self.backlog = queue_depth * params.gap
+        self.busy = 0.0
+
+    def blocked_until(self) -> float:
+        """Earliest issue time allowed by the unit's input queue (a throttle when in the future)."""
+        return self.admit - self.backlog
+
+    def accept(self, t: float, units: float = 1.0) -> float:
+        """Admit a request at `t`; return the time its result is ready."""
+        start = t if t > self.admit else self.admit
+        hold = self.gap * units
+        self.admit = start + hold
+        self.busy += hold
+        return start + self.latency + hold - self.gap
+
+
+class Scoreboard:
+    """Per-warp readiness: a ready time and a stall reason per register and per control barrier.
+
+    Registers capture true dependences through modeled finish times (SAAKE §4.1: "dependences are
+    tracked through finish times"); barriers SB0–SB5 are the control codes' variable-latency
+    dependences, which also cover write-after-read on stores (GPA Fig. 3 treats them as virtual
+    registers the same way).
+    """
+
+    __slots__ = ("reg_ready", "reg_reason", "sb_ready", "sb_reason")
+
+    def __init__(self, n_regs: int) -> None:
+        self.reg_ready = [0.0] * n_regs
+        self.reg_reason = [0] * n_regs
+        self.sb_ready = [0.0] * 6
+        self.sb_reason = [0] * 6
+
+
+class WarpState:
+    """A warp's architectural position and timing (SAAKE Alg. 1: cur_inst, earl_t)."""
+
+    __slots__ = ("wid", "block", "age", "slot", "earl", "constraints", "prev_issue", "done", "at_barrier",
+                 "sb", "loop_count", "call_stack", "bucket", "stores_done", "throttled_until", "res")
+
+    def __init__(self, wid: int, block: int, age: int, n_regs: int, n_loops: int) -> None:
+        self.wid = wid
+        self.block = block
+        self.age = age
+        self.slot = 0  # index into the decoded code
+        self.earl = 0.0  # earliest issue time from the warp's own dependences
+        self.constraints: list[tuple[float, int]] = []  # (time, reason code) that make up `earl`
+        self.prev_issue = -1.0
+        self.done = False
+        self.at_barrier = False
+        self.sb = Scoreboard(n_regs)
+        self.loop_count = [0] * n_loops  # back edges taken since the loop was entered
+        self.call_stack: list[int] = []
+        self.bucket = 0  # sampling bucket (0 = not in a sampled loop's steady state)
+        self.stores_done = 0.0  # when this warp's outstanding stores have drained
+        self.throttled_until = -1.0
+        self.res = 0  # issue resource of the current instruction (a throttle check without a lookup)
+
+
+class BlockBarrier:
+    """`__syncthreads` (BAR.SYNC): SAAKE §4.4 — every warp of the block waits until all arrive."""
+
+    __slots__ = ("live", "waiting", "latest")
+
+    def __init__(self, warps: int) -> None:
+        self.live = warps
+        self.waiting: list[WarpState] = []
+        self.latest = 0.0
+
+    def arrive(self, w: WarpState, t: float) -> list[WarpState] | None:
+        """Register an arrival; return the warps to release when the block is complete."""
+        self.waiting.append(w)
+        self.latest = max(self.latest, t)
+        return self._maybe_release()
+
+    def leave(self) -> list[WarpState] | None:
+        """A warp exited: the barrier counts one warp fewer."""
+        self.live -= 1
+        return self._maybe_release()
+
+    def _maybe_release(self) -> list[WarpState] | None:
+        if self.waiting and len(self.waiting) >= self.live:
+            out, self.waiting = self.waiting, []
+            return out
+        return None
+
+
+class MemoryHierarchy:
+    """Routes a memory instruction through its pipes (SAAKE §4.4).
+
+    Global/local: LSU (one admission per 128 B wavefront) then L2 (per 128 B of sectors); a miss
+    continues to DRAM. SAAKE assigns each access to L2 or DRAM at random with the given hit
+    probability; we do the same deterministically with error diffusion (same rate, reproducible).
+    Shared: the shared pipe, replayed once per bank-conflict wavefront. Constant: the constant
+    cache. Atomics: the atomic unit after the LSU.
+    """
+
+    __slots__ = ("pipes", "_hit_acc")
+
+    def __init__(self, pipes: list[Pipe]) -> None:
+        self.pipes = pipes
+        self._hit_acc = 0.0
+
+    def l2_hit(self, rate: float) -> bool:
+        self._hit_acc += rate
+        if self._hit_acc >= 1.0 - 1e-9:
+            self._hit_acc -= 1.0
+            return True
+        return False
+
+    def global_access(self, t: float, wavefronts: float, requests: float, hit_rate: float) -> float:
+        p = self.pipes
+        lsu, l2, dram = p[RES_ID["lsu"]], p[RES_ID["l2"]], p[RES_ID["dram"]]
+        fin_lsu = lsu.accept(t, wavefronts)
+        start_l2 = fin_lsu - lsu.latency
+        fin = l2.accept(start_l2, requests)
+        if requests > 0 and not self.l2_hit(hit_rate):
+            fin = dram.accept(fin - l2.latency, requests)
+        return fin
+
+
+class WarpScheduler:
+    """One SMSP's issue slot and its warps.
+
+    Event-driven bookkeeping instead of a scan per cycle: warps whose next instruction is not
+    ready wait in a heap keyed by their earliest issue time; `wake(t)` moves the due ones to
+    `ready` (kept oldest first). The policy only looks at `ready`.
+    """
+
+    __slots__ = ("warps", "greedy", "next_ready", "ready", "future")
+
+    def __init__(self, warps: list[WarpState]) -> None:
+        self.warps = warps
+        self.greedy: WarpState | None = None
+        self.next_ready = INF
+        self.ready: list[WarpState] = []
+        self.future: list[tuple[float, int, WarpState]] = []
+
+    def park(self, w: WarpState) -> None:
+        """The warp's next instruction may issue at w.earl (INF: parked until a barrier release)."""
+        if w.earl < INF:
+            heapq.heappush(self.future, (w.earl, w.age, w))
+
+    def wake(self, t: float) -> None:
+        fut = self.future
+        while fut and fut[0][0] <= t:
+            _, _, w = heapq.heappop(fut)
+            if not w.done:
+                bisect.insort(self.ready, w, key=_age)
+
+    def take(self, w: WarpState) -> None:
+        self.ready.remove(w)
+
+    def drop(self, w: WarpState) -> None:
+        if w in self.ready:
+            self.ready.remove(w)
+        self.warps.remove(w)
+        if self.greedy is w:
+            self.greedy = None
+        if not self.warps:
+            self.next_ready = INF
+
+
+def _age(w: WarpState) -> int:
+    return w.age
+
+
+class GTOPolicy:
+    """Greedy-Then-Oldest (SAAKE §4.2): keep issuing from the last warp while it can; else the oldest."""
+
+    name = "gto"
+
+    def select(self, sched: WarpScheduler, t: float, blocked: list[float]) -> WarpState | None:
+        sched.wake(t)
+        ready = sched.ready
+        g = sched.greedy
+        if g is not None and ready and blocked[g.res] <= t and g.earl <= t and g in ready:
+            return g
+        best = sched.future[0][0] if sched.future else INF
+        for w in ready:
+            b = blocked[w.res]
+            if b <= t:
+                return w
+            if b > w.throttled_until:
+                w.throttled_until = b
+            if b < best:
+                best = b
+        sched.next_ready = best
+        return None
+
+
+class LRRPolicy:
+    """Loose round-robin: the next ready warp after the last one issued (an alternative to GTO)."""
+
+    name = "lrr"
+
+    def select(self, sched: WarpScheduler, t: float, blocked: list[float]) -> WarpState | None:
+        sched.wake(t)
+        ready = sched.ready
+        n = len(ready)
+        g = sched.greedy
+        start = 0
+        if g is not None:
+            start = next((j for j, w in enumerate(ready) if w.age > g.age), 0)
+        best = sched.future[0][0] if sched.future else INF
+        for k in range(n):
+            w = ready[(start + k) % n]
+            b = blocked[w.res]
+            if b <= t:
+                return w
+            if b > w.throttled_until:
+                w.throttled_until = b
+            if b < best:
+                best = b
+        sched.next_ready = best
+        return None
+
+
+POLICIES = {"gto": GTOPolicy, "lrr": LRRPolicy}
+
+
+# ---- from the arch data ----------------------------------------------------------------------
+
+#: Values the arch file leaves empty ("no public figure"), used only then and reported as
+#: assumptions. Sources: Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+#: Microbenchmarking" (2018) and "...Turing T4..." (2019): L1 hit ≈ 28–33 cycles, MUFU ≈ 14–23,
+#: conversions ≈ 14, constant-cache hit ≈ 8–20 (we take the middle); branch, barrier and atomic
+#: are rough (ncu docs give none). l2 gap: L2 bandwidth ≈ 2.5 × DRAM on A100/H100 (whitepapers).
+FALLBACK_LATENCY: dict[str, float] = {"fp32": 4, "fp64": 8, "fp16": 4, "int": 4, "sfu": 18, "conversion": 14,
+                                      "tensor": 32, "lsu": 32, "shared": 24, "l2": 200, "dram": 450,
+                                      "constant": 12, "branch": 6, "barrier": 20, "atomic": 20}
+FALLBACK_GAP: dict[str, float] = {"fp32": 1, "fp64": 2, "fp16": 1, "int": 2, "sfu": 8, "conversion": 8,
+                                  "tensor": 4, "lsu": 4, "shared": 4, "constant": 4, "branch": 2,
+                                  "barrier": 4, "atomic": 4}
+L2_OVER_DRAM_BANDWIDTH = 2.5
+
+
+def machine_from_arch(arch, device) -> tuple[MachineModel, tuple[tuple[str, str, float], ...]]:
+    """The latency/gap table for `arch` on `device`; also (resource, "latency"/"gap", value) fallbacks used.
+
+    Gaps are per SMSP as `ArchSpec.pipe_gap` defines them; l2/dram gaps are one 128 B warp request
+    at the SMSP's share of the device bandwidth (`ArchCatalog.pipe_gap`'s rule).
+    """
+    from ..arch import WARP_REQUEST_BYTES, InstrClass
+
+    used: list[tuple[str, str, float]] = []
+    sched = arch.schedulers_per_sm
+    per_smsp = device.clock_hz * device.sm_count * sched
+    dram_gap = WARP_REQUEST_BYTES / (device.dram_bandwidth_gbs * 1e9 / per_smsp)
+    l2_bw = device.l2_bandwidth_gbs * 1e9 if device.l2_bandwidth_gbs else None
+    params = []
+    for name in RESOURCES:
+        cls = InstrClass(name)
+        spec = arch.instructions[cls]
+        lat = spec.latency
+        if lat is None:
+            lat = FALLBACK_LATENCY[name]
+            used.append((name, "latency", lat))
+        if name == "dram":
+            gap = dram_gap
+        elif name == "l2":
+            if l2_bw is None:
+                gap = dram_gap / L2_OVER_DRAM_BANDWIDTH
+                used.append((name, "gap", gap))
+            else:
+                gap = WARP_REQUEST_BYTES / (l2_bw / per_smsp)
+        else:
+            gap = arch.pipe_gap(cls)
+            if gap is None:
+                gap = FALLBACK_GAP[name]
+                used.append((name, "gap", gap))
+        params.append(ResourceParams(float(lat), float(gap)))
+    return MachineModel(tuple(params), sched, arch.warp_size), tuple(used)
