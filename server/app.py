@@ -232,9 +232,12 @@ async def initialized(ls: KernelscopeServer, params: types.InitializedParams) ->
     ws = ls.client_capabilities.workspace
     if ws is not None and ws.did_change_configuration and ws.did_change_configuration.dynamic_registration:
         # VS Code only sends didChangeConfiguration after this registration.
-        await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
-            id="kernelscope-configuration", method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
-            register_options=types.DidChangeConfigurationRegistrationOptions(section=SECTION))]))
+        try:
+            await ls.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
+                id="kernelscope-configuration", method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                register_options=types.DidChangeConfigurationRegistrationOptions(section=SECTION))]))
+        except Exception as e:
+            log.debug("client refused to register didChangeConfiguration: %s", e)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)

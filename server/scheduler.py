@@ -27,6 +27,7 @@ from kernelscope.analysis import pipeline
 from kernelscope.analysis.errors import USER_ERRORS
 from kernelscope.analysis.process import CancelToken, Cancelled
 from kernelscope.analysis.results import AnalysisResult
+from kernelscope.analysis.toolchain import Toolchain
 
 from .cache import ResultCache
 from .settings import Settings
@@ -172,7 +173,8 @@ class Scheduler:
             if (job.reason == "open" and not settings.analyze_on_open) or \
                     (job.reason == "save" and not settings.analyze_on_save):
                 return
-            key, text, hit = await self._from_cache(job, path, settings)
+            toolchain = await self._toolchain(path, settings)
+            key, text, hit = await self._from_cache(job, path, settings, toolchain)
             if hit is not None:
                 self._emit(job, hit, started)
                 return
@@ -184,7 +186,7 @@ class Scheduler:
                                                 lambda: job.cancel("user"))
                 if job.cancelled:  # cancelled while the progress bar was being created
                     return
-                result = await self._compile(job, path, settings, progress)
+                result = await self._compile(job, path, settings, toolchain, progress)
             await self._in_thread(self._cache().put, key, result)
             self._emit(job, Outcome(job.uri, job.reason, result, text, "miss"), started)
         except asyncio.CancelledError:
@@ -209,11 +211,11 @@ class Scheduler:
             if self._jobs.get(job.uri) is job:
                 del self._jobs[job.uri]
 
-    async def _from_cache(self, job: _Job, path: Path, settings: Settings) -> tuple[str, str, Outcome | None]:
+    async def _from_cache(self, job: _Job, path: Path, settings: Settings,
+                          toolchain: Toolchain) -> tuple[str, str, Outcome | None]:
         """(cache key, file text, the Outcome on a hit or None)."""
         data: bytes = await self._in_thread(path.read_bytes)
         text = data.decode("utf-8", errors="replace")
-        toolchain = await self._toolchain(path, settings)
         key = settings.analysis.cache_key(pipeline.source_digest(data), toolchain.version)
         cache = self._cache()
         hit = cache.get_memory(key)
@@ -231,21 +233,17 @@ class Scheduler:
         self.stats.cache_misses += 1
         return key, text, None
 
-    async def _toolchain(self, path: Path, settings: Settings):
-        from kernelscope.analysis import toolchain as tc
-
+    async def _toolchain(self, path: Path, settings: Settings) -> Toolchain:
         opts = settings.analysis
-        cc = None
-        if opts.compile_commands is not None:
-            cc = await self._in_thread(tc.find_compile_command, path, opts.compile_commands)
-        key = (opts.nvcc_path, cc.compiler if cc else None, str(cc.directory) if cc else None)
+        # Located once per (settings, compile command): the search stats many paths and runs `nvcc --version`.
+        key = (opts.model_dump_json(include={"nvcc_path", "compile_commands"}),
+               str(path) if opts.compile_commands else None)
         if key not in self._toolchains:
-            # Located once per settings: the search stats many paths and runs `nvcc --version`.
-            self._toolchains[key] = await self._in_thread(
-                lambda: tc.locate_toolchain(opts.nvcc_path, cc))
+            self._toolchains[key] = await self._in_thread(pipeline.resolve_toolchain, path, opts)
         return self._toolchains[key]
 
-    async def _compile(self, job: _Job, path: Path, settings: Settings, progress: ProgressHandle) -> AnalysisResult:
+    async def _compile(self, job: _Job, path: Path, settings: Settings, toolchain: Toolchain,
+                       progress: ProgressHandle) -> AnalysisResult:
         loop = asyncio.get_running_loop()
 
         def report(stage: str, fraction: float) -> None:  # called on the worker thread
@@ -258,7 +256,8 @@ class Scheduler:
         log.info("analysing %s (%s)", path, job.reason)
         try:
             return await loop.run_in_executor(
-                self._pool, lambda: analyze(path, settings.analysis, cancel=job.token, progress=report))
+                self._pool, lambda: analyze(path, settings.analysis, cancel=job.token, progress=report,
+                                            toolchain=toolchain))
         finally:
             job.in_executor = False
             self.stats.running -= 1

@@ -159,8 +159,8 @@ def _canonical(d: Mapping[str, Any], model: type[BaseModel] = None) -> dict[str,
     model = model or Settings
     out: dict[str, Any] = {}
     for k, v in d.items():
-        if not isinstance(k, str):
-            continue
+        if not isinstance(k, str) or v is None:
+            continue  # editors send null for "not set": it must not override a lower layer
         key = to_camel(k) if "_" in k else k
         field = _field_by_camel(model, key)
         sub = _submodel(field) if field else None

@@ -22,14 +22,20 @@ _PLACEHOLDER = re.compile(r"\$\{\d+(?::([^${}]*))?\}|\$\{\d+\|([^|]*)\|\}|\$\d+"
 
 def plain_text(snippet: str) -> str:
     """The snippet as plain text: placeholders become their defaults (first choice), tab stops vanish."""
+    # Escaped characters (\$, \}, \\) are literal: hide them from the placeholder pattern first.
+    escapes = {"\\\\": "\ue002", "\\$": "\ue000", "\\}": "\ue001"}
     text = snippet
+    for esc, mark in escapes.items():
+        text = text.replace(esc, mark)
     while True:  # innermost placeholders first, so nested ones resolve
         new = _PLACEHOLDER.sub(lambda m: m.group(1) if m.group(1) is not None
                                else (m.group(2).split(",")[0] if m.group(2) is not None else ""), text)
         if new == text:
             break
         text = new
-    return re.sub(r"\\([$}\\])", r"\1", text)
+    for esc, mark in escapes.items():
+        text = text.replace(mark, esc[1])
+    return text
 
 
 def supports_snippets(caps: types.ClientCapabilities) -> bool:

@@ -20,6 +20,8 @@ def title(view: ResultView, k: KernelReport) -> str:
         parts.append(f"{render.pct(k.roofline_fraction)} of roofline")
     if k.occupancy is not None:
         parts.append(f"occupancy {render.pct(k.occupancy.occupancy)} ({k.occupancy.limiter.replace('_', ' ')})")
+    else:
+        parts.append(f"{k.resources.registers} registers, occupancy n/a (launch unknown)")
     best = max((a.speedup for a in view.result.advice if a.kernel == k.mangled), default=None)
     if best is not None:
         parts.append(f"best fix est. {best:.2f}×")

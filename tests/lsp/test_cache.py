@@ -1,0 +1,98 @@
+"""The result cache: reopen without compiling (memory, then disk in a second server), corrupt
+entries rebuilt, size bound, and two writers at once."""
+
+import json
+import os
+import threading
+import time
+
+from kernelscope.analysis.results import AnalysisResult
+from kernelscope.server.cache import ResultCache
+
+
+async def test_reopen_is_served_from_cache_without_compiling(lsp, cache_dir):
+    async with lsp() as s:
+        first = await s.open("tracked.cu")
+        assert first["cache"] == "miss" and first["compilerRuns"] == 1
+        expected = [(d.range, d.message) for d in s.diagnostics("tracked.cu")]
+        s.close("tracked.cu")
+        again = await s.open("tracked.cu")
+        assert again["cache"] == "hit (memory)"
+        assert (await s.stats())["compilerRuns"] == 1  # no compile happened
+        assert [(d.range, d.message) for d in s.diagnostics("tracked.cu")] == expected
+        assert any("cache: hit (memory), no compiler ran" in m.message for m in s.client.log_messages)
+
+    async with lsp() as s:  # a new server process: only the disk cache can answer
+        again = await s.open("tracked.cu")
+        assert again["cache"] == "hit (disk)"
+        stats = await s.stats()
+        assert stats["compilerRuns"] == 0 and stats["cacheHitsDisk"] == 1
+        assert [(d.range, d.message) for d in s.diagnostics("tracked.cu")] == expected
+
+
+async def test_corrupt_entry_is_deleted_and_rebuilt(lsp, cache_dir):
+    async with lsp() as s:
+        await s.open("tracked.cu")
+    (entry,) = list(cache_dir.glob("results-v*/*.json"))
+    entry.write_text('{"schema_version": 1, "source": "trunc')  # a torn or garbled file
+    async with lsp() as s:
+        done = await s.open("tracked.cu")
+        assert done["cache"] == "miss" and (await s.stats())["compilerRuns"] == 1
+        assert s.diagnostics("tracked.cu")
+    AnalysisResult.model_validate_json(entry.read_text())  # rewritten whole
+
+
+def _result(i: int, pad: int = 0) -> AnalysisResult:
+    return AnalysisResult(source=f"/f{i}.cu", source_sha256="x" * pad, arch="sm_90", device="H100",
+                          toolchain=None, compiled=True)
+
+
+def test_size_bound_evicts_least_recently_used(tmp_path):
+    size = len(_result(0, 2000).model_dump_json())
+    cache = ResultCache(tmp_path, max_bytes=3 * size + 10, memory_entries=1)
+    for i in range(3):
+        cache.put(f"k{i}", _result(i, 2000))
+        past = time.time() - 100 + i
+        os.utime(cache._path(f"k{i}"), (past, past))
+    cache.clear_memory()
+    assert cache.get("k0") is not None  # k0 is now the most recently used
+    cache.put("k3", _result(3, 2000))
+    left = sorted(p.stem for p in cache.directory.glob("*.json"))
+    assert left == ["k0", "k2", "k3"]
+
+
+def test_two_writers_and_a_reader_never_see_partial_entries(tmp_path):
+    a, b = ResultCache(tmp_path, 10**9), ResultCache(tmp_path, 10**9)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def write(cache: ResultCache) -> None:
+        for n in range(200):
+            cache.put("same", _result(n, 5000))
+
+    def read() -> None:
+        reader = ResultCache(tmp_path, 10**9)
+        while not stop.is_set():
+            reader.clear_memory()
+            got = reader.get("same")
+            if got is not None:
+                try:
+                    json.loads(got[0].model_dump_json())
+                except BaseException as e:  # pragma: no cover - reported below
+                    errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(a,)), threading.Thread(target=write, args=(b,)),
+               threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    threads[0].join()
+    threads[1].join()
+    stop.set()
+    threads[2].join()
+    assert not errors
+    assert not list(cache_dir_tmp(tmp_path))  # no temp files left behind
+    assert ResultCache(tmp_path, 10**9).get("same")[1] == "disk"
+
+
+def cache_dir_tmp(root):
+    return (root / "results-v1").glob("*.tmp")

@@ -1,0 +1,98 @@
+"""Cancelling a long analysis kills the compiler: from the client's progress UI, and by a newer save."""
+
+import asyncio
+import os
+from pathlib import Path
+
+from lsprotocol import types
+
+SLOW = "slow_template.cu"  # minutes to compile
+
+
+def _procs() -> dict[int, tuple[int, int, str]]:
+    """pid -> (ppid, pgid, name) for every live (non-zombie) process."""
+    out = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] == "Z":
+            continue
+        out[int(d.name)] = (int(fields[1]), int(fields[3]), name)
+    return out
+
+
+def _descendants(root: int) -> dict[int, tuple[int, int, str]]:
+    procs = _procs()
+    found, frontier = {}, {root}
+    while frontier:
+        frontier = {pid for pid, (ppid, _, _) in procs.items() if ppid in frontier and pid not in found}
+        found.update({pid: procs[pid] for pid in frontier})
+    return found
+
+
+async def _wait_for_compiler(server_pid: int, timeout: float = 60) -> set[int]:
+    """Process groups of the compiler tree once cicc or ptxas runs under the server."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        kids = _descendants(server_pid)
+        if any(name in ("cicc", "ptxas") for _, _, name in kids.values()):
+            return {pgid for _, pgid, _ in kids.values() if pgid != os.getpgid(server_pid)}
+        await asyncio.sleep(0.05)
+    raise TimeoutError("the compiler never started")
+
+
+async def _gone(pgids: set[int], timeout: float = 10) -> bool:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if not any(pgid in pgids for _, pgid, _ in _procs().values()):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_cancel_from_progress_kills_the_compiler(lsp):
+    async with lsp() as s:
+        server_pid = s.client._server.pid
+        await s.open(SLOW, wait=False)
+        pgids = await _wait_for_compiler(server_pid)
+        tokens = [t for t, reports in s.client.progress_reports.items()
+                  if any(isinstance(r, types.WorkDoneProgressBegin) and r.cancellable for r in reports)]
+        assert len(tokens) == 1, s.client.progress_reports
+        n = len(s.finished)
+        s.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=tokens[0]))
+        done = await s.wait_finished(s.uri(SLOW), n, timeout=30, final=False)
+        assert done["cancelled"] == "user"
+        assert await _gone(pgids), f"compiler processes left: {_descendants(server_pid)}"
+        assert isinstance(s.client.progress_reports[tokens[0]][-1], types.WorkDoneProgressEnd)
+        stats = await s.stats()
+        assert stats["running"] == 0 and stats["cancelled"] == 1
+
+
+async def test_newer_save_supersedes_a_running_compile(lsp, workspace):
+    async with lsp() as s:
+        server_pid = s.client._server.pid
+        await s.open(SLOW, wait=False)
+        pgids = await _wait_for_compiler(server_pid)
+        fast = (workspace / "tracked.cu").read_text()
+        s.change(SLOW, types.TextDocumentContentChangeWholeDocument(text=fast))
+        done = await s.save(SLOW, fast)  # the file now compiles in a second
+        assert done["cache"] == "miss" and done["compiled"] is True
+        assert await _gone(pgids), f"compiler processes left: {_descendants(server_pid)}"
+        assert [f.get("cancelled") for f in s.finished if f["uri"] == s.uri(SLOW)][0] == "superseded"
+        assert [d.range.start.line for d in s.diagnostics(SLOW) if d.source == "nvcc"] == [3]
+
+
+async def test_shutdown_kills_running_compiles(lsp):
+    async with lsp() as s:
+        server_pid = s.client._server.pid
+        await s.open(SLOW, wait=False)
+        pgids = await _wait_for_compiler(server_pid)
+    assert await _gone(pgids)

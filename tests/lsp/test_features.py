@@ -1,0 +1,90 @@
+"""Hover, code lens, report command and quick fixes against real analyses of tests/data/lsp/*.cu."""
+
+import subprocess
+
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+from pygls.workspace.text_document import TextDocument
+
+from kernelscope.analysis.toolchain import locate_toolchain
+
+SAXPY_DECL = 3  # 0-based line of `__global__ void saxpy(`
+SAXPY_BODY = 6  # 0-based line of `y[i] = /* é😀 */ 2.5 * a * x[i] + y[i];`
+
+
+def _hover_text(h: types.Hover | None) -> str:
+    assert h is not None
+    return h.contents.value
+
+
+async def test_hover_on_a_line_and_on_a_kernel_name(lsp):
+    async with lsp() as s:
+        await s.open("saxpy.cu")
+        line = _hover_text(await s.hover("saxpy.cu", SAXPY_BODY, 8))
+        for part in ("of the kernel's samples", "| stall reason |", "```sass", "registers", "occupancy",
+                     "Provenance:"):
+            assert part in line, (part, line)
+        assert "modeled" in line or "measured" in line or "static" in line
+        summary = _hover_text(await s.hover("saxpy.cu", SAXPY_DECL, 18))  # on `saxpy`
+        assert summary.startswith("### `saxpy") and "registers" in summary
+        assert await s.hover("saxpy.cu", 0, 3) is None  # a comment outside every kernel
+
+
+async def test_code_lens_per_kernel_and_report_command(lsp):
+    async with lsp() as s:
+        await s.open("saxpy.cu")
+        lenses = await s.client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=s.uri("saxpy.cu"))))
+        assert sorted(lz.range.start.line for lz in lenses) == [3, 10]
+        for lz in lenses:
+            assert lz.command.command == "kernelscope.showReport"
+            assert "occupancy" in lz.command.title
+            assert any(k in lz.command.title for k in ("modeled", "measured", "static"))
+        report = await s.client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command=lenses[0].command.command, arguments=lenses[0].command.arguments))
+        assert isinstance(report, str) and report.startswith("### `")
+
+
+async def test_quick_fix_applies_and_the_result_compiles(lsp, workspace):
+    async with lsp() as s:
+        await s.open("saxpy.cu")
+        uri = s.uri("saxpy.cu")
+        applied = 0
+        for diag in [d for d in s.diagnostics("saxpy.cu") if d.source == "kernelscope"]:
+            acts = await s.client.text_document_code_action_async(types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), range=diag.range,
+                context=types.CodeActionContext(diagnostics=[diag])))
+            fixes = [a for a in acts if a.edit is not None]
+            for a in acts:
+                assert "(est. " in a.title and a.title.endswith("×)")
+            if not fixes:
+                continue
+            doc = TextDocument(uri, s.text("saxpy.cu"), position_codec=PositionCodec(types.PositionEncodingKind.Utf16))
+            for e in sorted(fixes[0].edit.changes[uri], key=lambda e: (e.range.start.line, e.range.start.character),
+                            reverse=True):
+                doc.apply_change(types.TextDocumentContentChangePartial(range=e.range, text=e.new_text))
+            assert doc.source != s.text("saxpy.cu")
+            fixed = workspace / f"fixed{applied}.cu"
+            fixed.write_text(doc.source, encoding="utf-8")
+            tc = locate_toolchain()
+            r = subprocess.run([str(tc.nvcc), "-arch=sm_90", "-cubin", "-o", "/dev/null", str(fixed)],
+                               env=tc.env, capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            applied += 1
+        assert applied >= 1, "no quick fix offered for saxpy.cu"
+
+
+async def test_columns_honour_the_negotiated_encoding(lsp, workspace):
+    text = (workspace / "tracked.cu").read_text(encoding="utf-8").split("\n")[3]
+    starts = {}
+    for enc in ("utf-8", "utf-16", "utf-32"):
+        async with lsp(encoding=enc) as s:
+            await s.open("tracked.cu")
+            (d,) = [d for d in s.diagnostics("tracked.cu") if d.source == "nvcc"]
+            starts[enc] = (d.range.start.character, d.range.end.character)
+    # `unused` (or the whole statement) comes after "é😀": é is 2 UTF-8 units, 😀 is 4 UTF-8 / 2 UTF-16 units.
+    s32, e32 = starts["utf-32"]
+    before, upto = text[:s32], text[:e32]
+    assert starts["utf-16"] == (len(before.encode("utf-16-le")) // 2, len(upto.encode("utf-16-le")) // 2)
+    assert starts["utf-8"] == (len(before.encode("utf-8")), len(upto.encode("utf-8")))
+    assert starts["utf-8"] != starts["utf-16"] != starts["utf-32"]

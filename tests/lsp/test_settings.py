@@ -1,0 +1,65 @@
+"""Settings: layers, origins, validation, and the generated docs/configuration.md."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kernelscope.server.settings import Origin, Settings, load_settings, merge_user_layers, read_workspace_file
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_configuration_doc_is_generated_from_the_model():
+    generated = subprocess.run([sys.executable, "-m", "kernelscope.server.settings", "--markdown"],
+                               capture_output=True, text=True, check=True).stdout
+    committed = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert committed == generated, "regenerate: python -m kernelscope.server.settings --markdown > docs/configuration.md"
+
+
+def test_camel_and_snake_case_and_embedded_analysis_options():
+    s, problems = load_settings({"analysis": {"nvccPath": "/opt/nvcc", "defaultTripCount": 7,
+                                              "launchHints": {"my_kernel": {"tripCount": 3}}},
+                                 "debounce_ms": 20, "cache": {"maxMegabytes": 5}})
+    assert problems == []
+    assert s.analysis.nvcc_path == "/opt/nvcc" and s.analysis.default_trip_count == 7
+    assert s.analysis.launch_hints["my_kernel"].trip_count == 3  # kernel names are not re-cased
+    assert s.debounce_ms == 20 and s.cache.max_megabytes == 5
+
+
+def test_invalid_values_are_named_and_replaced_by_defaults():
+    s, problems = load_settings({"analysis": {"arch": "bogus", "flags": ["-O3"]}, "maxConcurrentAnalyses": 0,
+                                 "debounceMs": "soon"})
+    assert s.analysis.arch == Settings().analysis.arch and s.analysis.flags == ("-O3",)
+    assert s.max_concurrent_analyses == 2 and s.debounce_ms == 150
+    text = "; ".join(problems)
+    for name in ("kernelscope.analysis.arch", "kernelscope.maxConcurrentAnalyses", "kernelscope.debounceMs"):
+        assert name in text
+
+
+def test_origins_mark_workspace_file_commands(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.kernelscope]\nprofile = { command = ["./app"] }\n[tool.kernelscope.analysis]\nnvcc_path = "/ws/nvcc"\n')
+    (tmp_path / ".kernelscope.toml").write_text('debounceMs = 10\n[analysis]\narch = "sm_80"\n')
+    ws, problems = read_workspace_file(tmp_path)
+    assert problems == []
+    s, problems = load_settings(merge_user_layers(None, {"analysis": {"nvccPath": None}}, {"analysis": {"flags": ["-O2"]}}), ws)
+    assert problems == []
+    assert s.profile is not None and s.profile.command == ("./app",)
+    assert s.analysis.arch == "sm_80" and s.analysis.nvcc_path == "/ws/nvcc" and s.analysis.flags == ("-O2",)
+    assert s.from_workspace_file("profile") and s.from_workspace_file("analysis.nvccPath")
+    assert s.origin_of("analysis.flags") is Origin.user
+    assert s.origin_of("cache") is Origin.default
+    # The user layer overrides the file, and then the value is the user's.
+    s2, _ = load_settings({"analysis": {"nvccPath": "/usr/bin/nvcc"}}, ws)
+    assert s2.analysis.nvcc_path == "/usr/bin/nvcc" and not s2.from_workspace_file("analysis.nvccPath")
+
+
+def test_origins_cannot_be_claimed_by_input():
+    s, _ = load_settings({"origins": {"profile": "user"}, "profile": {"command": ["x"]}}, None)
+    assert s.origin_of("profile") is Origin.user and "origins" not in s.model_dump(by_alias=True)
+
+
+def test_broken_workspace_file_is_a_problem_not_a_crash(tmp_path):
+    (tmp_path / ".kernelscope.toml").write_text("this is = = not toml")
+    ws, problems = read_workspace_file(tmp_path)
+    assert ws == {} and problems and ".kernelscope.toml" in problems[0]
