@@ -11,17 +11,24 @@ import hashlib
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from .arch import ArchCatalog, load_arch_specs
-from .compile import CompileResult, CompilerMessage, KernelResources, compile_cuda
+from .advisor import advise
+from .arch import ArchSpec, DeviceSpec, load_arch_specs
+from .compile import CompilerMessage, KernelResources, compile_cuda
+from .emulator.launch import resolve_launch
+from .emulator.model import SensitivityReport, emulate, sensitivity, what_if
+from .occupancy import Occupancy, occupancy
 from .options import AnalysisOptions
 from .process import CancelToken
+from .profile import Assumption, KernelProfile, LaunchConfig, Profile
 from .program import FunctionProgram, Program, build_program
-from .results import AnalysisResult, KernelReport, Message, Resources, ToolchainInfo
+from .results import AnalysisResult, KernelReport, LineReport, Message, OccupancyReport, Resources, ToolchainInfo
+from .roofline import TrajectoryPoint, kernel_roofline, roofline_model, trajectory_points
 from .sass import disassemble
-from .source import SourceModel, parse_source
-from .static_facts import kernel_facts
+from .source import parse_source
+from .static_facts import KernelFacts, kernel_facts
 from .toolchain import Toolchain, find_compile_command, locate_toolchain
 
 #: progress(stage, fraction) — fraction in 0..1 of the whole analysis
@@ -103,21 +110,103 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     timings["program"] = time.perf_counter() - t
     cancel.check()
 
-    report("model", 0.7)
-    kernels = tuple(_kernel_report(program, fn, catalog, options) for fn in program.kernels)
+    report("model", 0.6)
+    t = time.perf_counter()
+    measured = _measured_profile(measured_report, source) if measured_report else None
+    facts = {fn.mangled: kernel_facts(program, fn, arch, options.default_trip_count) for fn in program.kernels}
+    studies = {}
+    for n, fn in enumerate(program.kernels):
+        cancel.check()
+        report(f"model {fn.name.split('(')[0]}", 0.6 + 0.35 * n / max(1, len(program.kernels)))
+        studies[fn.mangled] = _study(program, fn, arch, device, options, measured)
+    timings["model"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    roofline = roofline_model(catalog, device)
+    profiles = tuple(s.profile for s in studies.values() if s.profile is not None)
+    rooflines = {m: kernel_roofline(s.profile, roofline, s.trajectory) for m, s in studies.items() if s.profile}
+    advice = advise(program, profiles, facts={m: f.facts for m, f in facts.items()}, source_text=text, arch=arch,
+                    device=device, roofline_model=roofline,
+                    sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
+                    what_if_block={m: s.block_seconds for m, s in studies.items() if s.block_seconds})
+    timings["advise"] = time.perf_counter() - t
+    kernels = tuple(_kernel_report(fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled))
+                    for fn in program.kernels)
     if not kernels:
         messages.append(_note(source, "no kernels (__global__ functions) in this file"))
+    profile = None
+    if profiles:
+        profile = Profile(kernels=profiles, provenance=measured.provenance if measured else profiles[0].provenance)
+    report("done", 1.0)
     return AnalysisResult(**base, compiled=True, device_only=compiled.device_only, messages=tuple(messages),
-                          kernels=kernels, timings=timings)
+                          kernels=kernels, advice=advice, profile=profile, rooflines=tuple(rooflines.values()),
+                          timings=timings)
 
 
-def _kernel_report(program: Program, fn: FunctionProgram, catalog: ArchCatalog,
-                   options: AnalysisOptions) -> KernelReport:
-    arch = catalog.arch(options.arch)
-    facts = kernel_facts(program, fn, arch, options.default_trip_count)
+@dataclass(frozen=True)
+class _Study:
+    """What the model (or a measurement) says about one kernel."""
+
+    launch: LaunchConfig
+    occupancy: Occupancy
+    profile: KernelProfile | None
+    sensitivity: SensitivityReport | None
+    trajectory: tuple[TrajectoryPoint, ...]
+    block_seconds: dict[int, float]
+    assumptions: tuple[Assumption, ...]
+
+
+def _measured_profile(report_path: Path, source: Path) -> Profile:
+    from .measure.ncu_report import load_ncu_report
+
+    return load_ncu_report(report_path, source=source)
+
+
+def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
+           measured: Profile | None) -> _Study:
+    resolved = resolve_launch(fn.name, program.source, options, device.sm_count)
+    launch = resolved.launch
+    regs = fn.resources.registers if fn.resources else 0
+    smem = fn.resources.static_smem if fn.resources else 0
+    occ = occupancy(arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)
+    measured_kernel = measured.kernel(fn.mangled) if measured else None
+    if measured_kernel is not None:
+        return _Study(measured_kernel.launch, occ, measured_kernel, None, (), {}, measured_kernel.provenance.assumptions)
+    if not options.emulate or occ.active_blocks_per_sm == 0:
+        return _Study(launch, occ, None, None, (), {}, resolved.assumptions)
+    profile = emulate(program, fn, arch, device, options, program.source)
+    sens = sensitivity(program, fn, arch, device, options, program.source)
+    wi = what_if(program, fn, arch, device, options, program.source)
+    # The SM-count sweep is the roofline scaling trajectory (roofline-scaling-trajectories §3).
+    per_sm = [(f"{p.sms} SMs", float(p.sms), {k: v for k, v in profile.flops.items()},
+               {k: v for k, v in profile.bytes.items()}, p.seconds) for p in wi.sm_scaling]
+    return _Study(launch, occ, profile, sens, trajectory_points(per_sm),
+                  {p.block_size: p.seconds for p in wi.block_sizes}, profile.provenance.assumptions)
+
+
+def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline) -> KernelReport:
+    occ = study.occupancy
+    profile = study.profile
+    lines = facts.lines
+    if profile is not None:
+        total = profile.total_samples or 1.0
+        sampled = {ls.line: ls for ls in profile.lines}
+        lines = tuple(lr.model_copy(update={
+            "share": sampled[lr.line].total / total if lr.line in sampled else 0.0,
+            "samples": {r.value: v for r, v in sampled[lr.line].samples.items()} if lr.line in sampled else {},
+        }) for lr in lines)
+    sens = study.sensitivity
     return KernelReport(
         name=fn.name, mangled=fn.mangled, line=fn.source_line, end_line=fn.source_end_line,
-        resources=fn.resources or Resources(registers=0), launch=None, occupancy=None,
+        resources=fn.resources or Resources(registers=0), launch=study.launch,
+        occupancy=OccupancyReport(block_size=occ.block_size, active_blocks_per_sm=occ.active_blocks_per_sm,
+                                  active_warps_per_sm=occ.active_warps_per_sm, max_warps_per_sm=occ.max_warps_per_sm,
+                                  occupancy=occ.occupancy, limiter=occ.limiter.value),
         instruction_mix=facts.instruction_mix, flops_per_thread=facts.flops_per_thread,
-        bytes_per_thread=facts.bytes_per_thread, facts=facts.facts, lines=facts.lines,
+        bytes_per_thread=facts.bytes_per_thread, facts=facts.facts, lines=lines,
+        bound=roofline.bound if roofline else None,
+        bottleneck=f"{sens.bottleneck} ({sens.bound})" if sens and sens.bottleneck else None,
+        roofline_fraction=roofline.fraction if roofline else None,
+        predicted_duration_s=profile.duration_s if profile else None,
+        assumptions=study.assumptions,
     )

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .advice import Advice
 from .profile import Assumption, LaunchConfig, Profile
+from .roofline import KernelRoofline
 
 SCHEMA_VERSION = 1
 
@@ -140,6 +141,7 @@ class AnalysisResult(BaseModel):
     kernels: tuple[KernelReport, ...] = ()
     advice: tuple[Advice, ...] = ()
     profile: Profile | None = None
+    rooflines: tuple[KernelRoofline, ...] = ()
     timings: dict[str, float] = Field(default_factory=dict)  # seconds per pipeline stage
 
     def kernel(self, name: str) -> KernelReport | None:
