@@ -40,8 +40,15 @@ class MatchContext:
     callee_instructions: dict[str, tuple[Instruction, ...]] = field(default_factory=dict)
     roofline: Any = None  # roofline.KernelRoofline
     sensitivity: Any = None  # emulator sensitivity: bottleneck resource, latency/throughput bound
-    #: emulator what-if: block size -> modeled duration (s); SM count -> duration for the trajectory
-    what_if_block: dict[int, float] = field(default_factory=dict)
+    #: emulator what-if (emulator.WhatIfReport): block sizes, grid and SM-count scaling
+    what_if: Any = None
+
+    @property
+    def what_if_block(self) -> dict[int, float]:
+        """Block size -> modeled seconds for the same total threads (SAAKE §5)."""
+        if self.what_if is None:
+            return {}
+        return {p.block_size: p.seconds for p in self.what_if.block_sizes if p.seconds > 0}
 
     # -- sample totals (GPA §II-A) ------------------------------------------------------------
 

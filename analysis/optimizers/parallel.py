@@ -60,10 +60,13 @@ class BlockIncrease(Optimizer):
             return []
         warps_per_block = -(-threads // ctx.arch.warp_size)
         k = max(1, min(sms // max(blocks, 1), warps_per_block))
-        better = {b: d for b, d in ctx.what_if_block.items() if b < threads}
-        if better and ctx.profile is not None:
-            b_best = min(better, key=better.get)
-            est = estimators.modeled_ratio(ctx.profile.duration_s, better[b_best], f"block {b_best}")
+        grid = getattr(ctx.what_if, "grid_scaling", ()) or ()
+        now = next((g for g in grid if g.blocks == blocks), grid[0] if grid else None)
+        if now is not None and len(grid) > 1 and now.blocks_per_s > 0:
+            # The emulator's grid scaling: the same work per block over more blocks (SAAKE §5);
+            # the throughput ratio is the speedup of the same total work split that way.
+            best = max(grid, key=lambda g: g.blocks_per_s)
+            est = estimators.modeled_ratio(1.0 / now.blocks_per_s, 1.0 / best.blocks_per_s, f"{best.blocks} blocks")
         elif k > 1:
             w = warps_per_block / ctx.arch.schedulers_per_sm
             est = estimators.parallel(w, w / k, _issue_ratio(ctx))

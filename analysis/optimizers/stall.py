@@ -66,8 +66,8 @@ class StrengthReduction(Optimizer):
                                       and latency_class(ctx.instructions[e.def_index]) in _LONG_ARITH)
         by_line: dict[int, float] = defaultdict(float)
         for e in edges:
-            if e.def_line:
-                by_line[e.def_line] += e.samples
+            if (ln := kernel_line(ctx.instructions[e.def_index])) is not None:
+                by_line[ln] += e.samples  # inlined math: the call site in the kernel, not the header
         m = sum(by_line.values())
         if m <= 0 or m / ctx.total < 0.01:
             return []

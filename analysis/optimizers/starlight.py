@@ -8,6 +8,7 @@ from .. import estimators
 from ..advice import Advice
 from ..blame import GLOBAL
 from .base import MatchContext, Optimizer, describe_edge, hotspots, kernel_line, pct, provenance_note
+from .static import thread_dependent_addresses
 
 
 def _global_edges_in_loops(ctx: MatchContext):
@@ -35,9 +36,12 @@ class SharedMemoryTiling(Optimizer):
         for e in edges:
             lp = ctx.loop_at(kernel_line(ctx.instructions[e.def_index]))
             loads_per_loop[lp.index].add(e.def_index)
-        # Reuse needs several loads per iteration (e.g. a row of A and a column of B).
-        loop_idx = max(loads_per_loop, key=lambda k: len(loads_per_loop[k]), default=None)
-        if loop_idx is None or len(loads_per_loop[loop_idx]) < 2:
+        # Reuse across threads: a load in the loop whose address does not depend on threadIdx.x is
+        # read by every lane of a warp (and every warp along x) — the data a shared tile would hold.
+        tid_x = thread_dependent_addresses(ctx.instructions, ("TID.X",))
+        reused = {k: v for k, v in loads_per_loop.items() if any(i not in tid_x for i in v)}
+        loop_idx = max(reused, key=lambda k: len(reused[k]), default=None)
+        if loop_idx is None:
             return []
         loop = ctx.source.loops[loop_idx]
         m = sum(v for ln, v in by_line.items() if loop.span.contains_line(ln))

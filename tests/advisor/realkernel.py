@@ -1,0 +1,72 @@
+"""Compile a real CUDA snippet with the real toolchain, emulate it, and run the advisor on it.
+
+This follows the pipeline's own stages (compile -> disassemble -> program -> facts -> emulate
+-> advise) so the tests exercise exactly what users get.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.advice import Advice
+from kernelscope.analysis.advisor import advise
+from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.program import Program
+from kernelscope.analysis.roofline import roofline_model
+
+
+@dataclass(frozen=True)
+class Analysed:
+    program: Program
+    advice: tuple[Advice, ...]
+    source: str
+
+    def by(self, optimizer: str) -> list[Advice]:
+        return [a for a in self.advice if a.optimizer == optimizer]
+
+    def line_of(self, marker: str) -> int:
+        """1-based line holding `marker` in the source."""
+        return next(n for n, t in enumerate(self.source.splitlines(), 1) if marker in t)
+
+
+def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arch: str = "sm_90",
+            options: AnalysisOptions | None = None, with_what_if: bool = False) -> Analysed:
+    from kernelscope.analysis.compile import compile_cuda
+    from kernelscope.analysis.pipeline import _resources
+    from kernelscope.analysis.program import build_program
+    from kernelscope.analysis.sass import disassemble
+    from kernelscope.analysis.source import parse_source
+    from kernelscope.analysis.static_facts import kernel_facts
+
+    options = options or AnalysisOptions(arch=arch)
+    path = tmp_path / "k.cu"
+    path.write_text(source)
+    with tempfile.TemporaryDirectory() as work:
+        compiled = compile_cuda(path, arch=options.arch, user_flags=(), toolchain=toolchain, compile_command=None,
+                                timeout=120, workdir=Path(work))
+        assert compiled.success, [m.message for m in compiled.messages]
+        module = disassemble(compiled.cubin_path, toolchain.nvdisasm)
+    src = parse_source(source)
+    program = build_program(module, src, str(path), {r.name: _resources(r) for r in compiled.resources})
+    cat = load_arch_specs()
+    arch_spec = cat.arch(options.arch)
+    device = cat.default_device(arch_spec)
+    facts = {fn.mangled: kernel_facts(program, fn, arch_spec, options.default_trip_count).facts for fn in program.kernels}
+    profiles, what_ifs = [], {}
+    if emulate:
+        try:
+            from kernelscope.analysis.emulator import emulate as run_emulator
+        except ImportError as e:  # the emulator is optional at this stage of the project
+            pytest.skip(f"emulator unavailable: {e}")
+        from kernelscope.analysis.emulator import what_if
+        profiles = [run_emulator(program, fn, arch_spec, device, options, src) for fn in program.kernels]
+        if with_what_if:
+            what_ifs = {fn.mangled: what_if(program, fn, arch_spec, device, options, src) for fn in program.kernels}
+    adv = advise(program, profiles, facts=facts, source_text=source, arch=arch_spec, device=device,
+                 roofline_model=roofline_model(cat, device), what_if=what_ifs)
+    return Analysed(program=program, advice=adv, source=source)
