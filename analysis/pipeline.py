@@ -18,7 +18,7 @@ from .advisor import advise
 from .arch import ArchSpec, DeviceSpec, load_arch_specs
 from .compile import CompilerMessage, KernelResources, compile_cuda
 from .emulator.launch import resolve_launch
-from .emulator.model import SensitivityReport, emulate, sensitivity, what_if
+from .emulator.model import SensitivityReport, WhatIfReport, emulate, sensitivity, what_if
 from .occupancy import Occupancy, occupancy
 from .options import AnalysisOptions
 from .process import CancelToken
@@ -128,7 +128,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     advice = advise(program, profiles, facts={m: f.facts for m, f in facts.items()}, source_text=text, arch=arch,
                     device=device, roofline_model=roofline,
                     sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
-                    what_if_block={m: s.block_seconds for m, s in studies.items() if s.block_seconds})
+                    what_if={m: s.what_if for m, s in studies.items() if s.what_if})
     timings["advise"] = time.perf_counter() - t
     kernels = tuple(_kernel_report(fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled))
                     for fn in program.kernels)
@@ -152,7 +152,7 @@ class _Study:
     profile: KernelProfile | None
     sensitivity: SensitivityReport | None
     trajectory: tuple[TrajectoryPoint, ...]
-    block_seconds: dict[int, float]
+    what_if: WhatIfReport | None
     assumptions: tuple[Assumption, ...]
 
 
@@ -171,17 +171,16 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
     occ = occupancy(arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)
     measured_kernel = measured.kernel(fn.mangled) if measured else None
     if measured_kernel is not None:
-        return _Study(measured_kernel.launch, occ, measured_kernel, None, (), {}, measured_kernel.provenance.assumptions)
+        return _Study(measured_kernel.launch, occ, measured_kernel, None, (), None, measured_kernel.provenance.assumptions)
     if not options.emulate or occ.active_blocks_per_sm == 0:
-        return _Study(launch, occ, None, None, (), {}, resolved.assumptions)
+        return _Study(launch, occ, None, None, (), None, resolved.assumptions)
     profile = emulate(program, fn, arch, device, options, program.source)
     sens = sensitivity(program, fn, arch, device, options, program.source)
     wi = what_if(program, fn, arch, device, options, program.source)
     # The SM-count sweep is the roofline scaling trajectory (roofline-scaling-trajectories §3).
     per_sm = [(f"{p.sms} SMs", float(p.sms), {k: v for k, v in profile.flops.items()},
                {k: v for k, v in profile.bytes.items()}, p.seconds) for p in wi.sm_scaling]
-    return _Study(launch, occ, profile, sens, trajectory_points(per_sm),
-                  {p.block_size: p.seconds for p in wi.block_sizes}, profile.provenance.assumptions)
+    return _Study(launch, occ, profile, sens, trajectory_points(per_sm), wi, profile.provenance.assumptions)
 
 
 def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline) -> KernelReport:
