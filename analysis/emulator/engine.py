@@ -69,6 +69,7 @@ class EngineConfig:
     representative: bool = True  # emulate one SMSP's warps (the SMSPs are symmetric), see docs
     policy: str = "gto"
     warmup: int = 1  # loop iterations treated as warm-up before the steady state
+    cooldown: int = 1  # last iterations kept out of the steady state (warps drain out of the loop)
     max_issues: int = 5_000_000  # per emulation, a guard against a loop the model cannot end
 
 
@@ -85,16 +86,18 @@ class EngineRun:
     truncated: bool
 
 
-def bucket_scales(k: DecodedKernel, emul_trip: list[int], warmup: int) -> list[float]:
+def bucket_scales(k: DecodedKernel, emul_trip: list[int], warmup: int, cooldown: int = 1) -> list[float]:
     """How many real steady iterations each emulated one stands for, per bucket (0 = outside loops).
 
-    A sample in loop L's steady state stands for Π_{M ⊋ L} T_M/K_M · (T_L − w)/(K_L − w) samples,
-    with T the full and K the emulated trip count and w the warm-up.
+    A sample in loop L's steady state stands for Π_{M ⊋ L} T_M/K_M · (T_L − w − c)/(K_L − w − c)
+    samples, with T the full and K the emulated trip count, w the warm-up and c the cool-down
+    iterations (which stay in the enclosing bucket, like the code around the loop).
     """
     out = [1.0]
     for i, L in enumerate(k.loops):
         K, T = emul_trip[i], L.trip
-        f = (T - warmup) / (K - warmup) if K > warmup and T > warmup else 1.0
+        e = warmup + cooldown
+        f = (T - e) / (K - e) if K > e and T > e else 1.0
         p = L.parent
         while p is not None:
             f *= k.loops[p].trip / max(1, emul_trip[p])
@@ -120,6 +123,11 @@ class Engine:
         self.n_slots = len(kernel)
         self.branch_latency = self.pipes[RES_ID["branch"]].latency
         self.warmup = config.warmup
+        # a loop is in its steady state for iterations warmup <= i < steady_end (see bucket_scales)
+        e = config.warmup + config.cooldown
+        self.steady_end = [K - config.cooldown if K > e else config.warmup for K in emul_trip]
+        self.multi_bucket = bool(kernel.loops)
+        self.wall: list[float] = []
         self.issue_hooks = [lst.on_issue for lst in listeners if _overrides(lst, "on_issue")]
         self.stall_hooks = [lst.on_stall for lst in listeners if _overrides(lst, "on_stall")]
 
@@ -143,7 +151,7 @@ class Engine:
         scheds = [WarpScheduler([w for w in warps if (w.wid % S) % n_sched == s]) for s in range(n_sched)]
         self.barriers = barriers
         policy = POLICIES[cfg.policy]()
-        scales = bucket_scales(k, self.emul_trip, cfg.warmup)
+        scales = bucket_scales(k, self.emul_trip, cfg.warmup, cfg.cooldown)
         n_buckets = len(scales)
         for lst in self.listeners:
             lst.on_start(k, m, n_buckets)
@@ -156,13 +164,14 @@ class Engine:
             self.sched_of[w.wid].park(w)
 
         wall = [0.0] * n_buckets
+        self.wall = wall
         blocked = self.blocked
         t = 0.0
-        idle_pending = 0.0
         live = len(warps)
         issues = 0
         truncated = False
         select = policy.select
+        last_bucket = 0
         while live:
             issued_bucket = -1
             for s in scheds:
@@ -180,8 +189,8 @@ class Engine:
                     live -= 1
                 issues += 1
             if issued_bucket >= 0:
-                wall[issued_bucket] += 1.0 + idle_pending
-                idle_pending = 0.0
+                wall[issued_bucket] += 1.0
+                last_bucket = issued_bucket
                 t += 1.0
                 if issues > cfg.max_issues:
                     truncated = True
@@ -191,8 +200,10 @@ class Engine:
             if nt == INF:  # everyone waits on something that never comes (a barrier the model broke)
                 truncated = True
                 break
-            idle_pending += nt - t
+            # idle SM time belongs to the loop the SM is in (the last warp that issued)
+            wall[last_bucket] += nt - t
             t = nt
+        idle_pending = 0.0
         # Alg. 1 line 19: the wave ends when its last instruction finishes
         tail = max(0.0, self.last_finish - t)
         emulated = t + tail
@@ -237,16 +248,16 @@ class Engine:
                 th = w.throttled_until
                 if th > cur:
                     end = th if th < t else t
-                    for h in stall_hooks:
-                        h(w, i, _THROTTLE[res], end - cur, bucket)
+                    self._others(w, i, _THROTTLE[res], end - cur, bucket)
                     cur = end
                 if cur < t:
-                    for h in stall_hooks:
-                        h(w, i, _NOT_SELECTED, t - cur, bucket)
+                    self._others(w, i, _NOT_SELECTED, t - cur, bucket)
         for h in self.issue_hooks:
             h(w, i, t, bucket)
         w.prev_issue = t
         w.throttled_until = -1.0
+        if self.multi_bucket:
+            w.wall_snap = self.wall[:]
 
         # --- execute: SAAKE Alg. 1 lines 12–14 (Pipe.accept inlined for the common case)
         if mem == M_NONE:
@@ -324,6 +335,29 @@ class Engine:
         sched.park(w)
         return False
 
+    def _others(self, w: WarpState, i: int, reason: int, cycles: float, bucket: int) -> None:
+        """Cycles a warp lost to other warps (not selected, a full queue) belong to what those
+        warps were running: split them by the SM's wall time per bucket since this warp last
+        issued. Under GTO a young warp can wait a whole loop of older warps at its loop header."""
+        hooks = self.stall_hooks
+        snap = w.wall_snap
+        if snap is None:
+            for h in hooks:
+                h(w, i, reason, cycles, bucket)
+            return
+        wall = self.wall
+        deltas = [a - b for a, b in zip(wall, snap)]
+        tot = sum(deltas)
+        if tot <= 0:
+            for h in hooks:
+                h(w, i, reason, cycles, bucket)
+            return
+        for b, d in enumerate(deltas):
+            if d > 0:
+                part = cycles * d / tot
+                for h in hooks:
+                    h(w, i, reason, part, b)
+
     def _memory(self, mem: int, t: float, shp) -> float:
         pipes = self.pipes
         if mem == M_GLOBAL:
@@ -385,9 +419,9 @@ class Engine:
         b = 0
         chain = self.k.loop_chain[s]
         if chain:
-            warm = self.warmup
+            warm, trips, cool = self.warmup, self.steady_end, w.loop_count
             for L in chain:
-                if w.loop_count[L] >= warm:
+                if warm <= cool[L] < trips[L]:
                     b = L + 1
                     break
         w.bucket = b

@@ -79,6 +79,15 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
         sites = [s for s in source.launch_sites if s.kernel == short]
         folded = [s.launch_config() for s in sites]
         site = next((c for c in folded if c is not None), None)
+        # kernel parameters take the values of the launch's arguments where those fold
+        fn = source.kernel(short)
+        if fn is not None and sites:
+            folded_args = getattr(sites[0], "arg_values", None) or (None,) * len(sites[0].args)
+            for p, arg, fv in zip(fn.params, sites[0].args, folded_args):
+                if p.name and p.name not in values and not p.is_pointer:
+                    v = fv if fv is not None else fold_bound(arg.strip(), values)
+                    if v is not None:
+                        values[p.name] = v
 
     def pick(name: str, from_site, from_hint, from_ann, default, default_detail: str):
         if from_site is not None:
@@ -112,6 +121,22 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
 
 
 # ---- trip counts ---------------------------------------------------------------------------
+
+_EXPR = re.compile(r"^[0-9\s+\-*/%()<>]+$")
+
+
+def fold_bound(text: str, values: dict[str, int]) -> int | None:
+    """A loop bound like `N / TILE` or `n` over the known values (integer arithmetic), else None."""
+    expr = re.sub(r"[A-Za-z_]\w*", lambda m: str(values[m.group(0)]) if m.group(0) in values else "?", text)
+    expr = expr.replace("/", "//").replace("////", "//")
+    if "?" in expr or not _EXPR.match(expr.replace("//", "/")):
+        return None
+    try:
+        v = eval(expr, {"__builtins__": {}}, {})  # noqa: S307 - digits and operators only (checked above)
+    except Exception:  # noqa: BLE001
+        return None
+    return int(v) if isinstance(v, int) and v > 0 else None
+
 
 
 def loop_step(body: list[Instruction], latch: Instruction) -> tuple[str, int | None]:

@@ -96,8 +96,9 @@ _REG = re.compile(r"^(-)?\|?(U?R\d+|U?RZ)")
 class AddressAnalysis:
     """Affine values of registers at instructions of one function (memoised)."""
 
-    def __init__(self, instructions: tuple[Instruction, ...]) -> None:
+    def __init__(self, instructions: tuple[Instruction, ...], params: dict[int, int] | None = None) -> None:
         self.ins = instructions
+        self.params = params or {}  # constant-bank offset -> known kernel-argument value
         self._defs: dict[str, list[int]] = {}
         for i, x in enumerate(instructions):
             for d in x.defs:
@@ -138,6 +139,10 @@ class AddressAnalysis:
         if _IMM.match(op):
             return _const(int(op, 0))
         if op.startswith("c[") or op.startswith("-c[") or op.startswith("cx["):
+            m = re.match(r"^-?c\[0x0\]\[(0x[0-9a-fA-F]+)\]$", op)
+            if m and int(m.group(1), 16) in self.params:
+                v = _const(self.params[int(m.group(1), 16)])
+                return _neg(v) if op.startswith("-") else v
             return PARAM
         m = _REG.match(op)
         if m:
@@ -158,8 +163,14 @@ class AddressAnalysis:
                 return Affine(tuple(cs), 0)
             return PARAM if op == "S2UR" else None
         info = isa.opcode_info(op)
-        if info.klass is isa.InstrClass.UNIFORM or op in ("LDC", "ULDC"):
-            return PARAM
+        if op in ("LDC", "ULDC") and srcs:
+            v = self.operand(srcs[0], j, depth)
+            return v if v is not None and v.is_const else PARAM
+        if info.klass is isa.InstrClass.UNIFORM:
+            if op in ("UMOV", "UIADD3", "UIMAD", "ULEA", "USHF"):
+                pass  # fall through to the affine rules below
+            else:
+                return PARAM
         if op in ("MOV", "MOV32I", "UMOV"):
             return self.operand(srcs[0], j, depth) if srcs else None
         if op in ("IMAD", "IMAD32I", "IMUL", "IMUL32I") and "HI" not in mods:
@@ -307,11 +318,33 @@ def l2_reuse_rate(addr: Affine | None, grid: tuple[int, int, int], cap: float = 
     return min(cap, 1.0 - 1.0 / sharing) if sharing > 1 else 0.0
 
 
+def param_offsets(arch_major: int, params: list[tuple[str, bool, str]], values: dict[str, int]) -> dict[int, int]:
+    """Constant-bank offsets of kernel arguments whose values are known.
+
+    Kernel arguments live in constant bank 0 from 0x160 (sm_70–sm_89) or 0x210 (sm_90+), each
+    aligned to its size (the CUDA ABI; visible in any SASS listing as c[0x0][0x210]...).
+    `params` is (name, is_pointer, type text) in declaration order; an unknown type stops the walk.
+    """
+    off = 0x210 if arch_major >= 9 else 0x160
+    out: dict[int, int] = {}
+    for name, is_ptr, ty in params:
+        t = ty.replace("const", "").replace("unsigned", "").strip()
+        size = 8 if is_ptr or t in ("long", "long long", "size_t", "double", "int64_t", "uint64_t") else \
+            4 if t in ("int", "float", "", "int32_t", "uint32_t") else None
+        if size is None:
+            break
+        off = (off + size - 1) // size * size
+        if name in values and not is_ptr and size == 4:
+            out[off] = values[name]
+        off += size
+    return out
+
+
 def memory_shapes(fn_name: str, instructions: tuple[Instruction, ...], block: tuple[int, int, int],
                   grid: tuple[int, int, int], l2_hit_rate: float | None,
-                  warp_size: int = 32) -> dict[tuple[str, int], MemoryShape]:
+                  warp_size: int = 32, params: dict[int, int] | None = None) -> dict[tuple[str, int], MemoryShape]:
     """MemoryShape per (function, pc) of every memory instruction of one function."""
-    aa = AddressAnalysis(instructions)
+    aa = AddressAnalysis(instructions, params)
     out: dict[tuple[str, int], MemoryShape] = {}
     for x in instructions:
         info = isa.opcode_info(x.opcode)

@@ -26,9 +26,9 @@ from ..program import FunctionProgram, Program
 from ..source import SourceModel
 from .decode import REASONS, DecodedKernel, LoopSpec, decode
 from .engine import Engine, EngineConfig, EngineRun
-from .launch import loop_step, resolve_launch, resolve_trip
+from .launch import fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import PCSampler, TrafficCounter, Utilization
-from .memory import memory_shapes
+from .memory import memory_shapes, param_offsets
 from .units import RESOURCES, MachineModel, machine_from_arch
 
 TOOL = "kernelscope-emulator"
@@ -47,7 +47,7 @@ class EmulationSettings(BaseModel):
     policy: Literal["gto", "lrr"] = "gto"
     sample_loops: bool = True  # run the first iterations of long loops and extrapolate
     warmup: int = Field(1, ge=0)  # iterations before the steady state
-    max_sampled_iterations: int = Field(6, ge=2)
+    max_sampled_iterations: int = Field(8, ge=3)
     issue_budget: int = Field(40_000, ge=1000)  # target warp-instructions per engine run
     representative_smsp: bool = True  # emulate one SM sub-partition (they are symmetric)
     unknown_access: Literal["coalesced", "uncoalesced"] = "coalesced"
@@ -116,7 +116,13 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
 
     fn = kernel.sass
     hit = options.l2_hit_rate
-    shapes = memory_shapes(fn.mangled_name, fn.instructions, cfg_launch.block, cfg_launch.grid, hit, arch.warp_size)
+    params: dict[int, int] = {}
+    sfn = src.kernel(kernel.name.split("(")[0].split("<")[0].split("::")[-1].split()[-1]) if src is not None else None
+    if sfn is not None:
+        params = param_offsets(arch.compute_capability[0],
+                               [(p.name, p.is_pointer, p.type_text) for p in sfn.params], resolved.values)
+    shapes = memory_shapes(fn.mangled_name, fn.instructions, cfg_launch.block, cfg_launch.grid, hit, arch.warp_size,
+                           params)
     if settings.unknown_access == "uncoalesced":
         from .memory import global_shape
         shapes = {k: (global_shape(list(range(0, 32 * 128, 128)), 4, v.l2_hit_rate) if v.pattern == "unknown" else v)
@@ -147,10 +153,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
             if sl is None and line is not None:
                 sl = src.loop_at(line)
             if sl is not None and sl.bound_text:
-                key = sl.bound_text.strip()
-                bound = resolved.values.get(key)
-                if bound is None and key.isdigit():
-                    bound = int(key)
+                bound = fold_bound(sl.bound_text.strip(), resolved.values)
         body = [fn.instructions[i] for i in sorted(L.body)]
         latch = fn.instructions[L.latches[-1]] if L.latches else header
         step = loop_step(body, latch)
@@ -176,7 +179,7 @@ def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) ->
     trips = [L.trip for L in k.loops]
     if not settings.sample_loops:
         return trips
-    lo = settings.warmup + 1
+    lo = settings.warmup + 2  # warm-up, one steady iteration, cool-down (engine.bucket_scales)
     emul = [min(t, max(lo, settings.max_sampled_iterations)) for t in trips]
 
     def dyn() -> float:

@@ -148,7 +148,7 @@ class WarpState:
     """A warp's architectural position and timing (SAAKE Alg. 1: cur_inst, earl_t)."""
 
     __slots__ = ("wid", "block", "age", "slot", "earl", "constraints", "prev_issue", "done", "at_barrier",
-                 "sb", "loop_count", "call_stack", "bucket", "stores_done", "throttled_until", "res")
+                 "sb", "loop_count", "call_stack", "bucket", "stores_done", "throttled_until", "res", "wall_snap")
 
     def __init__(self, wid: int, block: int, age: int, n_regs: int, n_loops: int) -> None:
         self.wid = wid
@@ -166,6 +166,7 @@ class WarpState:
         self.bucket = 0  # sampling bucket (0 = not in a sampled loop's steady state)
         self.stores_done = 0.0  # when this warp's outstanding stores have drained
         self.throttled_until = -1.0
+        self.wall_snap: list[float] | None = None  # SM wall time per bucket at the last issue
         self.res = 0  # issue resource of the current instruction (a throttle check without a lookup)
 
 

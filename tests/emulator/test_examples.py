@@ -1,0 +1,138 @@
+"""The emulator on the real examples, compiled with the real toolchain (session fixture)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.emulator import emulate, emulate_detailed, sensitivity, what_if
+from kernelscope.analysis.options import AnalysisOptions, LaunchHint
+from kernelscope.analysis.profile import StallReason
+
+from _build import build_example
+
+EXAMPLES = ["sgemm_naive", "sgemm_tiled", "stencil_double_const", "reduction_divergent", "local_array",
+            "noinline_call", "strided_access", "small_grid"]
+
+
+@pytest.fixture(scope="session")
+def programs(toolchain, examples_dir):
+    return {name: build_example(examples_dir / f"{name}.cu", toolchain) for name in EXAMPLES}
+
+
+@pytest.fixture(scope="session")
+def target():
+    cat = load_arch_specs()
+    arch = cat.arch("sm_90")
+    return arch, cat.default_device(arch)
+
+
+def _share(profile, reason: StallReason) -> float:
+    tot = profile.total_samples
+    return sum(p.samples.get(reason, 0.0) for p in profile.pcs) / tot
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_example_gives_a_modeled_profile(programs, target, name):
+    prog = programs[name]
+    arch, dev = target
+    for k in prog.kernels:
+        p = emulate(prog, k, arch, dev, AnalysisOptions())
+        assert p.provenance.kind == "modeled" and p.duration_s > 0
+        assert p.pcs and p.lines, "samples must reach PCs and source lines"
+        assert any(a.name == "grid" for a in p.provenance.assumptions)
+        assert 0 < p.occupancy <= 1
+        # line samples are the PC samples summed through program.line_table
+        assert sum(ls.total for ls in p.lines) <= p.total_samples * (1 + 1e-9)
+
+
+def test_deterministic(programs, target):
+    prog = programs["sgemm_tiled"]
+    a = emulate(prog, prog.kernels[0], *target, AnalysisOptions())
+    b = emulate(prog, prog.kernels[0], *target, AnalysisOptions())
+    assert a.pcs == b.pcs and a.duration_s == b.duration_s
+
+
+def test_naive_sgemm_inner_loop_is_memory_bound(programs, target):
+    prog = programs["sgemm_naive"]
+    k = prog.kernels[0]
+    p = emulate(prog, k, *target, AnalysisOptions())
+    assert _share(p, StallReason.long_scoreboard) + _share(p, StallReason.lg_throttle) > 0.6
+    s = sensitivity(prog, k, *target, AnalysisOptions())
+    assert s.bottleneck in ("lsu", "l2", "dram")
+    hot = max(s.loops, key=lambda r: r.share)
+    assert hot.share > 0.8 and hot.bottleneck in ("lsu", "l2", "dram")
+
+
+def test_tiled_sgemm_shifts_toward_shared_memory(programs, target):
+    naive, tiled = programs["sgemm_naive"], programs["sgemm_tiled"]
+    pn = emulate(naive, naive.kernels[0], *target, AnalysisOptions())
+    pt = emulate(tiled, tiled.kernels[0], *target, AnalysisOptions())
+    assert pt.utilization.get("shared", 0) > 0.3 > pn.utilization.get("shared", 0)
+    assert pt.utilization.get("fp32", 0) > pn.utilization.get("fp32", 0)
+    assert pt.duration_s < pn.duration_s
+    s = sensitivity(tiled, tiled.kernels[0], *target, AnalysisOptions())
+    assert s.bottleneck in ("shared", "fp32")
+
+
+def test_double_constant_stencil_shows_fp64_pressure(programs, target):
+    prog = programs["stencil_double_const"]
+    k = prog.kernels[0]
+    p = emulate(prog, k, *target, AnalysisOptions())
+    assert p.utilization.get("fp64", 0) > 0.2
+    assert p.flops.get("fp64", 0) > p.flops.get("fp32", 0)
+    s = sensitivity(prog, k, *target, AnalysisOptions())
+    fp64 = next(e for e in s.kernel_region.resources if e.resource == "fp64")
+    assert fp64.gap > 0.1
+
+
+def test_divergent_reduction_waits_at_barriers(programs, target):
+    prog = programs["reduction_divergent"]
+    p = emulate(prog, prog.kernels[0], *target, AnalysisOptions())
+    assert _share(p, StallReason.barrier) > 0.05
+
+
+def test_small_grid_is_parallelism_limited(programs, target):
+    prog = programs["small_grid"]
+    k = prog.kernels[0]
+    e = emulate_detailed(prog, k, *target, AnalysisOptions())
+    assert e.prediction.waves < 1
+    assert e.loop_trips == (32768,)  # 2^24 elements / (4 blocks × 128 threads), from the annotation
+    w = what_if(prog, k, *target, AnalysisOptions(), block_sizes=(64, 128, 256, 512))
+    assert w.current_waves < 1 and w.more_blocks_help
+    assert w.sm_scaling[0].seconds >= w.sm_scaling[-1].seconds
+    s = sensitivity(prog, k, *target, AnalysisOptions())
+    assert s.bound == "latency"
+
+
+def test_noinline_callee_is_emulated(programs, target):
+    prog = programs["noinline_call"]
+    k = prog.kernels[0]
+    p = emulate(prog, k, *target, AnalysisOptions())
+    subs = k.sass.subroutines
+    assert subs, "the example keeps a __noinline__ callee"
+    start = min(s.pc for s in subs)
+    assert any(pc.pc >= start and pc.samples.get(StallReason.selected, 0) > 0 for pc in p.pcs)
+
+
+def test_strided_access_is_uncoalesced_once_the_stride_is_known(programs, target):
+    prog = programs["strided_access"]
+    k = prog.kernels[0]
+    # `stride` is a run-time argument: the analysis cannot see it and assumes coalesced ...
+    p = emulate(prog, k, *target, AnalysisOptions())
+    assert any(a.name == "coalescing" and a.source == "default" for a in p.provenance.assumptions)
+    threads = p.launch.blocks * p.launch.threads_per_block
+    # ... until a hint gives its value: then each lane reads its own sector (SAAKE §4.4)
+    hinted = emulate(prog, k, *target, AnalysisOptions(launch_hints={"strided_copy": LaunchHint(values={"stride": 32})}))
+    assert hinted.bytes["dram"] > 3 * p.bytes["dram"]
+    assert hinted.bytes["dram"] >= 32 * threads
+    assert hinted.duration_s > 2 * p.duration_s
+
+
+def test_l2_hit_rate_setting_changes_dram_traffic(programs, target):
+    prog = programs["sgemm_naive"]
+    k = prog.kernels[0]
+    hi = emulate(prog, k, *target, AnalysisOptions(l2_hit_rate=0.9))
+    lo = emulate(prog, k, *target, AnalysisOptions(l2_hit_rate=0.0))
+    assert lo.bytes["dram"] > 5 * hi.bytes["dram"]
+    assert lo.duration_s > hi.duration_s

@@ -1,0 +1,88 @@
+"""Address analysis (coalescing, bank conflicts, L2 reuse) and launch/trip resolution."""
+
+from __future__ import annotations
+
+from kernelscope.analysis.emulator.launch import loop_step, resolve_launch
+from kernelscope.analysis.emulator.memory import memory_shapes
+from kernelscope.analysis.options import AnalysisOptions, LaunchHint
+from kernelscope.analysis.source import parse_source
+
+from synthetic import ins, loop_kernel, machine, run
+
+
+def _shape(op: str, space: str, scale_imm: str, block=(256, 1, 1), grid=(64, 1, 1), uses_ctaid=True):
+    s = [
+        ins(0, "S2R", ("R0",), (), operands=("R0", "SR_TID.X")),
+        ins(1, "S2R", ("R1",), (), operands=("R1", "SR_CTAID.X")),
+        ins(2, "IMAD", ("R0",), ("R1", "R0"), operands=("R0", "R1", "c[0x0][0x0]", "R0")) if uses_ctaid else
+        ins(2, "MOV", ("R5",), (), operands=("R5", "RZ")),
+        ins(3, "IMAD", ("R2", "R3"), ("R0",), mods=("WIDE",), operands=("R2", "R0", scale_imm, "c[0x0][0x160]")),
+        ins(4, op, ("R4",), ("R2", "R3"), mods=("E",), operands=("R4", "desc[UR4][R2.64]"), space=space),
+    ]
+    if space == "shared":
+        s[3] = ins(3, "IMAD", ("R2",), ("R0",), mods=("SHL", "U32"), operands=("R2", "R0", scale_imm, "RZ"))
+        s[4] = ins(4, op, ("R4",), ("R2",), operands=("R4", "[R2]"), space=space)
+    return memory_shapes("k", tuple(s), block, grid, None)[("k", 64)]
+
+
+def test_unit_stride_is_coalesced():
+    shp = _shape("LDG", "global", "0x4")
+    assert shp.pattern == "coalesced" and shp.requests == 1.0 and shp.wavefronts == 1.0
+
+
+def test_large_stride_costs_a_transaction_per_lane():
+    shp = _shape("LDG", "global", "0x80")  # 128 B apart (SAAKE §4.4: one request per thread)
+    assert shp.pattern == "uncoalesced" and shp.wavefronts == 32 and shp.requests == 8.0
+
+
+def test_shared_stride_32_words_is_a_32_way_conflict():
+    assert _shape("LDS", "shared", "0x80").wavefronts == 32
+    assert _shape("LDS", "shared", "0x4").wavefronts == 1
+    assert _shape("LDS", "shared", "0x8").wavefronts == 2
+
+
+def test_blocks_that_read_the_same_lines_hit_l2():
+    assert _shape("LDG", "global", "0x4").l2_hit_rate == 0.0  # each block its own data
+    shared = _shape("LDG", "global", "0x4", uses_ctaid=False)
+    assert shared.l2_hit_rate > 0.8
+
+
+def test_launch_from_site_then_annotation_then_default():
+    src = parse_source("""
+#define N 1024
+// kernelscope: grid=4096 block=128 n=1<<20
+__global__ void a(float* x, int n) { x[threadIdx.x] = 0; }
+__global__ void b(float* x, int n) { x[threadIdx.x] = 0; }
+__global__ void c(float* x, int n) { x[threadIdx.x] = 0; }
+int main() { float* x; b<<<N / 256, 256>>>(x, N); int m = rand(); c<<<m, m>>>(x, m); }
+""")
+    opts = AnalysisOptions()
+    ra = resolve_launch("a(float*, int)", src, opts, 132)
+    assert ra.launch.grid == (4096, 1, 1) and ra.launch.block == (128, 1, 1)
+    assert {a.name: a.source for a in ra.assumptions}["grid"] == "annotation"
+    assert ra.values["n"] == 1 << 20
+    rb = resolve_launch("b(float*, int)", src, opts, 132)
+    assert rb.launch.grid == (4, 1, 1) and {a.name: a.source for a in rb.assumptions}["grid"] == "launch_site"
+    rc = resolve_launch("c(float*, int)", src, opts, 132)
+    assert {a.name: a.source for a in rc.assumptions}["block"] == "default"
+    hinted = AnalysisOptions(launch_hints={"c": LaunchHint(grid=7, block=64)})
+    rh = resolve_launch("c(float*, int)", src, hinted, 132)
+    assert rh.launch.grid == (7, 1, 1) and {a.name: a.source for a in rh.assumptions}["grid"] == "settings"
+
+
+def test_loop_step_reads_the_counter_update():
+    body = loop_kernel(ilp=1)[1:-1]
+    assert loop_step(body, body[-1]) == ("const", 1)
+
+
+def test_barrier_stalls_are_sampled():
+    # two warps of one block; one has more work before __syncthreads, the other waits
+    s = [ins(0, "FADD", ("R0",), ("R0",)), ins(1, "FADD", ("R0",), ("R0",)),
+         ins(2, "BAR", (), (), mods=("SYNC", "DEFER_BLOCKING"), operands=("0x0",)),
+         ins(3, "FADD", ("R1",), ("R1",)), ins(4, "EXIT", (), ("R0", "R1"))]
+    from kernelscope.analysis.emulator.decode import R
+    from kernelscope.analysis.profile import StallReason
+    r, sampler, k = run(s, machine(30, 1), 4)
+    assert sum(row[R[StallReason.barrier]] for row in sampler.samples) > 0
+    # nobody passes the barrier before the last warp reached it
+    assert r.emulated_cycles >= 2 * 30
