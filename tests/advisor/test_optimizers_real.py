@@ -236,6 +236,66 @@ void run(const float* a, const float* b, float* c) { k<<<dim3(64, 64), dim3(16, 
     }
     if (tid == 0) out[blockIdx.x] = s[0];
 }""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y")),
+
+    "strength_reduction": (
+        """__global__ void k(const int* __restrict__ x, int* __restrict__ y, int d, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int acc = 0;
+    for (int j = 0; j < n; ++j)
+        acc += (x[i] + j) / d;  // MARK
+    y[i] = acc;
+}""" + launch("k", "N / 256", "256", "const int* x, int* y, int d|x, y, d, 64"),
+        """__global__ void k(const int* __restrict__ x, int* __restrict__ y, int d, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int acc = 0;
+    for (int j = 0; j < n; ++j)
+        acc += (x[i] + j) * d;  // MARK
+    y[i] = acc;
+}""" + launch("k", "N / 256", "256", "const int* x, int* y, int d|x, y, d, 64")),
+    "memory_transaction_reduction": (
+        """__global__ void k(const float* __restrict__ x, float* __restrict__ y, int s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (int j = 0; j < 8; ++j)
+        acc += x[(i * 33 + j) * s];  // MARK
+    y[i] = acc;
+}""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y, 1"),
+        """__global__ void k(const float* __restrict__ x, float* __restrict__ y, int s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = x[i] * 2.0f;  // MARK
+}""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y, 1")),
+    "occupancy_limit": (
+        """__global__ void k(const float* __restrict__ x, float* __restrict__ y)  // MARK
+{
+    __shared__ float buf[12288];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    buf[threadIdx.x] = x[i];
+    __syncthreads();
+    y[i] = buf[(threadIdx.x + 1) % 128] * 2.0f;
+}""" + launch("k", "N / 128", "128", "const float* x, float* y|x, y"),
+        """__global__ void k(const float* __restrict__ x, float* __restrict__ y)
+{
+    __shared__ float buf[128];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    buf[threadIdx.x] = x[i];
+    __syncthreads();
+    y[i] = buf[(threadIdx.x + 1) % 128] * 2.0f;
+}""" + launch("k", "N / 128", "128", "const float* x, float* y|x, y")),
+    "reduce_precision": (
+        """__global__ void k(const double* __restrict__ x, double* __restrict__ y, double a)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = a * x[i] + y[i];  // MARK
+}""" + launch("k", "N / 256", "256", "const double* x, double* y|x, y, 2.0"),
+        """__global__ void k(const float* __restrict__ x, float* __restrict__ y, float a)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = a * x[i] + y[i];  // MARK
+}""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y, 2.0f")),
 }
 
 #: Optimizers whose expected line is the launch site rather than a marked line.

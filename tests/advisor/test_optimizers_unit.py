@@ -114,3 +114,28 @@ def test_every_optimizer_runs_on_the_context():
     for a in advice:
         assert a.estimate.speedup >= 1 and a.estimate.speedup == pytest.approx(a.estimate.speedup)
         assert a.provenance == "modeled"
+
+
+# The modeled profile has no instruction-fetch stalls and static_facts does not yet report
+# uncoalesced accesses or bank conflicts, so these three are checked on hand-built inputs here.
+
+def test_function_split_positive_and_negative():
+    from kernelscope.analysis.optimizers.stall import FunctionSplit
+    pcs = hot_loop_samples()
+    fetch = samples(i5={R.no_instruction: 40, R.selected: 4})
+    (a,) = FunctionSplit().match(ctx_for({**pcs, **fetch}))
+    assert a.estimate.speedup > 1 and 6 in a.lines
+    assert FunctionSplit().match(ctx_for(pcs)) == []
+
+
+@pytest.mark.parametrize("kind,opt", [("uncoalesced_access", "coalesced_access"), ("bank_conflict", "bank_conflicts")])
+def test_fact_driven_optimizers(kind, opt):
+    from kernelscope.analysis.optimizers.static import CoalescedAccess, SharedBankConflicts
+    cls = {"coalesced_access": CoalescedAccess, "bank_conflicts": SharedBankConflicts}[opt]
+    code = list(loop_code())
+    if opt == "bank_conflicts":
+        code[1] = ins(1, "LDS", ("R4",), ("R2",), space="shared", line=6)
+    fact = StaticFact(kind=kind, line=6, detail="stride of 32 elements between lanes")
+    (a,) = cls().match(ctx_for(hot_loop_samples(), facts=[fact], code=tuple(code)))
+    assert a.lines == (6,) and a.estimate.speedup > 1
+    assert cls().match(ctx_for(hot_loop_samples(), code=tuple(code))) == []
