@@ -1,0 +1,62 @@
+"""Wall time of `kernelscope analyze` against a bare `nvcc -cubin` of the same file, in one run.
+
+    python benchmarks/analyze.py [--repeat 3] [FILE.cu ...]
+
+For each file: the median of `--repeat` runs of (a) bare nvcc -cubin, (b) the full CLI,
+(c) the CLI with --no-emulate (static path only), and the per-stage split reported by the
+pipeline itself. Target: (b)/(a) <= 1.3 (issue [core]); docs/performance.md explains what dominates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _time(argv: list[str], env=None) -> tuple[float, subprocess.CompletedProcess]:
+    t = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    return time.perf_counter() - t, proc
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    files = args.files or sorted((REPO / "examples").glob("*.cu"))
+
+    from kernelscope.analysis.toolchain import locate_toolchain
+
+    tc = locate_toolchain()
+    cli = [sys.executable, "-m", "kernelscope.cli", "analyze", "--json"]
+    print(f"toolchain: {tc.origin} nvcc {tc.version}; {args.repeat} runs each, medians in seconds\n")
+    print(f"{'file':28} {'nvcc':>6} {'full':>6} {'ratio':>6} {'static':>7} {'ratio':>6}   stages of the full run")
+    ratios, static_ratios = [], []
+    for f in files:
+        with tempfile.TemporaryDirectory() as tmp:
+            bare = [str(tc.nvcc), "-arch=sm_90", "-cubin", "-o", str(Path(tmp) / "x.cubin"), str(f)]
+            nv = statistics.median(_time(bare, tc.env)[0] for _ in range(args.repeat))
+        full_runs = [_time(cli + [str(f)]) for _ in range(args.repeat)]
+        full = statistics.median(t for t, _ in full_runs)
+        static = statistics.median(_time(cli + ["--no-emulate", str(f)])[0] for _ in range(args.repeat))
+        stages = json.loads(full_runs[-1][1].stdout).get("timings", {})
+        split = " ".join(f"{k} {v:.2f}" for k, v in stages.items())
+        ratios.append(full / nv)
+        static_ratios.append(static / nv)
+        print(f"{f.name:28} {nv:6.2f} {full:6.2f} {full / nv:6.2f} {static:7.2f} {static / nv:6.2f}   {split}")
+    print(f"\nmedian ratio full/nvcc {statistics.median(ratios):.2f}, static/nvcc {statistics.median(static_ratios):.2f}"
+          " (target <= 1.3)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
