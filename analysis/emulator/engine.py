@@ -29,8 +29,8 @@ from typing import Protocol
 from ..profile import StallReason
 from .decode import (B_BACK, B_EXIT, B_JUMP, GLOBAL_ROUTE, K_BAR, K_BRA, K_CALL, K_EXIT, K_MEMBAR, K_RET,
                      M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, R, DecodedKernel)
-from .units import (INF, POLICIES, RES_ID, RESOURCES, THROTTLE_REASON, BlockBarrier, MachineModel,
-                    MemoryHierarchy, Pipe, WarpScheduler, WarpState)
+from .units import (INF, POLICIES, RES_ID, RESOURCES, SCOPE, THROTTLE_REASON, BlockBarrier, MachineModel,
+                    MemoryHierarchy, Pipe, ResourceParams, WarpScheduler, WarpState)
 
 _WAIT = R[StallReason.wait]
 _BARRIER = R[StallReason.barrier]
@@ -70,6 +70,7 @@ class EngineConfig:
     policy: str = "gto"
     warmup: int = 1  # loop iterations treated as warm-up before the steady state
     cooldown: int = 1  # last iterations kept out of the steady state (warps drain out of the loop)
+    cooldowns: tuple[int, ...] | None = None  # per loop, overriding `cooldown`
     max_issues: int = 5_000_000  # per emulation, a guard against a loop the model cannot end
 
 
@@ -86,7 +87,7 @@ class EngineRun:
     truncated: bool
 
 
-def bucket_scales(k: DecodedKernel, emul_trip: list[int], warmup: int, cooldown: int = 1) -> list[float]:
+def bucket_scales(k: DecodedKernel, emul_trip: list[int], warmup: int, cooldown: int | list[int] = 1) -> list[float]:
     """How many real steady iterations each emulated one stands for, per bucket (0 = outside loops).
 
     A sample in loop L's steady state stands for Π_{M ⊋ L} T_M/K_M · (T_L − w − c)/(K_L − w − c)
@@ -96,7 +97,7 @@ def bucket_scales(k: DecodedKernel, emul_trip: list[int], warmup: int, cooldown:
     out = [1.0]
     for i, L in enumerate(k.loops):
         K, T = emul_trip[i], L.trip
-        e = warmup + cooldown
+        e = warmup + (cooldown[i] if isinstance(cooldown, list) else cooldown)
         f = (T - e) / (K - e) if K > e and T > e else 1.0
         p = L.parent
         while p is not None:
@@ -114,22 +115,41 @@ class Engine:
         self.cfg = config
         self.emul_trip = emul_trip
         self.listeners = listeners
-        self.pipes = [Pipe(name, machine.params[i], machine.queue_depth[i]) for i, name in enumerate(RESOURCES)]
-        self.memory = MemoryHierarchy(self.pipes)
-        # blocked[r]: earliest issue time the unit's queue allows (GLOBAL_ROUTE: LSU, L2 and DRAM)
-        self.blocked = [-INF] * (len(RESOURCES) + 1)
+        self._contexts(1)
         self.last_finish = 0.0
         self.rec = self._records()
+        self.uses, self.waits, self.kinds = kernel.uses, kernel.waits, kernel.kind
+        self.res_of, self.chains = kernel.res, kernel.loop_chain
+        self.shared_ids = frozenset(i for i, name in enumerate(RESOURCES) if SCOPE.get(name))
         self.n_slots = len(kernel)
         self.branch_latency = self.pipes[RES_ID["branch"]].latency
         self.warmup = config.warmup
         # a loop is in its steady state for iterations warmup <= i < steady_end (see bucket_scales)
-        e = config.warmup + config.cooldown
-        self.steady_end = [K - config.cooldown if K > e else config.warmup for K in emul_trip]
+        self.cooldowns = list(config.cooldowns) if config.cooldowns is not None else [config.cooldown] * len(emul_trip)
+        self.steady_end = [K - c if K > config.warmup + c else config.warmup
+                           for K, c in zip(emul_trip, self.cooldowns)]
         self.multi_bucket = bool(kernel.loops)
         self.wall: list[float] = []
         self.issue_hooks = [lst.on_issue for lst in listeners if _overrides(lst, "on_issue")]
         self.stall_hooks = [lst.on_stall for lst in listeners if _overrides(lst, "on_stall")]
+
+    def _contexts(self, n_sched: int) -> None:
+        """Pipes as each emulated SMSP sees them: its own math pipes; the SM's (and GPU's) memory
+        units shared, their per-SMSP gap divided among the emulated SMSPs (the arch gaps are one
+        SMSP's share)."""
+        m = self.m
+        shared: dict[int, Pipe] = {}
+        for i, name in enumerate(RESOURCES):
+            if SCOPE.get(name):
+                p = m.params[i]
+                # the queue keeps its depth per SMSP, so the emulated SMSPs throttle as one would
+                shared[i] = Pipe(name, ResourceParams(p.latency, p.gap / n_sched), m.queue_depth[i] * n_sched)
+        self.ctx_pipes = [[shared.get(i) or Pipe(name, m.params[i], m.queue_depth[i]) for i, name in enumerate(RESOURCES)]
+                          for _ in range(n_sched)]
+        self.ctx_memory = [MemoryHierarchy(p) for p in self.ctx_pipes]
+        # blocked[r]: earliest issue time the unit's queue allows (GLOBAL_ROUTE: LSU, L2 and DRAM)
+        self.ctx_blocked = [[-INF] * (len(RESOURCES) + 1) for _ in range(n_sched)]
+        self.pipes, self.memory, self.blocked = self.ctx_pipes[0], self.ctx_memory[0], self.ctx_blocked[0]
 
     # ---------------------------------------------------------------------------------------
     def run(self) -> EngineRun:
@@ -149,9 +169,14 @@ class Engine:
             warps.append(w)
         n_sched = 1 if cfg.representative else active_smsps
         scheds = [WarpScheduler([w for w in warps if (w.wid % S) % n_sched == s]) for s in range(n_sched)]
+        self._contexts(n_sched)
+        for si, sc in enumerate(scheds):
+            sc.ctx = si
+            for w in sc.warps:
+                w.smsp = si
         self.barriers = barriers
         policy = POLICIES[cfg.policy]()
-        scales = bucket_scales(k, self.emul_trip, cfg.warmup, cfg.cooldown)
+        scales = bucket_scales(k, self.emul_trip, cfg.warmup, self.cooldowns)
         n_buckets = len(scales)
         for lst in self.listeners:
             lst.on_start(k, m, n_buckets)
@@ -165,7 +190,6 @@ class Engine:
 
         wall = [0.0] * n_buckets
         self.wall = wall
-        blocked = self.blocked
         t = 0.0
         live = len(warps)
         issues = 0
@@ -177,14 +201,13 @@ class Engine:
             for s in scheds:
                 if not s.warps:
                     continue
-                w = select(s, t, blocked)
+                w = select(s, t, self.ctx_blocked[s.ctx])
                 if w is None:
                     continue
                 b = w.bucket
                 if issued_bucket < 0:
                     issued_bucket = b
                 s.greedy = w
-                s.take(w)
                 if self._issue(w, t, s):
                     live -= 1
                 issues += 1
@@ -260,14 +283,19 @@ class Engine:
             w.wall_snap = self.wall[:]
 
         # --- execute: SAAKE Alg. 1 lines 12–14 (Pipe.accept inlined for the common case)
+        ctx = w.smsp
         if mem == M_NONE:
-            p = self.pipes[pipe]
+            p = self.ctx_pipes[ctx][pipe]
             start = t if t > p.admit else p.admit
             p.admit = start + p.gap
             fin = start + p.latency
-            self.blocked[pipe] = p.admit - p.backlog
+            if pipe in self.shared_ids:
+                for bl in self.ctx_blocked:
+                    bl[pipe] = p.admit - p.backlog
+            else:
+                self.ctx_blocked[ctx][pipe] = p.admit - p.backlog
         else:
-            fin = self._memory(mem, t, shp)
+            fin = self._memory(mem, t, shp, ctx)
         sb = w.sb
         if defs:
             ready, reason = sb.reg_ready, sb.reg_reason
@@ -331,8 +359,11 @@ class Engine:
             release = self.barriers[w.block].arrive(w, t)
             if release:
                 self._release(release, t)
+            sched.take(w)
             return False
-        sched.park(w)
+        if w.earl > t + 1.0:  # not ready next cycle: leave the ready list for the timed heap
+            sched.take(w)
+            sched.park(w)
         return False
 
     def _others(self, w: WarpState, i: int, reason: int, cycles: float, bucket: int) -> None:
@@ -358,10 +389,11 @@ class Engine:
                 for h in hooks:
                     h(w, i, reason, part, b)
 
-    def _memory(self, mem: int, t: float, shp) -> float:
-        pipes = self.pipes
+    def _memory(self, mem: int, t: float, shp, ctx: int) -> float:
+        pipes = self.ctx_pipes[ctx]
+        memory = self.ctx_memory[ctx]
         if mem == M_GLOBAL:
-            fin = self.memory.global_access(t, shp.wavefronts, shp.requests, shp.l2_hit_rate)
+            fin = memory.global_access(t, shp.wavefronts, shp.requests, shp.l2_hit_rate)
         elif mem == M_SHARED:
             fin = pipes[_SHARED].accept(t, shp.wavefronts)
         elif mem == M_CONSTANT:
@@ -370,61 +402,65 @@ class Engine:
             sh = pipes[_SHARED]
             fin = pipes[_ATOMIC].accept(sh.accept(t, shp.wavefronts) - sh.latency)
         else:  # M_ATOMIC_GLOBAL: performed at L2 (the atomic unit after the memory route)
-            fin = self.memory.global_access(t, shp.wavefronts, shp.requests, 1.0)
+            fin = memory.global_access(t, shp.wavefronts, shp.requests, 1.0)
             fin = pipes[_ATOMIC].accept(fin)
-        self._update_blocked(mem)
+        self._update_blocked(mem, pipes)
         return fin
 
-    def _update_blocked(self, mem: int) -> None:
-        p = self.pipes
-        if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
-            self.blocked[GLOBAL_ROUTE] = max(p[RES_ID["lsu"]].blocked_until(), p[RES_ID["l2"]].blocked_until(),
-                                             p[RES_ID["dram"]].blocked_until())
-            if mem == M_ATOMIC_GLOBAL:
-                self.blocked[RES_ID["atomic"]] = p[RES_ID["atomic"]].blocked_until()
-        else:
-            for name in ("shared", "constant", "atomic"):
-                self.blocked[RES_ID[name]] = p[RES_ID[name]].blocked_until()
+    def _update_blocked(self, mem: int, p: list[Pipe]) -> None:
+        # the memory units are shared by the SMSPs: every SMSP's view changes
+        for blocked in self.ctx_blocked:
+            if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
+                blocked[GLOBAL_ROUTE] = max(p[RES_ID["lsu"]].blocked_until(), p[RES_ID["l2"]].blocked_until(),
+                                            p[RES_ID["dram"]].blocked_until())
+                if mem == M_ATOMIC_GLOBAL:
+                    blocked[RES_ID["atomic"]] = p[RES_ID["atomic"]].blocked_until()
+            else:
+                for name in ("shared", "constant", "atomic"):
+                    blocked[RES_ID[name]] = p[RES_ID[name]].blocked_until()
 
     def _prepare(self, w: WarpState, t: float, stall: int, branched: bool) -> None:
         """Constraints on the warp's next instruction: its earl_t (Alg. 1 line 6) and why."""
         s = w.slot
-        cons: list[tuple[float, int]] = []
-        if stall:
-            cons.append((t + stall, _WAIT))
-            if branched:
-                cons.append((t + self.branch_latency, _BRANCH))
+        t1 = t + 1.0
+        cons = [(t + stall, _WAIT)] if stall else []
+        if branched:
+            cons.append((t + self.branch_latency, _BRANCH))
         sb = w.sb
         ready = sb.reg_ready
-        t1 = t + 1.0
-        for u in self.k.uses[s]:
+        for u in self.uses[s]:
             rt = ready[u]
             if rt > t1:
                 cons.append((rt, sb.reg_reason[u]))
-        for b in self.k.waits[s]:
-            rt = sb.sb_ready[b]
-            if rt > t1:
-                cons.append((rt, sb.sb_reason[b]))
-        kind = self.k.kind[s]
-        if kind == K_EXIT and w.stores_done > t1 and self.k.instr[s].predicate is None:
-            cons.append((w.stores_done, _DRAIN))
+        waits = self.waits[s]
+        if waits:
+            for b in waits:
+                rt = sb.sb_ready[b]
+                if rt > t1:
+                    cons.append((rt, sb.sb_reason[b]))
+        kind = self.kinds[s]
+        if kind == K_EXIT:
+            if w.stores_done > t1 and not self.rec[s][13]:
+                cons.append((w.stores_done, _DRAIN))
         elif kind == K_MEMBAR and w.stores_done > t1:
             cons.append((w.stores_done, _MEMBAR))
         if len(cons) > 1:
             cons.sort()
         w.constraints = cons
         w.earl = cons[-1][0] if cons else t1
-        w.res = self.k.res[s]
-        # sampling bucket: the innermost loop in steady state (iteration ≥ warm-up)
-        b = 0
-        chain = self.k.loop_chain[s]
+        w.res = self.res_of[s]
+        # sampling bucket: the innermost loop in steady state (warm-up <= iteration < steady end)
+        chain = self.chains[s]
         if chain:
-            warm, trips, cool = self.warmup, self.steady_end, w.loop_count
+            b = 0
+            warm, ends, cnt = self.warmup, self.steady_end, w.loop_count
             for L in chain:
-                if warm <= cool[L] < trips[L]:
+                if warm <= cnt[L] < ends[L]:
                     b = L + 1
                     break
-        w.bucket = b
+            w.bucket = b
+        else:
+            w.bucket = 0
 
     def _release(self, warps: list[WarpState], t: float) -> None:
         """All live warps of a block arrived: they may go on after the barrier latency."""

@@ -173,7 +173,7 @@ class AddressAnalysis:
                 return PARAM
         if op in ("MOV", "MOV32I", "UMOV"):
             return self.operand(srcs[0], j, depth) if srcs else None
-        if op in ("IMAD", "IMAD32I", "IMUL", "IMUL32I") and "HI" not in mods:
+        if op in ("IMAD", "IMAD32I", "IMUL", "IMUL32I") and "HI" not in mods and len(srcs) >= 2:
             if "MOV" in mods and len(srcs) >= 3:
                 return self.operand(srcs[2], j, depth)
             a, b = (self.operand(s, j, depth) for s in srcs[:2])

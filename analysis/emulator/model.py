@@ -174,13 +174,20 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
                     settings, dict(program.line_table) if program is not None else {})
 
 
-def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) -> list[int]:
-    """Iterations to run per loop: all of them, or warm-up + a few steady ones within the budget."""
+def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) -> tuple[list[int], list[int]]:
+    """Iterations to run per loop, and each loop's cool-down (see `engine.bucket_scales`).
+
+    All iterations without sampling; else warm-up + steady + cool-down iterations, reduced
+    (largest first) until the run fits `issue_budget`; a loop with a long body may drop its
+    cool-down, whose only purpose is to keep the warps' drain out of the steady state.
+    """
     trips = [L.trip for L in k.loops]
     if not settings.sample_loops:
-        return trips
-    lo = settings.warmup + 2  # warm-up, one steady iteration, cool-down (engine.bucket_scales)
+        return trips, [0] * len(trips)
+    w = settings.warmup
+    lo = w + 2
     emul = [min(t, max(lo, settings.max_sampled_iterations)) for t in trips]
+    cool = [1] * len(trips)
 
     def dyn() -> float:
         total = 0.0
@@ -192,12 +199,17 @@ def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) ->
         return total * warps
 
     while dyn() > settings.issue_budget:
-        cands = [i for i, e in enumerate(emul) if e > lo and e < trips[i] or (e > lo and e == trips[i] and e > lo)]
+        cands = [i for i, e in enumerate(emul) if e > w + 1 + cool[i] and e < trips[i]]
         if not cands:
-            break
+            cands = [i for i, e in enumerate(emul) if cool[i] and e == w + 2 and e < trips[i]]
+            if not cands:
+                break
+            i = max(cands, key=lambda j: len(k.loops[j].body))
+            cool[i], emul[i] = 0, w + 1
+            continue
         i = max(cands, key=lambda j: emul[j])
         emul[i] -= 1
-    return emul
+    return emul, cool
 
 
 @dataclass(frozen=True)
@@ -219,11 +231,11 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
     m_eff = m.shared_by(active_smsps, active_sms, prep.device.sm_count)
     st = prep.settings
     warps_emulated = math.ceil(total_warps / m.schedulers_per_sm) if st.representative_smsp else total_warps
-    emul = emulated_trips(prep.decoded, st, warps_emulated)
+    emul, cool = emulated_trips(prep.decoded, st, warps_emulated)
     sampler = PCSampler()
     util, traffic = Utilization(sampler), TrafficCounter(sampler)
     cfg = EngineConfig(blocks=blocks_per_sm, warps_per_block=wpb, representative=st.representative_smsp,
-                       policy=st.policy, warmup=st.warmup)
+                       policy=st.policy, warmup=st.warmup, cooldowns=tuple(cool))
     run = Engine(prep.decoded, m_eff, cfg, emul, [sampler, util, traffic, *(extra_listeners or [])]).run()
     return Wave(run, sampler, util, traffic, blocks_per_sm, active_sms)
 
@@ -314,9 +326,8 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None) -> Emulation
                 for j, v in enumerate(row):
                     tgt[j] += v * per_sm
             executed[s] += wave.sampler.executed[s] * per_sm
-        smsps = r.active_smsps
-        for name, b in wave.util.busy.items():
-            busy[name] = busy.get(name, 0.0) + b * weight * smsps
+        for name, b in wave.util.busy.items():  # busy of the emulated warps -> all warps of those SMs
+            busy[name] = busy.get(name, 0.0) + b * per_sm
     pcs = []
     for s in range(n):
         row = samples[s]
@@ -347,7 +358,7 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None) -> Emulation
                             registers_per_thread=prep.registers, occupancy=prep.occ.occupancy,
                             occupancy_limiter=prep.occ.limiter.value, duration_s=pred.seconds, pcs=pcs_t,
                             lines=lines, utilization=utilization, flops=flops, bytes=byts, provenance=prov)
-    emul = emulated_trips(k, prep.settings, ref.run.warps_emulated)
+    emul, _ = emulated_trips(k, prep.settings, ref.run.warps_emulated)
     return Emulation(profile=profile, prediction=pred, loop_trips=tuple(L.trip for L in k.loops),
                      emulated_trips=tuple(emul), issues=sum(w.run.issues for w, _ in waves))
 

@@ -148,7 +148,7 @@ class WarpState:
     """A warp's architectural position and timing (SAAKE Alg. 1: cur_inst, earl_t)."""
 
     __slots__ = ("wid", "block", "age", "slot", "earl", "constraints", "prev_issue", "done", "at_barrier",
-                 "sb", "loop_count", "call_stack", "bucket", "stores_done", "throttled_until", "res", "wall_snap")
+                 "sb", "loop_count", "call_stack", "bucket", "stores_done", "throttled_until", "res", "wall_snap", "smsp")
 
     def __init__(self, wid: int, block: int, age: int, n_regs: int, n_loops: int) -> None:
         self.wid = wid
@@ -166,6 +166,7 @@ class WarpState:
         self.bucket = 0  # sampling bucket (0 = not in a sampled loop's steady state)
         self.stores_done = 0.0  # when this warp's outstanding stores have drained
         self.throttled_until = -1.0
+        self.smsp = 0  # which emulated sub-partition (scheduler and pipes) the warp runs on
         self.wall_snap: list[float] | None = None  # SM wall time per bucket at the last issue
         self.res = 0  # issue resource of the current instruction (a throttle check without a lookup)
 
@@ -240,7 +241,7 @@ class WarpScheduler:
     `ready` (kept oldest first). The policy only looks at `ready`.
     """
 
-    __slots__ = ("warps", "greedy", "next_ready", "ready", "future")
+    __slots__ = ("warps", "greedy", "next_ready", "ready", "future", "ctx")
 
     def __init__(self, warps: list[WarpState]) -> None:
         self.warps = warps
@@ -248,6 +249,7 @@ class WarpScheduler:
         self.next_ready = INF
         self.ready: list[WarpState] = []
         self.future: list[tuple[float, int, WarpState]] = []
+        self.ctx = 0
 
     def park(self, w: WarpState) -> None:
         """The warp's next instruction may issue at w.earl (INF: parked until a barrier release)."""
@@ -262,7 +264,8 @@ class WarpScheduler:
                 bisect.insort(self.ready, w, key=_age)
 
     def take(self, w: WarpState) -> None:
-        self.ready.remove(w)
+        if w in self.ready:
+            self.ready.remove(w)
 
     def drop(self, w: WarpState) -> None:
         if w in self.ready:
