@@ -433,14 +433,17 @@ def _region(name: str, loop: int | None, line: int | None, share: float,
 
 def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
                 options: AnalysisOptions, source: SourceModel | None = None, *,
-                settings: EmulationSettings = DEFAULT_SETTINGS, hot_loop_share: float = 0.1,
+                settings: EmulationSettings | None = None, hot_loop_share: float = 0.1,
                 prepared: Prepared | None = None) -> SensitivityReport:
     """δT/δL and δT/δG per resource, normalised (SAAKE §3.3); per kernel and per hot loop.
 
     Each resource's latency, then its gap, is scaled by (1 + perturbation) in its own emulation.
     A loop's sensitivity is the relative change of the samples on its instructions.
     """
-    prep = prepared or prepare(kernel, arch, device, options, source, program, settings=settings)
+    # ~2 emulations per used resource: a smaller budget per run than `emulate` (same for all runs,
+    # so the ratios compare like with like)
+    st = settings or DEFAULT_SETTINGS.model_copy(update={"issue_budget": 12_000})
+    prep = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
     d = prep.settings.perturbation
     k = prep.decoded
 
