@@ -11,7 +11,8 @@ import hashlib
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 from pathlib import Path
 
 from .advisor import advise
@@ -64,8 +65,13 @@ def _note(path: Path, text: str, severity: str = "info") -> Message:
 
 def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | None = None,
             progress: Progress | None = None, toolchain: Toolchain | None = None,
-            measured_report: Path | None = None) -> AnalysisResult:
+            measured_report: Path | None = None, depth: Literal["quick", "full"] = "full",
+            on_partial: Callable[[AnalysisResult], None] | None = None) -> AnalysisResult:
     """Analyse the file on disk at `source` (editors analyse what was saved).
+
+    `depth="quick"` stops after one emulation per kernel; "full" adds sensitivity and what-if
+    (bottleneck resource, block-size and SM-count sweeps), calling `on_partial` with the quick
+    result first so an editor can show it while the rest runs.
 
     Raises ToolchainError / CompileSetupError / ArchSpecError for setup problems (the caller
     shows their message); compiler errors in the file are results, not exceptions.
@@ -114,14 +120,37 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     t = time.perf_counter()
     measured = _measured_profile(measured_report, source) if measured_report else None
     facts = {fn.mangled: kernel_facts(program, fn, arch, options.default_trip_count) for fn in program.kernels}
-    studies = {}
+    studies: dict[str, _Study] = {}
     for n, fn in enumerate(program.kernels):
         cancel.check()
-        report(f"model {fn.name.split('(')[0]}", 0.6 + 0.35 * n / max(1, len(program.kernels)))
+        report(f"model {fn.name.split('(')[0]}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
         studies[fn.mangled] = _study(program, fn, arch, device, options, measured)
     timings["model"] = time.perf_counter() - t
+    common = dict(base, compiled=True, device_only=compiled.device_only, messages=tuple(messages))
+    if not program.kernels:
+        common["messages"] += (_note(source, "no kernels (__global__ functions) in this file"),)
+    result = _assemble(program, catalog, device, options, text, facts, studies, common, timings, measured, "quick")
+    if depth == "quick" or not any(s.profile is not None and s.measured is False for s in studies.values()):
+        return result.model_copy(update={"depth": "full"}) if depth == "full" else result
+    if on_partial is not None:
+        on_partial(result)
 
+    # Sensitivity and what-if re-emulate the kernel tens of times: they come second, so an editor
+    # can show the quick result first (SAAKE §3.3, §5).
     t = time.perf_counter()
+    for n, fn in enumerate(program.kernels):
+        cancel.check()
+        report(f"sensitivity {fn.name.split('(')[0]}", 0.7 + 0.3 * n / max(1, len(program.kernels)))
+        studies[fn.mangled] = _deepen(program, fn, arch, device, options, studies[fn.mangled])
+    timings["sensitivity"] = time.perf_counter() - t
+    return _assemble(program, catalog, device, options, text, facts, studies, common, timings, measured, "full")
+
+
+def _assemble(program: Program, catalog, device: DeviceSpec, options: AnalysisOptions, text: str,
+              facts: dict[str, KernelFacts], studies: dict[str, _Study], common: dict, timings: dict[str, float],
+              measured: Profile | None, depth: str) -> AnalysisResult:
+    t = time.perf_counter()
+    arch = catalog.arch(options.arch)
     roofline = roofline_model(catalog, device)
     profiles = tuple(s.profile for s in studies.values() if s.profile is not None)
     rooflines = {m: kernel_roofline(s.profile, roofline, s.trajectory) for m, s in studies.items() if s.profile}
@@ -129,18 +158,14 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
                     device=device, roofline_model=roofline,
                     sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
                     what_if={m: s.what_if for m, s in studies.items() if s.what_if})
-    timings["advise"] = time.perf_counter() - t
+    timings = {**timings, "advise": time.perf_counter() - t}
     kernels = tuple(_kernel_report(fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled))
                     for fn in program.kernels)
-    if not kernels:
-        messages.append(_note(source, "no kernels (__global__ functions) in this file"))
     profile = None
     if profiles:
         profile = Profile(kernels=profiles, provenance=measured.provenance if measured else profiles[0].provenance)
-    report("done", 1.0)
-    return AnalysisResult(**base, compiled=True, device_only=compiled.device_only, messages=tuple(messages),
-                          kernels=kernels, advice=advice, profile=profile, rooflines=tuple(rooflines.values()),
-                          timings=timings)
+    return AnalysisResult(**common, kernels=kernels, advice=advice, profile=profile,
+                          rooflines=tuple(rooflines.values()), timings=timings, depth=depth)
 
 
 @dataclass(frozen=True)
@@ -154,6 +179,7 @@ class _Study:
     trajectory: tuple[TrajectoryPoint, ...]
     what_if: WhatIfReport | None
     assumptions: tuple[Assumption, ...]
+    measured: bool = False
 
 
 def _measured_profile(report_path: Path, source: Path) -> Profile:
@@ -171,16 +197,24 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
     occ = occupancy(arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)
     measured_kernel = measured.kernel(fn.mangled) if measured else None
     if measured_kernel is not None:
-        return _Study(measured_kernel.launch, occ, measured_kernel, None, (), None, measured_kernel.provenance.assumptions)
+        return _Study(measured_kernel.launch, occ, measured_kernel, None, (), None, measured_kernel.provenance.assumptions,
+                      measured=True)
     if not options.emulate or occ.active_blocks_per_sm == 0:
         return _Study(launch, occ, None, None, (), None, resolved.assumptions)
     profile = emulate(program, fn, arch, device, options, program.source)
+    return _Study(launch, occ, profile, None, (), None, profile.provenance.assumptions)
+
+
+def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
+            study: _Study) -> _Study:
+    if study.profile is None or study.measured:
+        return study
     sens = sensitivity(program, fn, arch, device, options, program.source)
     wi = what_if(program, fn, arch, device, options, program.source)
     # The SM-count sweep is the roofline scaling trajectory (roofline-scaling-trajectories §3).
-    per_sm = [(f"{p.sms} SMs", float(p.sms), {k: v for k, v in profile.flops.items()},
-               {k: v for k, v in profile.bytes.items()}, p.seconds) for p in wi.sm_scaling]
-    return _Study(launch, occ, profile, sens, trajectory_points(per_sm), wi, profile.provenance.assumptions)
+    per_sm = [(f"{p.sms} SMs", float(p.sms), dict(study.profile.flops), dict(study.profile.bytes), p.seconds)
+              for p in wi.sm_scaling]
+    return replace(study, sensitivity=sens, what_if=wi, trajectory=trajectory_points(per_sm))
 
 
 def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline) -> KernelReport:

@@ -142,6 +142,8 @@ class AnalysisResult(BaseModel):
     advice: tuple[Advice, ...] = ()
     profile: Profile | None = None
     rooflines: tuple[KernelRoofline, ...] = ()
+    #: "quick": one emulation per kernel; "full": plus sensitivity and what-if sweeps
+    depth: Literal["quick", "full"] = "full"
     timings: dict[str, float] = Field(default_factory=dict)  # seconds per pipeline stage
 
     def kernel(self, name: str) -> KernelReport | None:

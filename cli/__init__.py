@@ -2,7 +2,8 @@
 
 Exit codes (documented in docs/cli.md):
   0  analysed
-  1  the file does not compile (errors printed as file:line:col: error: ...)
+  1  the file does not compile (errors printed as file:line:col: error: ...);
+     for `verify`: the advice's edit does not compile
   2  usage, input or toolchain problems, with an actionable message
   3  an internal error (a bug: please report it with the message)
 """
@@ -34,11 +35,26 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--nvcc", default=None, help="explicit nvcc path")
     a.add_argument("--arch-file", type=Path, default=None, help="TOML/JSON file overriding device specs")
     a.add_argument("--no-emulate", action="store_true", help="static facts only, no modeled profile")
+    a.add_argument("--quick", action="store_true",
+                   help="one emulation per kernel: skip sensitivity analysis and the what-if sweeps")
     a.add_argument("--json", action="store_true", help="print the result as JSON (schema: docs/json-schema.md)")
     a.add_argument("--html", type=Path, default=None, metavar="OUT", help="also write a self-contained HTML report")
     a.add_argument("--sarif", type=Path, default=None, metavar="OUT", help="also write SARIF 2.1.0")
     a.add_argument("--profile", type=Path, default=None, metavar="REPORT",
                    help="use a measured .ncu-rep for this file instead of the modeled profile")
+
+    v = sub.add_parser("verify", help="apply one advice's fix to a shadow copy, recompile and re-model it")
+    v.add_argument("file", type=Path)
+    v.add_argument("--advice", required=True, metavar="ID", help="the advice id `kernelscope analyze` prints")
+    v.add_argument("--arch", default="sm_90", help="target architecture (default sm_90)")
+    v.add_argument("--device", default=None, help="named product for peaks (default: the arch's flagship)")
+    v.add_argument("--flags", default="", help='extra nvcc flags, e.g. "-O3 -std=c++17"')
+    v.add_argument("--compile-commands", type=Path, default=None, help="compile_commands.json (file or directory)")
+    v.add_argument("--nvcc", default=None, help="explicit nvcc path")
+    v.add_argument("--arch-file", type=Path, default=None, help="TOML/JSON file overriding device specs")
+    v.add_argument("--fast-math", action="store_true", help="float math fixes use intrinsics (__powf, __expf)")
+    v.add_argument("--json", action="store_true", help="print the Verification as JSON")
+    v.set_defaults(no_emulate=False)
 
     i = sub.add_parser("import", help="read an Nsight Compute report (.ncu-rep) into the profile model")
     i.add_argument("report", type=Path)
@@ -74,7 +90,8 @@ def _analyze(args: argparse.Namespace) -> int:
     source: Path = args.file
     if not source.is_file():
         raise UsageError(f"{source}: no such file")
-    result = analyze(source.resolve(), _options(args), measured_report=args.profile)
+    result = analyze(source.resolve(), _options(args), measured_report=args.profile,
+                     depth="quick" if args.quick else "full")
     if args.html:
         from kernelscope.analysis.reports.html import render_html
 
@@ -96,6 +113,38 @@ def _analyze(args: argparse.Namespace) -> int:
     if errors and not result.kernels:
         return EXIT_COMPILE_ERROR
     return EXIT_COMPILE_ERROR if errors and not result.device_only else EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from kernelscope.analysis.fixes import attach_fixes
+    from kernelscope.analysis.pipeline import analyze
+    from kernelscope.analysis.verify import rank_actions, verify
+
+    source: Path = args.file
+    if not source.is_file():
+        raise UsageError(f"{source}: no such file")
+    options = _options(args)
+    baseline = analyze(source.resolve(), options)
+    if not baseline.compiled:
+        for m in baseline.messages:
+            if m.severity == "error":
+                print(f"{m.file}:{m.line or ''}: error: {m.message}", file=sys.stderr)
+        return EXIT_COMPILE_ERROR
+    advice = next((a for a in baseline.advice if a.id == args.advice), None)
+    if advice is None:
+        ids = ", ".join(f"{a.id} ({a.title})" for a in baseline.advice) or "none"
+        raise UsageError(f"no advice {args.advice} for {source}; the advice ids are: {ids}")
+    v = verify(source.resolve(), advice, options, baseline=baseline, fast_math=args.fast_math)
+    if args.json:
+        print(v.model_dump_json(indent=2))
+    else:
+        text = source.read_text(encoding="utf-8", errors="replace")
+        plan = rank_actions(attach_fixes([advice], text, fast_math=args.fast_math), [v])[0]
+        print(f"{advice.id}  {plan.title}  [{v.status.replace('_', ' ')}, {plan.kind}]")
+        print(f"  {v.reason}")
+        for e in v.compiler_errors:
+            print(f"  {e}")
+    return EXIT_COMPILE_ERROR if v.status == "does_not_compile" else EXIT_OK
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -138,7 +187,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handler = {"analyze": _analyze, "import": _import, "serve": _serve}[args.command]
+    handler = {"analyze": _analyze, "verify": _verify, "import": _import, "serve": _serve}[args.command]
     known = _known_errors()
     try:
         return handler(args)
