@@ -29,16 +29,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import isa
+from .cfg import CFG, build_cfg
 from .profile import KernelProfile, PCSample, StallReason
-from .sass import Instruction
+from .sass import Instruction, SassFunction
 
 if TYPE_CHECKING:  # the program builder is optional for hand-built fragments
     from .program import FunctionProgram
 
 # ---------------------------------------------------------------------------------------------
-# Opcode knowledge the blamer needs. Kept small and local: which pipe an instruction's result
-# comes back through decides which stall reason it can cause (Nsight Compute's warp-state
-# definitions: long scoreboard = L1TEX, short scoreboard = MIO, wait = fixed latency).
+# Which stall an instruction's result can cause. The opcode facts come from `isa` (the one
+# opcode table); this maps them to Nsight Compute's warp states: long scoreboard = the L1TEX
+# return path, short scoreboard = MIO, wait = a fixed-latency result.
 # ---------------------------------------------------------------------------------------------
 
 #: Categories of GPA Fig. 5 (plus synchronization for barrier stalls).
@@ -46,61 +48,39 @@ GLOBAL, LOCAL, CONSTANT = "global memory", "local memory", "constant memory"
 SHARED, ARITHMETIC, WAR, SYNC = "shared memory", "arithmetic", "WAR", "synchronization"
 MEMORY_CATEGORIES = frozenset({GLOBAL, LOCAL, CONSTANT})
 
-_TEXTURE = frozenset({"TEX", "TLD", "TLD4", "TMML", "TXD", "TXQ", "SULD", "SUST", "SUATOM", "SURED"})
-_SYNC = frozenset({"BAR", "SYNCS", "WARPSYNC", "BSYNC", "MEMBAR", "DEPBAR", "ERRBAR", "CCTL"})
-#: MIO-pipe producers (short scoreboard): special function unit, shuffles, special registers.
-_MIO = frozenset({"MUFU", "S2R", "SHFL", "MATCH", "REDUX", "POPC", "FLO", "BREV", "VOTEU",
-                  "LDSM", "STSM", "B2R", "R2B", "QSPC"})
-#: Conversions and FP64 run on the MIO pipe on consumer parts and fixed-latency pipes on
-#: HPC parts; they may explain either short-scoreboard or wait stalls.
-_EITHER = frozenset({"F2F", "F2I", "I2F", "I2I", "F2FP", "FRND", "DADD", "DMUL", "DFMA", "DSETP",
-                     "DMNMX", "DSET", "I2FP", "F2IP"})
-_CONTROL = frozenset({"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "EXIT", "KILL", "NOP", "BPT",
-                      "BSSY", "BREAK", "YIELD", "NANOSLEEP", "WARPGROUP"})
-
 #: Upper bounds of latency, in issue slots, for latency-based pruning (GPA §IV: "for variable
 #: latency instructions, we use their upper bounds … the TLB miss latency" — Jia et al. 2018
 #: measured L1 TLB misses beyond 1000 cycles on Volta; fixed-latency results need at most the
 #: 15-cycle stall count the control code can encode).
 LATENCY_BOUND = {"l1tex": 1024, "constant": 1024, "shared": 128, "mio": 128, "either": 128,
-                 "fixed": 15, "sync": 1024, "control": 15}
+                 "fixed": 15, "sync": 1024}
+
+#: FP64 and conversions run on the MIO pipe on consumer parts and on fixed-latency pipes on HPC
+#: parts, so they may explain either short-scoreboard or wait stalls.
+_EITHER_PIPES = frozenset({isa.Pipe.FP64, isa.Pipe.CONVERSION})
 
 
 def latency_class(ins: Instruction) -> str:
-    """Which return path an instruction's result takes: l1tex, constant, shared, mio, either, fixed, sync, control."""
-    op = ins.opcode
-    if op in _SYNC:
+    """Which return path an instruction's result takes: l1tex, constant, shared, mio, either, fixed, sync."""
+    if isa.is_sync(ins):
         return "sync"
-    if op in _CONTROL:
-        return "control"
     space = ins.memory_space
-    if op in _TEXTURE:
-        return "l1tex"
-    if space == "shared" or op in ("LDS", "STS", "ATOMS", "LDSM"):
+    if space == "shared":
         return "shared"
-    if space == "constant" or op == "LDC":
+    if space == "constant":
         return "constant"
-    if space in ("global", "local", "generic") or op in ("LDG", "STG", "LDL", "STL", "LD", "ST", "ATOM",
-                                                        "ATOMG", "RED", "LDGSTS", "UBLKCP", "UTMALDG"):
+    if space is not None:  # global, local, generic; isa files texture/surface fetches under global
         return "l1tex"
-    if op in _MIO:
-        return "mio"
-    if op in _EITHER:
+    if isa.pipe(ins) in _EITHER_PIPES:
         return "either"
-    if ins.control is not None and ins.control.write_barrier is not None:
-        return "mio"  # ptxas gave it a scoreboard: variable latency whatever the opcode
-    return "fixed"
-
-
-def is_sync(ins: Instruction) -> bool:
-    return ins.opcode in _SYNC or "inter-warp-barrier" in ins.attributes
+    return "mio" if isa.is_variable_latency(ins) else "fixed"
 
 
 #: Which latency classes may cause which dependency stall (GPA §IV, opcode-based pruning).
 _EXPLAINS: dict[StallReason, frozenset[str]] = {
     StallReason.long_scoreboard: frozenset({"l1tex", "constant"}),
     StallReason.short_scoreboard: frozenset({"shared", "mio", "either", "constant"}),
-    StallReason.wait: frozenset({"fixed", "either", "control"}),
+    StallReason.wait: frozenset({"fixed", "either"}),
     StallReason.barrier: frozenset({"sync"}),
 }
 #: The stall reasons GPA attributes to other instructions; all others are self-caused.
@@ -119,7 +99,7 @@ def category(ins: Instruction, war: bool = False) -> str:
     if cls == "shared":
         return SHARED
     if cls == "l1tex":
-        return LOCAL if ins.memory_space == "local" or ins.opcode in ("LDL", "STL") else GLOBAL
+        return LOCAL if ins.memory_space == "local" else GLOBAL
     return ARITHMETIC
 
 
@@ -199,28 +179,18 @@ class BlameResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# Flow: instruction-level predecessors (intra-function; calls fall through)
+# Flow: the function's CFG (`cfg.py`) at instruction granularity
 # ---------------------------------------------------------------------------------------------
 
-_UNCOND_END = frozenset({"EXIT", "RET", "KILL", "BRX", "JMX"})
+
+def function_cfg(instrs: Sequence[Instruction], function: str = "") -> CFG:
+    """The CFG of a bare instruction sequence (hand-built fragments have no `FunctionProgram`)."""
+    return build_cfg(SassFunction(mangled_name=function, name=function, is_kernel=True, instructions=tuple(instrs)))
 
 
 def instruction_predecessors(instrs: Sequence[Instruction]) -> tuple[tuple[int, ...], ...]:
     """Predecessors of every instruction (by index) in the function's control-flow graph."""
-    by_pc = {ins.pc: ins.index for ins in instrs}
-    preds: list[list[int]] = [[] for _ in instrs]
-    for k, ins in enumerate(instrs):
-        uncond = ins.predicate is None
-        if ins.branch_target is not None and ins.opcode in ("BRA", "JMP", "BRX", "JMX"):
-            t = by_pc.get(ins.branch_target)
-            if t is not None:
-                preds[t].append(k)
-            falls = not uncond
-        else:
-            falls = not (uncond and ins.opcode in _UNCOND_END)
-        if falls and k + 1 < len(instrs):
-            preds[k + 1].append(k)
-    return tuple(tuple(p) for p in preds)
+    return function_cfg(instrs).instruction_predecessors()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +230,7 @@ def _barrier_defs(ins: Instruction) -> dict[str, bool]:
 
 
 def _vdefs(ins: Instruction) -> set[str]:
-    return set(ins.defs) | set(_barrier_defs(ins)) | ({"SYNC"} if is_sync(ins) else set())
+    return set(ins.defs) | set(_barrier_defs(ins)) | ({"SYNC"} if isa.is_sync(ins) else set())
 
 
 def _vuses(ins: Instruction) -> set[str]:
@@ -361,12 +331,12 @@ def blame_instructions(
     samples: Mapping[int, PCSample],
     *,
     function: str = "",
-    preds: Sequence[Sequence[int]] | None = None,
+    cfg: CFG | None = None,
     latency_bound: Callable[[Instruction], int] | None = None,
     budget: int = 20000,
 ) -> BlameResult:
     """Blame the stall samples of one function's instructions (samples keyed by PC)."""
-    preds = preds if preds is not None else instruction_predecessors(instrs)
+    preds = (cfg or function_cfg(instrs, function)).instruction_predecessors()
     bound = latency_bound or (lambda ins: LATENCY_BOUND[latency_class(ins)])
     # Slices stop a little past the largest bound present, so that latency-pruned edges are
     # still seen (and reported) rather than silently missed.
@@ -385,7 +355,7 @@ def blame_instructions(
         for reason, n in s.samples.items():
             if n <= 0 or reason == StallReason.selected:
                 continue
-            if reason not in DEPENDENCY_STALLS or (reason == StallReason.barrier and is_sync(use)):
+            if reason not in DEPENDENCY_STALLS or (reason == StallReason.barrier and isa.is_sync(use)):
                 selfs.append(SelfBlame(j, use.pc, use.line, use.opcode, reason, n))
                 continue
             operands = ("SYNC",) if reason == StallReason.barrier else tuple(sorted(_vuses(use)))
@@ -438,6 +408,5 @@ def function_samples(function: str, profile: KernelProfile) -> dict[int, PCSampl
 def blame(function: FunctionProgram, profile: KernelProfile, *,
           latency_bound: Callable[[Instruction], int] | None = None) -> BlameResult:
     """GPA §IV over one function of a program, with the samples `profile` has for it."""
-    instrs = function.sass.instructions
-    return blame_instructions(instrs, function_samples(function.mangled, profile), function=function.mangled,
-                              preds=instruction_predecessors(instrs), latency_bound=latency_bound)
+    return blame_instructions(function.sass.instructions, function_samples(function.mangled, profile),
+                              function=function.mangled, cfg=function.cfg, latency_bound=latency_bound)

@@ -107,6 +107,15 @@ class CFG(BaseModel):
     def successors(self, block: int) -> tuple[int, ...]:
         return self.blocks[block].successors
 
+    def instruction_predecessors(self) -> tuple[tuple[int, ...], ...]:
+        """Predecessors of every instruction by index: the one before it inside its block, or the
+        last instruction of each predecessor block at a block's start."""
+        preds: list[tuple[int, ...]] = []
+        for b in self.blocks:
+            preds.append(tuple(sorted(self.blocks[p].last for p in b.predecessors)))
+            preds.extend((i - 1,) for i in range(b.start + 1, b.end))
+        return tuple(preds)
+
     def innermost_loop(self, index: int) -> Loop | None:
         b = self.block_of[index]
         inner = [lp for lp in self.loops if b in lp.body]

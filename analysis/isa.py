@@ -209,7 +209,9 @@ def pipe(instr: Instruction) -> Pipe:
 
 
 def is_sync(instr: Instruction) -> bool:
-    return opcode_info(instr.opcode).sync
+    # nvdisasm marks instructions that wait for other warps ("inter-warp-barrier"): that also
+    # covers barrier opcodes newer than this table.
+    return opcode_info(instr.opcode).sync or "inter-warp-barrier" in instr.attributes
 
 
 def is_variable_latency(instr: Instruction) -> bool:
