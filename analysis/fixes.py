@@ -512,6 +512,21 @@ def shared_memory_tiling_fix(advice: Advice, model: SourceModel, text: str) -> F
                edits=(SourceEdit(line=line, col=0, end_line=line, end_col=0, new_text=snippet),))
 
 
+def fast_math_fix(advice: Advice, model: SourceModel) -> Fix | None:
+    """Float math calls on the advice's lines replaced by their intrinsics (`expf` -> `__expf`).
+
+    Only calls already in single precision: an intrinsic takes floats, so a double `exp` would
+    change type as well as accuracy (that is the float-math-function fix's job first)."""
+    edits = tuple(SourceEdit(line=c.callee_span.start.line, col=c.callee_span.start.col, end_line=c.callee_span.end.line,
+                             end_col=c.callee_span.end.col, new_text=FAST_INTRINSICS[c.callee])
+                  for c in model.calls if c.callee in FAST_INTRINSICS and c.span.first_line in advice.lines)
+    if not edits:
+        return None
+    names = ", ".join(sorted({f"`{e.new_text}`" for e in edits}))
+    return Fix(kind="float_math_function", description=f"call the fast intrinsic{'s' if len(edits) > 1 else ''} {names}",
+               edits=edits)
+
+
 # ---------------------------------------------------------------------------- the fix of an advice
 
 
@@ -520,7 +535,8 @@ def fix_for(advice: Advice, model: SourceModel, text: str, *, fast_math: bool = 
 
     - a block-size fix from an optimizer changes only the block; it is rebuilt with the grid;
     - code reordering gets `hoist_load`, shared-memory tiling its template, where safe;
-    - with `fast_math`, float math functions become intrinsics where one exists."""
+    - with `fast_math` (the user's setting), float math functions become intrinsics where one
+      exists, and the fast-math advice gets that edit on its lines."""
     fix = advice.fix
     if (fix is not None and fix.kind == "block_size") or advice.optimizer == "thread_increase":
         new_block = _new_block_of(advice)
@@ -529,6 +545,8 @@ def fix_for(advice: Advice, model: SourceModel, text: str, *, fast_math: bool = 
         fix = hoist_load_fix(advice, model, text)
     elif fix is None and advice.optimizer == "shared_memory_tiling":
         fix = shared_memory_tiling_fix(advice, model, text)
+    elif fix is None and advice.optimizer == "fast_math" and fast_math:
+        fix = fast_math_fix(advice, model)
     if fix is not None and fast_math:
         fix = fast_math_variant(fix)
     return fix

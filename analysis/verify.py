@@ -154,8 +154,10 @@ def original_line(shadow_line: int, edits: Sequence[SourceEdit]) -> int:
         first = e.line + shift
         if shadow_line < first:
             break
-        if shadow_line <= first + e.new_text.count("\n"):
-            return e.line
+        if shadow_line < first + e.new_text.count("\n"):
+            return e.line  # a line the edit inserted
+        if shadow_line == first + e.new_text.count("\n"):
+            return e.end_line  # where the edit's text ends, the original continues
         shift += added
     return shadow_line - shift
 

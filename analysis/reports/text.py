@@ -63,7 +63,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
         out.append("  advice")
         for a in advice:
             est = f"verified {a.verified_speedup:.2f}x, " if a.verified_speedup else ""
-            out.append(f"    line {a.lines[0]}: {a.title} ({est}est. {a.estimate.speedup:.2f}x, "
+            out.append(f"    {a.id}  line {a.lines[0]}: {a.title} ({est}est. {a.estimate.speedup:.2f}x, "
                        f"{_pct(a.importance)} of samples) [{a.provenance}]")
     return out
 
