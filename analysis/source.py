@@ -258,6 +258,9 @@ class LaunchSite(BaseModel):
     name_span: Span
     config: tuple[LaunchConfigArg, ...]  # grid, block[, smem[, stream]]
     args: tuple[str, ...]
+    # Each argument folded like the config is (literals, file constants, #defines, locals of the
+    # launching function assigned once), so the emulator knows e.g. a stride the kernel reads.
+    arg_values: tuple[int | None, ...] = ()
     function: str | None
 
     @property
@@ -1346,13 +1349,15 @@ def _launch(node: Node, syntax: Node, loc: _Locator, function: str | None, env: 
         LaunchConfigArg(text=_text(c).strip(), dims=_fold_dims(c, env), span=loc.span(c))
         for c in _arguments(syntax)
     )
+    args = _arguments(node.child_by_field_name("arguments"))
     return LaunchSite(
         kernel=_text(name),
         kernel_text=_text(callee),
         span=loc.span(node),
         name_span=loc.span(callee),
         config=config,
-        args=tuple(_text(a) for a in _arguments(node.child_by_field_name("arguments"))),
+        args=tuple(_text(a) for a in args),
+        arg_values=tuple(_fold(a, env) for a in args),
         function=function,
     )
 

@@ -179,6 +179,7 @@ def test_strided_launch_folds_local_constants():
     assert site.grid.text == "(n + threads - 1) / threads"
     assert site.grid.value == 4096 and site.block.value == 256
     assert site.args[-1] == "stride"
+    assert site.arg_values == (None, None, 1 << 20, 32)  # dIn, dOut, n, stride: locals of main
 
 
 def test_small_grid_launch_and_annotation():
@@ -186,6 +187,7 @@ def test_small_grid_launch_and_annotation():
     (site,) = model.launch_sites
     assert (site.grid.value, site.block.value) == (4, 128)
     assert site.shared_mem is None and site.stream is None
+    assert site.arg_values == (1 << 24, None, None, None)  # n, 2.0f, dX, dY
     assert site.col == text.splitlines()[site.line - 1].index("saxpy_grid_stride<<<")
     (note,) = model.annotations
     assert note.function == "saxpy_grid_stride"
@@ -359,6 +361,43 @@ def test_launch_site_folding_rules():
     assert second.block.dims == (8, 8, 2)
     assert third.grid.value is None and third.block.dims == (64, 2, 1)
     assert third.launch_config() is None
+
+
+def test_launch_argument_folding_rules():
+    src = (
+        "#define N (1 << 12)\n"
+        "const int kStride = 4;\n"
+        "enum { kPad = 3 };\n"
+        "__global__ void k(float* a, int n, int s, int t, int u, int v, int w, long x, float f) {}\n"
+        "void launch(int argc) {\n"
+        "  float* p;\n"
+        "  int once = N / kStride;\n"
+        "  int twice = 8;\n"
+        "  twice *= 2;\n"
+        "  unsigned taken = 5;\n"
+        "  scanf(\"%u\", &taken);\n"
+        "  dim3 blk(32, 4);\n"
+        "  k<<<1, blk>>>(p, N, kStride * 2 + kPad, once, twice, argc, taken, (long)sizeof(float) << 3, 1.5f);\n"
+        "}\n"
+    )
+    (site,) = parse_source(src).launch_sites
+    assert len(site.arg_values) == len(site.args) == 9
+    assert site.arg_values == (None, 4096, 11, 1024, None, None, None, 32, None)
+    # The block is folded by the same rules: the dim3 local is a config, never an argument value.
+    assert site.block.dims == (32, 4, 1)
+
+
+def test_launch_argument_values_follow_the_launching_function():
+    src = (
+        "__global__ void k(int n) {}\n"
+        "void a() { const int n = 64; k<<<1, 32>>>(n); }\n"
+        "void b(int n) { k<<<1, 32>>>(n); }\n"
+        "void c() { int n = 7; { int n = 9; } k<<<1, 32>>>(n); }\n"
+    )
+    first, second, third = parse_source(src).launch_sites
+    assert first.arg_values == (64,)
+    assert second.arg_values == (None,)  # a parameter of the host function
+    assert third.arg_values == (None,)  # declared twice: which one reaches the launch is not tracked
 
 
 def test_parameter_shadows_a_file_constant():

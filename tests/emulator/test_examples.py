@@ -118,12 +118,12 @@ def test_noinline_callee_is_emulated(programs, target):
 def test_strided_access_is_uncoalesced_once_the_stride_is_known(programs, target):
     prog = programs["strided_access"]
     k = prog.kernels[0]
-    # `stride` is a run-time argument: the analysis cannot see it and assumes coalesced ...
-    p = emulate(prog, k, *target, AnalysisOptions())
-    assert any(a.name == "coalescing" and a.source == "default" for a in p.provenance.assumptions)
+    # A hint overrides the launch site's `stride` (32, a local of main): with stride 1 the read is coalesced ...
+    p = emulate(prog, k, *target, AnalysisOptions(launch_hints={"strided_copy": LaunchHint(values={"stride": 1})}))
+    assert not any(a.name == "coalescing" for a in p.provenance.assumptions)
     threads = p.launch.blocks * p.launch.threads_per_block
-    # ... until a hint gives its value: then each lane reads its own sector (SAAKE §4.4)
-    hinted = emulate(prog, k, *target, AnalysisOptions(launch_hints={"strided_copy": LaunchHint(values={"stride": 32})}))
+    # ... and with the launch site's value each lane reads its own sector (SAAKE §4.4)
+    hinted = emulate(prog, k, *target, AnalysisOptions())
     assert hinted.bytes["dram"] > 3 * p.bytes["dram"]
     assert hinted.bytes["dram"] >= 32 * threads
     assert hinted.duration_s > 2 * p.duration_s
