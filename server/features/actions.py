@@ -1,42 +1,35 @@
-"""Code actions: a quick fix per advice with a mechanical fix, a guidance action for the rest.
+"""Code actions: `analysis.verify.rank_actions` decides, this module translates to LSP.
 
+A quick fix per advice whose edit is safe to offer (titled with its verified and estimated
+speedup), a "Verify" action for fixes not yet verified, and an "Explain" guidance action for
+advice without an edit or whose edit was withheld (does not compile, or re-modeled slower).
 Edits are only offered while every line they touch is unchanged since the analysis;
 otherwise their columns could land in the wrong place.
 """
 
 from __future__ import annotations
 
-import re
+import asyncio
+import hashlib
+import threading
+from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 
-from kernelscope.analysis.advice import Advice, SourceEdit
+from kernelscope.analysis.advice import Advice, Fix, SourceEdit
+from kernelscope.analysis.fixes import attach_fixes, plain_text
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.results import AnalysisResult
+from kernelscope.analysis.verify import ActionPlan, Verification, VerificationCache, rank_actions, verify
 
 from ..tracking import ResultView
 from . import diagnostics
 
 EXPLAIN = "kernelscope.explain"
+VERIFY = "kernelscope.verifyAdvice"
 
-_PLACEHOLDER = re.compile(r"\$\{\d+(?::([^${}]*))?\}|\$\{\d+\|([^|]*)\|\}|\$\d+")
-
-
-def plain_text(snippet: str) -> str:
-    """The snippet as plain text: placeholders become their defaults (first choice), tab stops vanish."""
-    # Escaped characters (\$, \}, \\) are literal: hide them from the placeholder pattern first.
-    escapes = {"\\\\": "\ue002", "\\$": "\ue000", "\\}": "\ue001"}
-    text = snippet
-    for esc, mark in escapes.items():
-        text = text.replace(esc, mark)
-    while True:  # innermost placeholders first, so nested ones resolve
-        new = _PLACEHOLDER.sub(lambda m: m.group(1) if m.group(1) is not None
-                               else (m.group(2).split(",")[0] if m.group(2) is not None else ""), text)
-        if new == text:
-            break
-        text = new
-    for esc, mark in escapes.items():
-        text = text.replace(mark, esc[1])
-    return text
-
+__all__ = ["EXPLAIN", "VERIFY", "VERIFIER", "build", "plain_text", "plans", "supports_snippets", "verify_command"]
 
 def supports_snippets(caps: types.ClientCapabilities) -> bool:
     ws = caps.workspace
@@ -54,17 +47,16 @@ def _edit_range(view: ResultView, e: SourceEdit) -> types.Range | None:
     return types.Range(start=start, end=end)
 
 
-def _fix_edit(view: ResultView, uri: str, version: int | None, a: Advice, snippets: bool) -> types.WorkspaceEdit | None:
-    assert a.fix is not None
+def _fix_edit(view: ResultView, uri: str, version: int | None, fix: Fix, snippets: bool) -> types.WorkspaceEdit | None:
     edits: list[types.TextEdit | types.SnippetTextEdit] = []
-    for e in a.fix.edits:
+    for e in fix.edits:
         rng = _edit_range(view, e)
         if rng is None:
             return None
-        if a.fix.is_snippet and snippets:
+        if fix.is_snippet and snippets:
             edits.append(types.SnippetTextEdit(range=rng, snippet=types.StringValue(value=e.new_text)))
         else:
-            text = plain_text(e.new_text) if a.fix.is_snippet else e.new_text
+            text = plain_text(e.new_text) if fix.is_snippet else e.new_text
             edits.append(types.TextEdit(range=rng, new_text=text))
     if any(isinstance(e, types.SnippetTextEdit) for e in edits):
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
@@ -78,10 +70,66 @@ def _overlaps(a: types.Range, b: types.Range) -> bool:
         (b.start.line, b.start.character) <= (a.end.line, a.end.character)
 
 
+class Verifier:
+    """The server's verifications: a cache (memory, and disk once `configure`d) and the latest
+    outcome per (file digest, advice id), which code actions read."""
+
+    def __init__(self) -> None:
+        self.cache = VerificationCache()
+        self._latest: dict[tuple[str, str], Verification] = {}
+        self._fixed: dict[tuple[str, bool], tuple[Advice, ...]] = {}
+        self._lock = threading.Lock()
+
+    def configure(self, directory: Path | None) -> None:
+        if directory != self.cache.directory:
+            self.cache = VerificationCache(directory)
+
+    def for_result(self, result: AnalysisResult) -> dict[str, Verification]:
+        with self._lock:
+            return {aid: v for (sha, aid), v in self._latest.items() if sha == result.source_sha256}
+
+    def advice(self, result: AnalysisResult, fast_math: bool = False) -> tuple[Advice, ...]:
+        """The result's advice with the fixes `fixes.fix_for` completes (block size with grid, hoisted
+        load, tiling template). Those need the analysed text: the file on disk while it still has
+        the analysed digest; otherwise the optimizers' own fixes."""
+        key = (result.source_sha256, fast_math)
+        with self._lock:
+            if key in self._fixed:
+                return self._fixed[key]
+        try:
+            data = Path(result.source).read_bytes()
+        except OSError:
+            data = b""
+        if hashlib.sha256(data).hexdigest() != result.source_sha256:
+            return result.advice
+        fixed = attach_fixes(result.advice, data.decode("utf-8", errors="replace"), fast_math=fast_math)
+        with self._lock:
+            if len(self._fixed) > 64:
+                self._fixed.clear()
+            self._fixed[key] = fixed
+        return fixed
+
+    def run(self, result: AnalysisResult, advice: Advice, options: AnalysisOptions, fast_math: bool = False
+            ) -> Verification:
+        """Blocking (compiles): call it from an executor."""
+        v = verify(Path(result.source), advice, options, baseline=result, cache=self.cache, fast_math=fast_math)
+        with self._lock:
+            self._latest[(result.source_sha256, advice.id)] = v
+        return v
+
+
+VERIFIER = Verifier()
+
+
+def plans(view: ResultView, fast_math: bool = False) -> list[ActionPlan]:
+    return rank_actions(VERIFIER.advice(view.result, fast_math), VERIFIER.for_result(view.result))
+
+
 def build(view: ResultView, uri: str, version: int | None, requested: types.Range,
-          snippets: bool) -> list[types.CodeAction]:
+          snippets: bool, fast_math: bool = False) -> list[types.CodeAction]:
     out: list[types.CodeAction] = []
-    for a in sorted(view.result.advice, key=lambda a: -a.speedup):
+    for plan in plans(view, fast_math):
+        a = plan.advice
         diag = diagnostics.advice_diagnostic(view, uri, a)
         if diag is None:
             continue
@@ -89,14 +137,42 @@ def build(view: ResultView, uri: str, version: int | None, requested: types.Rang
         line_range = view.range(a.lines[0], 0, len(view.text_now(diag.range.start.line)))
         if line_range is None or not _overlaps(line_range, requested):
             continue
-        title = f"{a.title} (est. {a.speedup:.2f}×)"
-        if a.fix is not None:
-            edit = _fix_edit(view, uri, version, a, snippets)
+        if plan.kind == "quickfix" and plan.fix is not None:
+            edit = _fix_edit(view, uri, version, plan.fix, snippets)
             if edit is not None:
-                out.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+                out.append(types.CodeAction(title=plan.title, kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
                                             edit=edit, is_preferred=not out))
+                if plan.verification is None:
+                    out.append(types.CodeAction(
+                        title=f"Verify: {plan.title}", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+                        command=types.Command(title=f"Verify: {a.title}", command=VERIFY, arguments=[uri, a.id])))
                 continue
+        withheld = ""
+        if plan.verification is not None and plan.verification.status in ("does_not_compile", "slower"):
+            withheld = " — edit withheld: " + ("it does not compile" if plan.verification.status == "does_not_compile"
+                                               else "predicted slower")
         out.append(types.CodeAction(
-            title=f"Explain: {title}", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
+            title=f"Explain: {plan.title}{withheld}", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
             command=types.Command(title=f"Explain: {a.title}", command=EXPLAIN, arguments=[uri, a.id])))
     return out
+
+
+async def verify_command(ls: Any, uri: str, advice_id: str) -> dict[str, Any] | None:
+    """`kernelscope.verifyAdvice [uri, advice id]`: verify in the background, then refresh what shows it.
+
+    Returns the Verification as JSON (the client may show `reason`), or None for an unknown id."""
+    view = ls.view(uri)
+    if view is None:
+        return None
+    found = next((a for a in VERIFIER.advice(view.result) if a.id == advice_id), None)
+    if found is None or found.fix is None:
+        return None
+    VERIFIER.configure(ls.cache_dir() / "verify")
+    loop = asyncio.get_running_loop()
+    v = await loop.run_in_executor(None, VERIFIER.run, view.result, found, ls.settings.analysis)
+    if uri in ls.docs:
+        ls.publish(uri)
+        ws = ls.client_capabilities.workspace
+        if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
+            ls.workspace_code_lens_refresh(None)
+    return v.model_dump(mode="json")
