@@ -18,7 +18,7 @@ from pathlib import Path
 from .advisor import advise
 from .arch import ArchSpec, DeviceSpec, load_arch_specs
 from .compile import CompilerMessage, KernelResources, compile_cuda
-from .emulator.launch import resolve_launch
+from .emulator.launch import ResolvedLaunch, resolve_launch
 from .emulator.model import SensitivityReport, WhatIfReport, emulate, sensitivity, what_if
 from .occupancy import Occupancy, occupancy
 from .options import AnalysisOptions
@@ -119,12 +119,16 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     report("model", 0.6)
     t = time.perf_counter()
     measured = _measured_profile(measured_report, source) if measured_report else None
-    facts = {fn.mangled: kernel_facts(program, fn, arch, options.default_trip_count) for fn in program.kernels}
+    facts: dict[str, KernelFacts] = {}
     studies: dict[str, _Study] = {}
     for n, fn in enumerate(program.kernels):
         cancel.check()
         report(f"model {fn.name.split('(')[0]}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
-        studies[fn.mangled] = _study(program, fn, arch, device, options, measured)
+        resolved = resolve_launch(fn.name, program.source, options, device.sm_count)
+        studies[fn.mangled] = study = _study(program, fn, arch, device, options, measured, resolved)
+        # Memory-access facts depend on which threads share a warp: the (measured or resolved) block.
+        facts[fn.mangled] = kernel_facts(program, fn, arch, options.default_trip_count, block=study.launch.block,
+                                         values=resolved.values)
     timings["model"] = time.perf_counter() - t
     common = dict(base, compiled=True, device_only=compiled.device_only, messages=tuple(messages))
     if not program.kernels:
@@ -189,8 +193,7 @@ def _measured_profile(report_path: Path, source: Path) -> Profile:
 
 
 def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
-           measured: Profile | None) -> _Study:
-    resolved = resolve_launch(fn.name, program.source, options, device.sm_count)
+           measured: Profile | None, resolved: ResolvedLaunch) -> _Study:
     launch = resolved.launch
     regs = fn.resources.registers if fn.resources else 0
     smem = fn.resources.static_smem if fn.resources else 0

@@ -2,20 +2,23 @@
 
 Instruction mix, FLOPs and bytes per execution, and the patterns CUDA developers look for
 (FP64 conversions and their source cause, integer division, non-inlined calls, rolled loops,
-spills and local memory). The advisor turns these into advice; without a profile they still
-rank lines by a static issue cost.
+spills and local memory; with the launch's block shape, uncoalesced global accesses and
+shared-memory bank conflicts). The advisor turns these into advice; without a profile they
+still rank lines by a static issue cost.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
 from . import isa
 from .arch import ArchSpec
 from .arch import InstrClass as ArchClass
-from .program import FunctionProgram, Program, source_line_of
+from .emulator.memory import TX, AddressAnalysis, lane_addresses, memory_shapes, param_offsets
+from .program import FunctionProgram, Program, base_name, source_line_of
 from .results import LineReport, StaticFact
 
 #: Math-library calls that are double precision when given floats without an `f` suffix.
@@ -56,7 +59,10 @@ def _issue_cycles(instr, arch: ArchSpec) -> float:
     return gap if gap else 1.0
 
 
-def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_trip: int = 64) -> KernelFacts:
+def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_trip: int = 64,
+                 block: tuple[int, int, int] | None = None, values: Mapping[str, int] | None = None) -> KernelFacts:
+    """`block` is the launch's block shape (it decides which threads share a warp); without it
+    no memory-access facts are given. `values` are known kernel-argument values (by name)."""
     path = program.source_path
     mix: Counter[str] = Counter()
     flops: dict[str, float] = defaultdict(float)
@@ -92,10 +98,11 @@ def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_
                    bytes_per_execution=dict(e["bytes"]), sass=tuple(e["sass"]), static_cost=e["cost"])
         for ln, e in sorted(per_line.items()))
     return KernelFacts(instruction_mix=dict(mix), flops_per_thread=dict(flops), bytes_per_thread=dict(nbytes),
-                       facts=_patterns(program, fn), lines=lines)
+                       facts=_patterns(program, fn, arch, block, values or {}), lines=lines)
 
 
-def _patterns(program: Program, fn: FunctionProgram) -> tuple[StaticFact, ...]:
+def _patterns(program: Program, fn: FunctionProgram, arch: ArchSpec, block: tuple[int, int, int] | None,
+              values: Mapping[str, int]) -> tuple[StaticFact, ...]:
     path = program.source_path
     src = program.source
     facts: list[StaticFact] = []
@@ -159,4 +166,56 @@ def _patterns(program: Program, fn: FunctionProgram) -> tuple[StaticFact, ...]:
     for ln, count in sorted((k, v) for k, v in local_lines.items() if k is not None):
         facts.append(StaticFact(kind="local_memory", line=ln, count=count,
                                 detail=f"{count} local-memory access(es) (spills or a dynamically indexed private array)"))
+    if block is not None:
+        facts += _memory_access_facts(program, fn, arch, block, values, line_of)
     return tuple(facts)
+
+
+def _memory_access_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, block: tuple[int, int, int],
+                         values: Mapping[str, int], line_of) -> list[StaticFact]:
+    """Uncoalesced global accesses and shared bank conflicts, from the emulator's address analysis.
+
+    The analysis follows each address back to an affine function of threadIdx/blockIdx and lays
+    the 32 lanes of a warp over `block`; an access it cannot follow is not reported (the
+    emulator assumes it coalesced).
+    """
+    sfn = program.source.kernel(base_name(fn.name))
+    params = param_offsets(arch.compute_capability[0], [(p.name, p.is_pointer, p.type_text) for p in sfn.params],
+                           dict(values)) if sfn is not None else {}
+    instrs = fn.sass.instructions
+    # The grid only sets L2 reuse, which is not a fact about the code.
+    shapes = memory_shapes(fn.mangled, instrs, block, (1, 1, 1), 0.0, arch.warp_size, params)
+    addresses = AddressAnalysis(instrs, params)
+    worst: dict[tuple[int, str], tuple[float, int, str]] = {}  # (line, kind) -> (cost, count, detail)
+    for x in instrs:
+        shape = shapes.get((fn.mangled, x.pc))
+        ln = line_of(x)
+        if shape is None or ln is None:
+            continue
+        space = x.memory_space
+        width = max(1, isa.access_bytes(x) or 4)
+        addr, _ = addresses.address(x)
+        offsets = lane_addresses(addr, block, arch.warp_size) if addr is not None else None
+        tx = addr.coeffs[TX] if addr is not None else None
+        stride = (f"consecutive threads are {tx} B apart" if tx else
+                  f"lanes at byte offsets {', '.join(map(str, offsets[:4]))}, …" if offsets else "address not affine")
+        what = {isa.Access.LOAD: "load", isa.Access.STORE: "store"}.get(isa.access_direction(x), "atomic")
+        if space in ("global", "generic") and shape.pattern in ("strided", "uncoalesced"):
+            # A coalesced warp request of `width`-byte elements touches 32·width/32 sectors.
+            sectors, ideal = round(shape.bytes_l1 / 32), max(1, arch.warp_size * width // 32)
+            kind, cost = "uncoalesced_access", sectors / ideal
+            detail = (f"uncoalesced global {what}: each warp request touches {sectors} 32-byte sectors where a "
+                      f"coalesced one touches {ideal} ({stride}, {width} B per thread)")
+        elif space == "shared" and shape.pattern == "bank_conflict":
+            replays, ideal = int(shape.wavefronts), max(1, arch.warp_size * width // 128)
+            kind, cost = "bank_conflict", replays / ideal
+            detail = (f"{round(cost)}-way shared-memory bank conflict on a {what}: each warp access is served in "
+                      f"{replays} wavefronts instead of {ideal} ({stride}, {width} B per thread)")
+        else:
+            continue
+        prev = worst.get((ln, kind))
+        count = prev[1] + 1 if prev else 1
+        worst[(ln, kind)] = (cost, count, detail) if prev is None or cost > prev[0] else (prev[0], count, prev[2])
+    return [StaticFact(kind=kind, line=ln, count=count,
+                       detail=detail + (f"; {count} such instructions on this line" if count > 1 else ""))
+            for (ln, kind), (_, count, detail) in sorted(worst.items())]

@@ -37,6 +37,7 @@ class Analysed:
 def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arch: str = "sm_90",
             options: AnalysisOptions | None = None, with_what_if: bool = False) -> Analysed:
     from kernelscope.analysis.compile import compile_cuda
+    from kernelscope.analysis.emulator.launch import resolve_launch
     from kernelscope.analysis.pipeline import _resources
     from kernelscope.analysis.program import build_program
     from kernelscope.analysis.sass import disassemble
@@ -56,7 +57,10 @@ def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arc
     cat = load_arch_specs()
     arch_spec = cat.arch(options.arch)
     device = cat.default_device(arch_spec)
-    facts = {fn.mangled: kernel_facts(program, fn, arch_spec, options.default_trip_count).facts for fn in program.kernels}
+    launches = {fn.mangled: resolve_launch(fn.name, src, options, device.sm_count) for fn in program.kernels}
+    facts = {fn.mangled: kernel_facts(program, fn, arch_spec, options.default_trip_count,
+                                      block=launches[fn.mangled].launch.block, values=launches[fn.mangled].values).facts
+             for fn in program.kernels}
     profiles, what_ifs = [], {}
     if emulate:
         try:

@@ -296,6 +296,34 @@ void run(const float* a, const float* b, float* c) { k<<<dim3(64, 64), dim3(16, 
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     y[i] = a * x[i] + y[i];  // MARK
 }""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y, 2.0f")),
+    "coalesced_access": (
+        """__global__ void k(const float* __restrict__ x, float* __restrict__ y, int s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = x[(size_t)i * s];  // MARK
+}""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y, 32"),
+        """__global__ void k(const float* __restrict__ x, float* __restrict__ y, int s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = x[(size_t)i * s];  // MARK
+}""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y, 1")),
+    "bank_conflicts": (
+        """__global__ void k(const float* __restrict__ in, float* __restrict__ out)
+{
+    __shared__ float tile[32][32];
+    unsigned tx = threadIdx.x, ty = threadIdx.y;
+    tile[ty][tx] = in[(blockIdx.x * 32 + ty) * 32 + tx];
+    __syncthreads();
+    out[(blockIdx.x * 32 + ty) * 32 + tx] = tile[tx][ty];  // MARK
+}""" + launch("k", "N / 1024", "dim3(32, 32)", "const float* x, float* y|x, y"),
+        """__global__ void k(const float* __restrict__ in, float* __restrict__ out)
+{
+    __shared__ float tile[32][33];
+    unsigned tx = threadIdx.x, ty = threadIdx.y;
+    tile[ty][tx] = in[(blockIdx.x * 32 + ty) * 32 + tx];
+    __syncthreads();
+    out[(blockIdx.x * 32 + ty) * 32 + tx] = tile[tx][ty];  // MARK
+}""" + launch("k", "N / 1024", "dim3(32, 32)", "const float* x, float* y|x, y")),
 }
 
 #: Optimizers whose expected line is the launch site rather than a marked line.
@@ -337,3 +365,38 @@ def test_block_increase_uses_the_emulators_grid_scaling(toolchain, tmp_path):
     assert "what-if" in a.estimate.formula
     r = analyse(H + src + launch("k", "1024", "128", "const float* x, float* y|N, x, y"), toolchain, tmp_path)
     assert not r.by("block_increase")
+
+
+TILED_2D = """#define T 4
+__global__ void k(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int n)
+{
+    __shared__ float As[T][T], Bs[T][T];
+    int r = blockIdx.y * T + threadIdx.y, c = blockIdx.x * T + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < n / T; ++t) {
+        As[threadIdx.y][threadIdx.x] = A[r * n + t * T + threadIdx.x];
+        Bs[threadIdx.y][threadIdx.x] = B[(t * T + threadIdx.y) * n + c];
+        __syncthreads();
+        for (int j = 0; j < T; ++j)
+            acc += As[threadIdx.y][j] * Bs[j][threadIdx.x];
+        __syncthreads();
+    }
+    C[r * n + c] = acc;
+}
+void run(const float* a, const float* b, float* c) { k<<<dim3(256, 256), dim3(T, T)>>>(a, b, c, 1024); }
+"""
+
+
+def test_no_block_size_advice_for_a_2d_tile(toolchain, tmp_path):
+    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.occupancy import occupancy
+
+    r = analyse(H + TILED_2D, toolchain, tmp_path)
+    # The launch is held back by the blocks-per-SM cap, the case thread_increase fires on for a 1-D
+    # block (test_positive) ...
+    (kernel,) = r.program.kernels
+    occ = occupancy(load_arch_specs().arch("sm_90"), 16, kernel.resources.registers, 0, kernel.resources.static_smem)
+    assert occ.limiter.value == "blocks" and occ.occupancy < 1.0
+    # ... but the 4 x 4 block is the tile the kernel indexes: another thread count is not a valid launch.
+    assert not r.by("thread_increase"), [a.message for a in r.by("thread_increase")]
+    assert not [a for a in r.advice if a.fix is not None and a.fix.kind == "block_size"]
