@@ -295,7 +295,7 @@ class Engine:
             else:
                 self.ctx_blocked[ctx][pipe] = p.admit - p.backlog
         else:
-            fin = self._memory(mem, t, shp, ctx)
+            fin = self._memory(mem, t, shp, ctx, i)
         sb = w.sb
         if defs:
             ready, reason = sb.reg_ready, sb.reg_reason
@@ -389,11 +389,11 @@ class Engine:
                 for h in hooks:
                     h(w, i, reason, part, b)
 
-    def _memory(self, mem: int, t: float, shp, ctx: int) -> float:
+    def _memory(self, mem: int, t: float, shp, ctx: int, slot: int) -> float:
         pipes = self.ctx_pipes[ctx]
         memory = self.ctx_memory[ctx]
         if mem == M_GLOBAL:
-            fin = memory.global_access(t, shp.wavefronts, shp.requests, shp.l2_hit_rate)
+            fin = memory.global_access(t, shp.wavefronts, shp.requests, shp.l2_hit_rate, slot)
         elif mem == M_SHARED:
             fin = pipes[_SHARED].accept(t, shp.wavefronts)
         elif mem == M_CONSTANT:

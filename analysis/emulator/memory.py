@@ -272,10 +272,25 @@ def lane_addresses(addr: Affine, block: tuple[int, int, int], warp_size: int = 3
     return [sum((addr.coeffs[d] or 0) * t[d] for d in range(3) if varies[d]) for t in threads]
 
 
+#: Bytes the L1/shared data array returns to (or takes from) the register file per cycle and SM:
+#: one wavefront. "The return bandwidth of L1 and shared memory is 128 bytes/cycle == 1
+#: register/cycle ... LDS.128 requires 4 requests per instruction as it returns 4 registers"
+#: (NVIDIA developer forum, t/77228). The roofline's L1/shared ceiling is the same 128 B/clk/SM
+#: (`arch.SHARED_BYTES_PER_CLOCK_PER_SM`), so a warp request of 32 × `width` bytes takes at least
+#: 32 × width / 128 wavefronts even when every lane reads the same word. (CC 7.x can pack uniform
+#: addresses two lanes per register slot; not modeled, which keeps the model under its ceiling.)
+WAVEFRONT_BYTES = 128
+
+
+def data_wavefronts(width: int, warp_size: int = 32) -> int:
+    """Wavefronts a full warp's `width`-byte-per-lane data needs on the 128 B/clk data path."""
+    return max(1, -(-warp_size * width // WAVEFRONT_BYTES))
+
+
 def global_shape(offsets: list[int] | None, width: int, hit_rate: float) -> MemoryShape:
     if offsets is None:  # the "unknown" assumption: coalesced
         sectors = max(1, len(range(0, 32 * width, 32)))
-        return MemoryShape(wavefronts=max(1.0, 32 * width / 128), requests=sectors * 32 / 128,
+        return MemoryShape(wavefronts=float(data_wavefronts(width)), requests=sectors * 32 / 128,
                            l2_hit_rate=hit_rate, bytes_l1=32.0 * width, pattern="unknown")
     sec: set[int] = set()
     lines: set[int] = set()
@@ -288,22 +303,27 @@ def global_shape(offsets: list[int] | None, width: int, hit_rate: float) -> Memo
     ideal = max(1, -(-32 * width // 32))
     pattern = ("broadcast" if distinct == 1 else "coalesced" if len(sec) <= ideal
                else "uncoalesced" if len(sec) >= len(offsets) else "strided")
-    return MemoryShape(wavefronts=float(max(1, len(lines))), requests=len(sec) * 32 / 128,
+    # one wavefront per 128 B line, and never fewer than the data path needs for 32 × width bytes
+    return MemoryShape(wavefronts=float(max(data_wavefronts(width), len(lines))), requests=len(sec) * 32 / 128,
                        l2_hit_rate=hit_rate, bytes_l1=float(len(sec) * 32), pattern=pattern)
 
 
 def shared_shape(offsets: list[int] | None, width: int) -> MemoryShape:
-    """Replays = max distinct 4 B words in one of 32 banks (same word: broadcast, no conflict)."""
+    """Replays = max distinct 4 B words in one of 32 banks (same word: broadcast, no conflict).
+
+    Wavefronts = max(replays, the data path's 32 × width / 128): a broadcast LDS.128 has no
+    conflict but still returns 512 B, four 128 B wavefronts (see `WAVEFRONT_BYTES`).
+    """
     if offsets is None:
-        return MemoryShape(wavefronts=max(1.0, 32 * width / 128), requests=0.0, bytes_l1=32.0 * width,
+        return MemoryShape(wavefronts=float(data_wavefronts(width)), requests=0.0, bytes_l1=32.0 * width,
                            pattern="unknown")
     banks: dict[int, set[int]] = {}
     for a in offsets:
         for b in range(a // 4, (a + max(width, 4) - 1) // 4 + 1):
             banks.setdefault(b % 32, set()).add(b)
     replays = max(len(v) for v in banks.values())
-    ideal = max(1, 32 * width // 128)
-    return MemoryShape(wavefronts=float(replays), requests=0.0, bytes_l1=32.0 * width,
+    ideal = data_wavefronts(width)
+    return MemoryShape(wavefronts=float(max(replays, ideal)), requests=0.0, bytes_l1=32.0 * width,
                        pattern="coalesced" if replays <= ideal else "bank_conflict")
 
 

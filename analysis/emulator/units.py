@@ -204,7 +204,10 @@ class MemoryHierarchy:
 
     Global/local: LSU (one admission per 128 B wavefront) then L2 (per 128 B of sectors); a miss
     continues to DRAM. SAAKE assigns each access to L2 or DRAM at random with the given hit
-    probability; we do the same deterministically with error diffusion (same rate, reproducible).
+    probability; we do the same deterministically with error diffusion, one accumulator per
+    instruction, so each instruction's misses match its own rate (one accumulator shared by
+    instructions of different rates would send the wrong share to DRAM, and the DRAM pipe would
+    then see fewer or more bytes than the traffic report counts).
     Shared: the shared pipe, replayed once per bank-conflict wavefront. Constant: the constant
     cache. Atomics: the atomic unit after the LSU.
     """
@@ -213,22 +216,21 @@ class MemoryHierarchy:
 
     def __init__(self, pipes: list[Pipe]) -> None:
         self.pipes = pipes
-        self._hit_acc = 0.0
+        self._hit_acc: dict[int, float] = {}
 
-    def l2_hit(self, rate: float) -> bool:
-        self._hit_acc += rate
-        if self._hit_acc >= 1.0 - 1e-9:
-            self._hit_acc -= 1.0
-            return True
-        return False
+    def l2_hit(self, rate: float, key: int = -1) -> bool:
+        acc = self._hit_acc.get(key, 0.0) + rate
+        hit = acc >= 1.0 - 1e-9
+        self._hit_acc[key] = acc - 1.0 if hit else acc
+        return hit
 
-    def global_access(self, t: float, wavefronts: float, requests: float, hit_rate: float) -> float:
+    def global_access(self, t: float, wavefronts: float, requests: float, hit_rate: float, key: int = -1) -> float:
         p = self.pipes
         lsu, l2, dram = p[RES_ID["lsu"]], p[RES_ID["l2"]], p[RES_ID["dram"]]
         fin_lsu = lsu.accept(t, wavefronts)
         start_l2 = fin_lsu - lsu.latency
         fin = l2.accept(start_l2, requests)
-        if requests > 0 and not self.l2_hit(hit_rate):
+        if requests > 0 and not self.l2_hit(hit_rate, key):
             fin = dram.accept(fin - l2.latency, requests)
         return fin
 

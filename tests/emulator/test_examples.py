@@ -136,3 +136,32 @@ def test_l2_hit_rate_setting_changes_dram_traffic(programs, target):
     lo = emulate(prog, k, *target, AnalysisOptions(l2_hit_rate=0.0))
     assert lo.bytes["dram"] > 5 * hi.bytes["dram"]
     assert lo.duration_s > hi.duration_s
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_modeled_throughput_stays_under_the_roofline_ceilings(programs, target, name):
+    """Bytes per level / duration ≤ that level's roofline bandwidth, FLOP/s ≤ each precision's peak.
+
+    The machine model's gaps and the traffic counter must describe the same hardware as the
+    roofline: a shared LDS.128 that moves 512 B must occupy the shared pipe for 4 wavefronts.
+    L2 has no catalogue ceiling on this device, so it is checked against the bandwidth the
+    emulator's own L2 gap implies (128 B per gap per SMSP).
+    """
+    from kernelscope.analysis.emulator.units import machine_from_arch
+    from kernelscope.analysis.roofline import PROFILE_PRECISIONS, roofline_model
+
+    arch, dev = target
+    cat = load_arch_specs()
+    model = roofline_model(cat, dev)
+    machine, _ = machine_from_arch(arch, dev)
+    l2_model_bw = 128 / machine.gap("l2") * arch.schedulers_per_sm * dev.sm_count * dev.clock_hz
+    prog = programs[name]
+    for k in prog.kernels:
+        p = emulate(prog, k, arch, dev, AnalysisOptions())
+        for level, b in p.bytes.items():
+            bw = model.bandwidth(level) or (l2_model_bw if level == "l2" else None)
+            assert bw is not None, level
+            assert b / p.duration_s <= bw * 1.01, (k.name, level, b / p.duration_s / bw)
+        for prec, f in p.flops.items():
+            peak = model.peak(PROFILE_PRECISIONS[prec].value)
+            assert f / p.duration_s <= peak * 1.01, (k.name, prec, f / p.duration_s / peak)

@@ -86,3 +86,20 @@ def test_barrier_stalls_are_sampled():
     assert sum(row[R[StallReason.barrier]] for row in sampler.samples) > 0
     # nobody passes the barrier before the last warp reached it
     assert r.emulated_cycles >= 2 * 30
+
+
+def test_wide_accesses_take_one_wavefront_per_128_bytes_even_when_broadcast():
+    from kernelscope.analysis.emulator.memory import global_shape, shared_shape
+
+    # a broadcast LDS.128 has no bank conflict but returns 32 × 16 B = four 128 B wavefronts
+    bcast = shared_shape([0] * 32, 16)
+    assert bcast.wavefronts == 4 and bcast.bytes_l1 == 512 and bcast.pattern == "coalesced"
+    assert shared_shape([16 * i for i in range(32)], 16).wavefronts == 4
+    assert shared_shape([0] * 32, 4).wavefronts == 1  # a 4 B broadcast fits one wavefront
+    assert shared_shape([8 * i for i in range(32)], 8).wavefronts == 2
+    assert global_shape([0] * 32, 16, 0.0).wavefronts == 4
+    # a shared request's bytes never exceed its wavefronts × 128 B (the roofline's shared ceiling)
+    for offs, width in (([0] * 32, 16), ([4 * i for i in range(32)], 4), ([128 * i for i in range(32)], 4),
+                        ([0] * 32, 8), (None, 16)):
+        shp = shared_shape(offs, width)
+        assert shp.bytes_l1 <= 128 * shp.wavefronts
