@@ -57,6 +57,10 @@ class Session:
                 raise TimeoutError(f"no kernelscope/analysisFinished for {uri}; log: {self.log_text()}")
             await asyncio.sleep(0.01)
 
+    async def published(self, timeout: float = 30) -> None:
+        """Wait for the next textDocument/publishDiagnostics."""
+        await asyncio.wait_for(self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), timeout)
+
     def log_text(self) -> str:
         return "\n".join(m.message for m in self.client.log_messages[-30:])
 

@@ -37,7 +37,7 @@ async def test_results_follow_edits_and_edited_lines_are_withdrawn(lsp):
         await s.open("tracked.cu")
         # Two lines typed above the warning: it moves down without a new analysis.
         s.change("tracked.cu", _insert(1, "// one\n// two\n"))
-        await s.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        await s.published()
         assert [d.range.start.line for d in _nvcc(s.diagnostics("tracked.cu"))] == [UNUSED_LINE + 2]
         hover = await s.hover("tracked.cu", 0, 0)
         assert hover is None  # line 0 has no finding; nothing shows at a shifted-away place
@@ -47,7 +47,7 @@ async def test_results_follow_edits_and_edited_lines_are_withdrawn(lsp):
         s.change("tracked.cu", types.TextDocumentContentChangePartial(
             range=types.Range(start=types.Position(line=line, character=2), end=types.Position(line=line, character=2)),
             text="  "))
-        await s.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        await s.published()
         assert _nvcc(s.diagnostics("tracked.cu")) == []
         stats = await s.stats()
         assert stats["compilerRuns"] == 1  # following edits never recompiles
@@ -70,7 +70,7 @@ async def test_close_clears_diagnostics(lsp):
         await s.open("tracked.cu")
         assert s.diagnostics("tracked.cu")
         s.close("tracked.cu")
-        await s.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        await s.published()
         assert s.diagnostics("tracked.cu") == []
 
 

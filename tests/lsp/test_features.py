@@ -54,7 +54,7 @@ async def test_quick_fix_applies_and_the_result_compiles(lsp, workspace):
             acts = await s.client.text_document_code_action_async(types.CodeActionParams(
                 text_document=types.TextDocumentIdentifier(uri=uri), range=diag.range,
                 context=types.CodeActionContext(diagnostics=[diag])))
-            fixes = [a for a in acts if a.edit is not None]
+            fixes = [a for a in acts if isinstance(a, types.CodeAction) and a.edit is not None]
             for a in acts:
                 assert "(est. " in a.title and a.title.endswith("×)")
             if not fixes:

@@ -1,0 +1,244 @@
+"""Language server latency and memory, measured in one run against the real server over stdio.
+
+    python benchmarks/lsp_latency.py [--file tests/data/lsp/saxpy.cu] [--cycles 300]
+
+Prints, with its target:
+  (a) save -> diagnostics, divided by a bare `nvcc -cubin` of the same file  (<= 1.3x)
+  (b) hover latency p50/p99 while an analysis is running                  (p99 <= 50 ms)
+  (c) reopen of an unchanged file -> diagnostics, from the cache           (<= 100 ms)
+  (d) server RSS growth over save cycles after warm-up                     (<= 10 %)
+Ratios are what matter: absolute times depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_FILE = ROOT / "tests" / "data" / "lsp" / "saxpy.cu"
+
+
+class Client:
+    def __init__(self, root: Path, cache: Path, memory_entries: int = 64):
+        self.root = root
+        self.lsp = LanguageClient("kernelscope-bench", "1")
+        self.finished: list[tuple[float, Any]] = []
+        self.published: dict[str, float] = {}
+        self.config = {"cache": {"directory": str(cache), "memoryEntries": memory_entries}}
+        self.version = 0
+
+        @self.lsp.feature("kernelscope/analysisFinished")
+        def _finished(ls, params):
+            self.finished.append((time.perf_counter(), params))
+
+        @self.lsp.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def _published(ls, params: types.PublishDiagnosticsParams):
+            self.published[params.uri] = time.perf_counter()
+
+        @self.lsp.feature(types.WORKSPACE_CONFIGURATION)
+        def _configuration(ls, params: types.ConfigurationParams):
+            return [self.config for _ in params.items]
+
+        @self.lsp.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def _progress(ls, params):
+            return None
+
+        @self.lsp.feature(types.WINDOW_LOG_MESSAGE)
+        def _log(ls, params):
+            pass
+
+    async def start(self) -> None:
+        await self.lsp.start_io(sys.executable, "-m", "kernelscope.server")
+        caps = types.ClientCapabilities(
+            workspace=types.WorkspaceClientCapabilities(configuration=True),
+            window=types.WindowClientCapabilities(work_done_progress=True),
+            general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf16]))
+        await self.lsp.initialize_async(types.InitializeParams(capabilities=caps, root_uri=from_fs_path(str(self.root))))
+        self.lsp.initialized(types.InitializedParams())
+
+    async def stop(self) -> None:
+        await self.lsp.shutdown_async(None)
+        self.lsp.exit(None)
+        await self.lsp.stop()
+
+    @property
+    def pid(self) -> int:
+        return self.lsp._server.pid  # type: ignore[union-attr]
+
+    async def wait_finished(self, after: int, timeout: float = 300) -> tuple[float, Any]:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            for t, f in self.finished[after:]:
+                if not getattr(f, "cancelled", None):
+                    return t, f
+            await asyncio.sleep(0.001)
+        raise TimeoutError("no analysisFinished")
+
+    def open(self, path: Path) -> None:
+        self.version += 1
+        self.lsp.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=from_fs_path(str(path)), language_id="cuda", version=self.version, text=path.read_text())))
+
+    def close(self, path: Path) -> None:
+        self.lsp.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=from_fs_path(str(path)))))
+
+    def save(self, path: Path, text: str) -> None:
+        path.write_text(text)
+        self.version += 1
+        uri = from_fs_path(str(path))
+        self.lsp.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+        self.lsp.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri)))
+
+    async def hover(self, path: Path, line: int, col: int) -> float:
+        t = time.perf_counter()
+        await self.lsp.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=from_fs_path(str(path))),
+            position=types.Position(line=line, character=col)))
+        return time.perf_counter() - t
+
+    async def stats(self) -> dict[str, Any]:
+        r = await self.lsp.protocol.send_request_async("kernelscope/stats", {})
+        return r._asdict() if hasattr(r, "_asdict") else dict(r)
+
+
+def rss(pid: int) -> int:
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def bare_nvcc(path: Path, arch: str = "sm_90", runs: int = 5) -> float:
+    from kernelscope.analysis.toolchain import locate_toolchain
+
+    tc = locate_toolchain()
+    times = []
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run([str(tc.nvcc), f"-arch={arch}", "-cubin", "-o", f"{d}/x.cubin", str(path)], env=tc.env,
+                           check=True, capture_output=True)
+            times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def variant(text: str, n: int) -> str:
+    # A trailing comment changes the file's hash (a cache miss) without changing what is compiled.
+    return f"{text}\n// benchmark edit {n}\n"
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+async def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--file", type=Path, default=DEFAULT_FILE)
+    ap.add_argument("--saves", type=int, default=5, help="compiling saves for (a)")
+    ap.add_argument("--cycles", type=int, default=300, help="save cycles for (d)")
+    ap.add_argument("--distinct", type=int, default=12, help="distinct file versions cycled through in (d)")
+    args = ap.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="kernelscope-bench-"))
+    try:
+        src = work / "ws" / args.file.name
+        src.parent.mkdir()
+        base = args.file.read_text()
+        src.write_text(base)
+        cache = work / "cache"
+        hover_line = next(i for i, ln in enumerate(base.split("\n")) if "__global__" in ln) + 2
+        nvcc_s = bare_nvcc(src)
+
+        c = Client(src.parent, cache)
+        await c.start()
+        c.open(src)
+        await c.wait_finished(0)
+
+        # (a) save -> diagnostics (each save a cache miss: a full compile and analysis)
+        save_s = []
+        for i in range(args.saves):
+            n = len(c.finished)
+            t = time.perf_counter()
+            c.save(src, variant(base, i))
+            done, _ = await c.wait_finished(n)
+            save_s.append(c.published[from_fs_path(str(src))] - t if c.published else done - t)
+        save_med = statistics.median(save_s)
+
+        # (b) hovers while an analysis runs
+        lat: list[float] = []
+        for i in range(3):
+            n = len(c.finished)
+            c.save(src, variant(base, 1000 + i))
+            await asyncio.sleep(0.02)
+            while len(c.finished) == n:
+                lat.append(await c.hover(src, hover_line, 4))
+                await asyncio.sleep(0.005)
+
+        # (c) cached reopen: memory hit in this server, disk hit in a fresh one
+        c.close(src)
+        await asyncio.sleep(0.2)
+        n = len(c.finished)
+        t = time.perf_counter()
+        c.open(src)
+        done, f = await c.wait_finished(n)
+        reopen_memory = done - t
+        runs_before = (await c.stats())["compilerRuns"]
+
+        # (d) RSS over save cycles (distinct versions rotate, so compiles and cache hits mix)
+        rss_samples = []
+        warm = min(50, args.cycles // 3)
+        for i in range(args.cycles):
+            n = len(c.finished)
+            c.save(src, variant(base, 5000 + i % args.distinct))
+            await c.wait_finished(n)
+            if i == warm:
+                rss_samples.append(rss(c.pid))
+        rss_samples.append(rss(c.pid))
+        stats = await c.stats()
+        await c.stop()
+
+        fresh = Client(src.parent, cache)
+        await fresh.start()
+        t = time.perf_counter()
+        fresh.open(src)
+        done, f = await fresh.wait_finished(0)
+        reopen_disk = done - t
+        fresh_runs = (await fresh.stats())["compilerRuns"]
+        await fresh.stop()
+
+        growth = rss_samples[-1] / rss_samples[0] - 1
+        print(f"kernelscope LSP benchmark on {args.file.name} ({os.cpu_count()} CPUs)")
+        print(f"(a) save -> diagnostics: median {save_med * 1e3:.0f} ms over {args.saves} saves; bare nvcc -cubin "
+              f"{nvcc_s * 1e3:.0f} ms; ratio {save_med / nvcc_s:.2f}x (target <= 1.3x)")
+        print(f"(b) hover while analysing: p50 {pct(lat, 0.5) * 1e3:.1f} ms, p99 {pct(lat, 0.99) * 1e3:.1f} ms "
+              f"over {len(lat)} hovers (target p99 <= 50 ms)")
+        print(f"(c) cached reopen -> diagnostics: memory hit {reopen_memory * 1e3:.1f} ms "
+              f"(compiler runs unchanged: {runs_before}), disk hit in a new server {reopen_disk * 1e3:.1f} ms "
+              f"({fresh_runs} compiler runs) (target <= 100 ms)")
+        print(f"(d) RSS after {args.cycles} save cycles: {rss_samples[-1] / 2**20:.1f} MiB vs {rss_samples[0] / 2**20:.1f} "
+              f"MiB after {warm} cycles of warm-up: {growth * 100:+.1f} % (target <= 10 %); "
+              f"{stats['compilerRuns']} compiles, {stats['cacheHitsMemory']} memory / {stats['cacheHitsDisk']} disk hits")
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
