@@ -10,6 +10,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,16 +21,35 @@ from .source import Loop as SourceLoop
 from .source import SourceModel
 
 
+LoopRole = Literal["main", "remainder", "only"]
+
+
 class LoopInfo(BaseModel):
-    """A SASS natural loop with what is known about how often it runs."""
+    """A SASS natural loop with what is known about how often it runs.
+
+    When the compiler unrolls a loop whose trip count is not a constant, one source loop becomes
+    several sibling SASS loops: an unrolled main loop, then remainder loops that finish what it
+    left over (NVVM unrolls by 4 with a remainder loop, and ptxas may unroll that main loop again
+    with its own remainder). `role` tells them apart:
+
+    - "only": the sole SASS loop of its source loop (or one of several identical copies, e.g.
+      from an unrolled outer loop), so it runs the source loop's trips / `unroll_factor`;
+    - "main": the sibling with the largest `unroll_factor`; it runs nearly all the trips;
+    - "remainder": a sibling with a smaller factor. It sees fewer source iterations than the
+      next larger factor among its siblings, so it runs at most `max_trip_count` SASS trips,
+      however large the bound is.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     index: int  # position in CFG.loops
     header_line: int | None  # source line of the SASS loop header
     source_line: int | None  # header line of the matching source loop, if any
-    trip_count: int | None  # constant trip count from the source, when known
+    trip_count: int | None  # constant SASS trip count from the source, when known (at least 1)
     unrolled_by_pragma: int | None = None  # N of an attached `#pragma unroll N`; 0 for bare `#pragma unroll`
+    unroll_factor: int = 1  # source iterations per SASS iteration (`_unroll_factor`)
+    role: LoopRole = "only"
+    max_trip_count: int | None = None  # for a remainder: (next larger sibling factor - 1) // unroll_factor
 
 
 class FunctionProgram(BaseModel):
@@ -103,7 +123,9 @@ def _unroll_factor(fn: SassFunction, cfg: CFG, loop: Loop) -> int:
 
     ptxas unrolls by replicating the body: each memory access of the source body then appears
     k times on the same line. The gcd of those counts is k (1 for a loop left rolled).
-    Inner loops' blocks are excluded, since they replicate independently.
+    Inner loops' blocks are excluded, since they replicate independently. A line with several
+    accesses of one opcode (`A[i] * B[i]`) multiplies the count; `_loops` divides that out
+    where a rolled remainder loop shows the per-iteration count.
     """
     inner = set()
     for other in cfg.loops:
@@ -112,7 +134,7 @@ def _unroll_factor(fn: SassFunction, cfg: CFG, loop: Loop) -> int:
     counts: Counter[tuple[str, int | None]] = Counter()
     for b in loop.body - inner:
         block = cfg.blocks[b]
-        for ins in fn.instructions[block.start:block.end + 1]:
+        for ins in fn.instructions[block.start:block.end]:
             if ins.memory_space in ("global", "shared", "local") and ins.location is not None:
                 counts[(ins.full_opcode, ins.location.line)] += 1
     if not counts:
@@ -125,7 +147,7 @@ def _match_source_loop(loop: Loop, fn: SassFunction, cfg: CFG, source_path: str,
     lines = set()
     for b in loop.body:
         block = cfg.blocks[b]
-        for ins in fn.instructions[block.start:block.end + 1]:
+        for ins in fn.instructions[block.start:block.end]:
             loc = source_line_of(ins, source_path)
             if loc is not None and loc[0] == source_path:
                 lines.add(loc[1])
@@ -140,22 +162,65 @@ def _match_source_loop(loop: Loop, fn: SassFunction, cfg: CFG, source_path: str,
 
 
 def _loops(fn: SassFunction, cfg: CFG, source: SourceModel, source_path: str) -> tuple[LoopInfo, ...]:
+    matches = [_match_source_loop(loop, fn, cfg, source_path, list(source.loops)) for loop in cfg.loops]
+    factors = [_unroll_factor(fn, cfg, loop) for loop in cfg.loops]
+    roles: list[LoopRole] = ["only"] * len(cfg.loops)
+    max_trips: list[int | None] = [None] * len(cfg.loops)
+    siblings: dict[tuple[int, int | None], list[int]] = {}  # (source loop, SASS parent) -> SASS loops
+    for loop, matched in zip(cfg.loops, matches):
+        if matched is not None:
+            siblings.setdefault((matched.index, loop.parent), []).append(loop.index)
+    for members in siblings.values():
+        if len({factors[i] for i in members}) < 2:
+            continue  # one loop, or identical copies (an unrolled outer loop): each runs the whole source loop
+        # The sibling with the fewest replicated accesses is the rolled remainder (LLVM's runtime
+        # unroll epilogue and ptxas's leftover loop run one source iteration per trip), so its
+        # count per line is the source body's own, e.g. 2 where `A[..] * B[..]` share a line.
+        per_iteration = min(factors[i] for i in members)
+        for i in members:
+            factors[i] //= per_iteration
+        distinct = sorted({factors[i] for i in members}, reverse=True)
+        for i in members:
+            if factors[i] == distinct[0]:
+                roles[i] = "main"
+            else:
+                # The loops before it stop once fewer source iterations than the next larger
+                # factor remain, so that is all it can see.
+                roles[i] = "remainder"
+                max_trips[i] = max(1, (distinct[distinct.index(factors[i]) - 1] - 1) // factors[i])
     infos = []
-    for loop in cfg.loops:
+    for loop, matched in zip(cfg.loops, matches):
         header = fn.instructions[cfg.blocks[loop.header].start]
         header_loc = source_line_of(header, source_path)
-        matched = _match_source_loop(loop, fn, cfg, source_path, list(source.loops))
         trip = None
         pragma = None
         if matched is not None:
             if matched.unroll is not None:
                 pragma = matched.unroll.factor if matched.unroll.factor is not None else 0
             if matched.trip_count is not None:
-                trip = max(1, math.ceil(matched.trip_count / _unroll_factor(fn, cfg, loop)))
+                trip = max(1, math.ceil(matched.trip_count / factors[loop.index]))
+                if roles[loop.index] != "only":
+                    trip = _sibling_trip(matched.trip_count, factors[loop.index],
+                                         sorted({factors[i] for i in siblings[(matched.index, loop.parent)]},
+                                                reverse=True))
         infos.append(LoopInfo(index=loop.index, header_line=header_loc[1] if header_loc else None,
                               source_line=matched.header_line if matched else None,
-                              trip_count=trip, unrolled_by_pragma=pragma))
+                              trip_count=trip, unrolled_by_pragma=pragma, unroll_factor=factors[loop.index],
+                              role=roles[loop.index], max_trip_count=max_trips[loop.index]))
     return tuple(infos)
+
+
+def _sibling_trip(source_trips: int, factor: int, factors: list[int]) -> int:
+    """SASS trips of the sibling with `factor` when the source loop runs `source_trips` times.
+
+    Each sibling, largest factor first, takes whole trips of what the ones before it left.
+    """
+    left = source_trips
+    for f in factors:
+        if f == factor:
+            return max(1, left // f)
+        left -= (left // f) * f
+    return 1
 
 
 def base_name(demangled: str) -> str:
