@@ -22,6 +22,16 @@ def _launch(ctx: MatchContext) -> tuple[int, int] | None:
     return ctx.profile.launch.blocks, ctx.profile.launch.threads_per_block
 
 
+def _one_dimensional(ctx: MatchContext) -> bool:
+    """A 1-D launch block, the only shape whose size is a free choice.
+
+    A 2-D or 3-D block is usually the kernel's tile (sgemm_tiled's TILE x TILE indexes shared
+    memory by threadIdx.y and .x): another thread count there is a different kernel, not a
+    launch change, so no block size is suggested for it.
+    """
+    return ctx.profile is not None and tuple(ctx.profile.launch.block[1:]) == (1, 1)
+
+
 def _occ(ctx: MatchContext, block: int, regs: int | None = None, smem: int | None = None) -> Occupancy | None:
     if ctx.arch is None or block <= 0:
         return None
@@ -77,7 +87,8 @@ class BlockIncrease(Optimizer):
         line = ctx.function_model.name_span.start.line if ctx.function_model is not None else 0
         site = _block_arg(ctx)
         how = (f"Use more, smaller blocks — e.g. {blocks * k} blocks of {max(ctx.arch.warp_size, threads // k)} "
-               f"threads — or more threads in the grid with less work each." if k > 1 else
+               f"threads — or more threads in the grid with less work each." if k > 1 and _one_dimensional(ctx) else
+               "Use more, smaller tiles, or more threads in the grid with less work each." if k > 1 else
                "Put more threads in the grid, each with less work (the blocks are already one warp).")
         msg = (f"The launch has {blocks} block{'s' if blocks != 1 else ''} of {threads} threads for {sms} SMs "
                f"({ctx.device.name}): {sms - blocks} SMs get no work ({provenance_note(ctx)}). {how} "
@@ -96,6 +107,8 @@ class ThreadIncrease(Optimizer):
         if launch is None or ctx.arch is None:
             return []
         blocks, threads = launch
+        if not _one_dimensional(ctx):
+            return []
         occ = _occ(ctx, threads)
         if occ is None or occ.limiter.value != "blocks" or occ.occupancy >= 1.0:
             return []
