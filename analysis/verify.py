@@ -224,14 +224,17 @@ def verify(source: Path, advice: Advice, options: AnalysisOptions, *, cancel: Ca
     except EditError as e:
         return done(compiles=False, compiler_errors=(f"{source}: the edit does not apply: {e}",),
                     status="does_not_compile", reason=f"the edit does not apply to the file: {e}")
+    # Only the kernel's predicted duration is compared: it comes from the first emulation, which
+    # "quick" runs exactly as "full" does (sensitivity and what-if sweeps are not needed here).
     if baseline is None or baseline.source_sha256 != digest:
-        baseline = analyze(source, options, cancel=cancel, toolchain=toolchain)
+        baseline = analyze(source, options, cancel=cancel, toolchain=toolchain, depth="quick")
     before = _kernel(baseline, advice)
 
     with tempfile.TemporaryDirectory(prefix="kernelscope-verify-") as work:
         shadow = Path(work) / source.name
         shadow.write_text(new_text, encoding="utf-8", errors="surrogateescape")
-        after_result = analyze(shadow, _shadow_options(source, options), cancel=cancel, toolchain=toolchain)
+        after_result = analyze(shadow, _shadow_options(source, options), cancel=cancel, toolchain=toolchain,
+                               depth="quick")
         new_errors = [e for e in _errors(after_result)
                       if e[2] not in {m for _, _, m in _errors(baseline)}]
         if not after_result.compiled or new_errors:

@@ -22,18 +22,23 @@ class UsageError(Exception):
     """Bad input or environment; the message says what to do."""
 
 
+def _analysis_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of one analysis (`_options` reads them): `verify` must analyse exactly as `analyze` does."""
+    p.add_argument("--arch", default="sm_90", help="target architecture (default sm_90)")
+    p.add_argument("--device", default=None, help="named product for peaks, e.g. 'A100' (default: the arch's flagship)")
+    p.add_argument("--flags", default="", help='extra nvcc flags, e.g. "-O3 -std=c++17"')
+    p.add_argument("--compile-commands", type=Path, default=None, help="compile_commands.json (file or directory)")
+    p.add_argument("--nvcc", default=None, help="explicit nvcc path")
+    p.add_argument("--arch-file", type=Path, default=None, help="TOML/JSON file overriding device specs")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kernelscope", description="CUDA kernel performance analysis.")
     sub = p.add_subparsers(dest="command", required=True)
 
     a = sub.add_parser("analyze", help="compile a .cu file, model its kernels and print findings")
     a.add_argument("file", type=Path)
-    a.add_argument("--arch", default="sm_90", help="target architecture (default sm_90)")
-    a.add_argument("--device", default=None, help="named product for peaks, e.g. 'A100' (default: the arch's flagship)")
-    a.add_argument("--flags", default="", help='extra nvcc flags, e.g. "-O3 -std=c++17"')
-    a.add_argument("--compile-commands", type=Path, default=None, help="compile_commands.json (file or directory)")
-    a.add_argument("--nvcc", default=None, help="explicit nvcc path")
-    a.add_argument("--arch-file", type=Path, default=None, help="TOML/JSON file overriding device specs")
+    _analysis_arguments(a)
     a.add_argument("--no-emulate", action="store_true", help="static facts only, no modeled profile")
     a.add_argument("--quick", action="store_true",
                    help="one emulation per kernel: skip sensitivity analysis and the what-if sweeps")
@@ -46,12 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="apply one advice's fix to a shadow copy, recompile and re-model it")
     v.add_argument("file", type=Path)
     v.add_argument("--advice", required=True, metavar="ID", help="the advice id `kernelscope analyze` prints")
-    v.add_argument("--arch", default="sm_90", help="target architecture (default sm_90)")
-    v.add_argument("--device", default=None, help="named product for peaks (default: the arch's flagship)")
-    v.add_argument("--flags", default="", help='extra nvcc flags, e.g. "-O3 -std=c++17"')
-    v.add_argument("--compile-commands", type=Path, default=None, help="compile_commands.json (file or directory)")
-    v.add_argument("--nvcc", default=None, help="explicit nvcc path")
-    v.add_argument("--arch-file", type=Path, default=None, help="TOML/JSON file overriding device specs")
+    _analysis_arguments(v)
     v.add_argument("--fast-math", action="store_true", help="float math fixes use intrinsics (__powf, __expf)")
     v.add_argument("--json", action="store_true", help="print the Verification as JSON")
     v.set_defaults(no_emulate=False)
