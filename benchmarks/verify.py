@@ -4,9 +4,10 @@
 
 For each file: one `analyze` (the baseline the server already has cached), then `verify` of
 every advice with a mechanical fix, reusing that baseline — so each verification costs one
-compile + disassembly + emulation of the shadow copy. Prints per action: status, verified vs
-estimated speedup, seconds, and seconds / analysis seconds (the ratio an editor user waits
-for "Verify" compared with the analysis on save). Expect about 1.0: verification *is* one analysis.
+compile + disassembly + one emulation per kernel of the shadow copy (a quick analysis). Prints per
+action: status, verified vs estimated speedup, seconds, and seconds / analysis seconds (what an
+editor user waits for "Verify" compared with the full analysis on save); below 1, since the
+what-if and sensitivity sweeps are not re-run.
 A second pass shows the cache (in memory) answering without a compiler.
 """
 
