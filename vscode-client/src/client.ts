@@ -3,7 +3,8 @@
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 import type { ServerCommand as Found } from "./discovery";
-import { SECTION, ServerCommand, serverSettings } from "./protocol";
+import { SECTION, ServerCommand } from "./protocol";
+import { serverSettings } from "./serverSettings";
 import type { StatusItem } from "./status";
 
 /** Our VS Code command that shows a kernel report; code lenses are redirected to it. */

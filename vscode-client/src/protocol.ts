@@ -51,17 +51,3 @@ export function hasCommand(client: LanguageClient | undefined, command: string):
 export async function execute<T>(client: LanguageClient, command: string, args: unknown[]): Promise<T | null> {
   return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args })) as T | null;
 }
-
-/** Extension-only keys under `kernelscope`; the server's settings model forbids unknown keys. */
-export const CLIENT_ONLY_KEYS = ["server", "trace"];
-
-export function serverSettings(section: unknown): unknown {
-  if (section === null || typeof section !== "object" || Array.isArray(section)) {
-    return section;
-  }
-  const copy: Record<string, unknown> = { ...(section as Record<string, unknown>) };
-  for (const k of CLIENT_ONLY_KEYS) {
-    delete copy[k];
-  }
-  return copy;
-}

@@ -1,0 +1,30 @@
+"""The extension's own unit tests (node --test; the webview page and the settings filter),
+plus a type-checked build. Needs node and npm; `npm ci` runs once per lock file change."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+CLIENT = Path(__file__).resolve().parents[2] / "vscode-client"
+
+pytestmark = pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None,
+                                reason="node and npm not installed (Debian: apt-get install -y nodejs npm)")
+
+
+def _build_module():
+    spec = importlib.util.spec_from_file_location("vscode_build", CLIENT / "scripts" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def test_extension_builds_and_its_unit_tests_pass():
+    out = _build_module().build()  # tsc --noEmit, then the esbuild bundle
+    assert out.stat().st_size > 0
+    proc = subprocess.run(["npm", "test"], cwd=CLIENT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -1,0 +1,293 @@
+"""A real VS Code (code-server 4.100.3 in headless Chromium) with the built kernelscope .vsix.
+
+Drives the workbench the way a user does (Ctrl+P, the command palette, Ctrl+.) and asserts on
+what the workbench shows: the Problems count, a squiggle on the hot line, the hover text, the
+roofline webview, the text after a quick fix. Screenshots of each step go to artifacts/vscode/.
+
+Needs node + npm (build and code-server) and Chromium. code-server is installed once into
+~/.cache/kernelscope-ci/code-server (about 2 minutes); later runs reuse it.
+Debian packages: see code_server.APT_PACKAGES.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import code_server  # noqa: E402
+from cdp import Browser, chromium_binary  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT = REPO / "vscode-client"
+ARTIFACTS = REPO / "artifacts" / "vscode"
+#: the first compile + emulation on a cold, 2-core machine
+ANALYSIS_TIMEOUT = float(os.environ.get("KERNELSCOPE_TEST_TIMEOUT", "240"))
+
+#: 1-based; `acc += A[row * n + k] * B[k * n + col];`, the modeled profile's hottest line
+HOT_LINE = 28
+#: 1-based; the kernel's signature, where the `const __restrict__` fix applies
+KERNEL_LINE = 20
+
+_missing = [name for name, ok in (("node", shutil.which("node")), ("npm", shutil.which("npm")),
+                                  ("chromium", chromium_binary())) if not ok]
+pytestmark = [
+    pytest.mark.editor,
+    pytest.mark.slow,
+    pytest.mark.skipif(bool(_missing), reason=f"{', '.join(_missing)} not installed (Debian: apt-get install -y "
+                       f"nodejs npm {' '.join(code_server.APT_PACKAGES)})"),
+]
+
+
+def _server_commands() -> set[str]:
+    from kernelscope.server.app import server
+
+    return set(server.protocol.fm.commands)
+
+
+def _kernelscope_executable() -> str:
+    exe = Path(sys.executable).parent / "kernelscope"
+    return str(exe) if exe.exists() else (shutil.which("kernelscope") or "kernelscope")
+
+
+def build_vsix(out: Path) -> Path:
+    spec = importlib.util.spec_from_file_location("vscode_build", CLIENT / "scripts" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod.package(out / "kernelscope.vsix")
+
+
+# -- workbench helpers (JavaScript run in the page) ---------------------------------------------
+
+_EDITOR_LINE_TOPS = """(() => {
+  const ed = document.querySelector('.editor-instance .monaco-editor');
+  if (!ed) return null;
+  const tops = {};
+  for (const n of ed.querySelectorAll('.margin-view-overlays .line-numbers')) {
+    tops[Math.round(n.parentElement.getBoundingClientRect().top)] = parseInt(n.textContent, 10);
+  }
+  return tops;
+})()"""
+
+_SQUIGGLE_LINES = """(() => {
+  const ed = document.querySelector('.editor-instance .monaco-editor');
+  if (!ed) return [];
+  const tops = %s;
+  const lines = new Set();
+  for (const s of ed.querySelectorAll('.view-overlays [class*="squiggly-"]')) {
+    const top = Math.round(s.getBoundingClientRect().top);
+    if (tops && tops[top] !== undefined) lines.add(tops[top]);
+  }
+  return [...lines].sort((a, b) => a - b);
+})()""" % _EDITOR_LINE_TOPS
+
+def _line_text(line: int) -> str:
+    """JS: the rendered text of a 1-based editor line, or null when it is scrolled out of view."""
+    return """(() => {
+  const ed = document.querySelector('.editor-instance .monaco-editor');
+  const tops = %s;
+  for (const v of ed.querySelectorAll('.view-lines .view-line')) {
+    if (tops[Math.round(v.getBoundingClientRect().top)] === %d) return v.textContent;
+  }
+  return null;
+})()""" % (_EDITOR_LINE_TOPS, line)
+
+
+_PROBLEMS_COUNT = """(() => {
+  const item = document.querySelector('#status\\\\.problems');
+  if (!item) return null;
+  const nums = (item.textContent.match(/\\d+/g) || []).map(Number);
+  return nums.reduce((a, b) => a + b, 0);
+})()"""
+
+_KS_STATUS = """(() => {
+  for (const el of document.querySelectorAll('.statusbar-item')) {
+    if (el.textContent.includes('kernelscope')) return el.textContent.trim();
+  }
+  return null;
+})()"""
+
+
+def _text(browser: Browser, selector: str) -> str:
+    return browser.eval(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "
+                        "return e ? e.innerText : ''; }})()") or ""
+
+
+def run_command(browser: Browser, title: str) -> None:
+    """Run a command from the palette by its full title, e.g. 'kernelscope: Show Roofline'."""
+    browser.key("P", "Control", "Shift")
+    browser.wait_for("!!document.querySelector('.quick-input-widget:not([style*=\"display: none\"]) input')",
+                     10, "the command palette")
+    browser.type(title)
+    browser.wait_for(f"Array.from(document.querySelectorAll('.quick-input-list .monaco-list-row'))"
+                     f".some(r => r.innerText.includes({json.dumps(title.split(': ', 1)[-1])}))",
+                     10, f"'{title}' in the palette")
+    browser.key("Enter")
+
+
+def goto(browser: Browser, line: int, col: int = 1) -> None:
+    browser.key("G", "Control")
+    browser.wait_for("!!document.querySelector('.quick-input-widget:not([style*=\"display: none\"]) input')",
+                     10, "the go-to-line box")
+    browser.type(f"{line}:{col}")
+    time.sleep(0.2)
+    browser.key("Enter")
+    time.sleep(0.3)
+
+
+@pytest.fixture
+def workbench(tmp_path):
+    """code-server with the freshly built extension, and a browser on it, stopped afterwards by PID."""
+    t0 = time.monotonic()
+    entry = code_server.install()
+    vsix = build_vsix(tmp_path)
+    ws = tmp_path / "examples"
+    shutil.copytree(REPO / "examples", ws)
+    settings = {
+        "security.workspace.trust.enabled": False,
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "workbench.enableExperiments": False,
+        "extensions.ignoreRecommendations": True,
+        "telemetry.telemetryLevel": "off",
+        "chat.commandCenter.enabled": False,
+        "editor.hover.delay": 200,
+        "kernelscope.server.path": _kernelscope_executable(),
+        # A cache of its own: the test must see a real compile, not a result from an earlier run.
+        "kernelscope.cache.directory": str(tmp_path / "ks-cache"),
+    }
+    cs = code_server.Server(entry, ws, tmp_path / "cs", settings)
+    cs.install_extension(vsix)
+    # The server finds nvcc like the CLI does; the venv's bin on PATH keeps that identical.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    url = cs.start(env)
+    browser = Browser(chromium_binary())  # type: ignore[arg-type]
+    setup_s = time.monotonic() - t0
+    try:
+        browser.navigate(f"{url}?folder={ws}")
+        browser.wait_for("!!document.querySelector('.monaco-workbench .part.editor')", 60, "the workbench")
+        yield browser, ws, cs, setup_s
+    finally:
+        browser.close()
+        cs.stop()
+
+
+def test_vscode_diagnostics_hover_roofline_quickfix(workbench):
+    browser, ws, cs, setup_s = workbench
+    try:
+        _steps(browser, ws, setup_s)
+    except Exception:
+        _diagnose(browser, cs)
+        raise
+
+
+def _diagnose(browser: Browser, cs: code_server.Server) -> None:
+    """What a failed run leaves for a human: a screenshot, the status bar, the extension's log."""
+    with contextlib.suppress(Exception):
+        browser.screenshot(ARTIFACTS / "failure.png")
+    with contextlib.suppress(Exception):
+        print("status bar:", browser.eval("Array.from(document.querySelectorAll('.statusbar-item'))"
+                                          ".map(e => e.textContent.trim())"), file=sys.stderr)
+    for log in sorted(cs.data.glob("logs/**/*.log")):
+        if "kernelscope" in str(log) or log.name in ("exthost.log", "remoteexthost.log"):
+            print(f"--- {log}\n{log.read_text(errors='replace')[-6000:]}", file=sys.stderr)
+    print(f"--- code-server\n{cs.log_path.read_text(errors='replace')[-3000:]}", file=sys.stderr)
+
+
+def _steps(browser: Browser, ws: Path, setup_s: float) -> None:
+    shots = ARTIFACTS
+    t0 = time.monotonic()
+
+    # 1. Open the file; wait for kernelscope's diagnostics and a squiggle on the hot line.
+    browser.wait_for(_KS_STATUS, 60, "the kernelscope status bar item (extension activated)")
+    browser.key("P", "Control")
+    browser.wait_for("!!document.querySelector('.quick-input-widget:not([style*=\"display: none\"]) input')",
+                     10, "quick open")
+    browser.type("sgemm_naive.cu")
+    browser.wait_for("Array.from(document.querySelectorAll('.quick-input-list .monaco-list-row'))"
+                     ".some(r => r.innerText.includes('sgemm_naive.cu'))", 20, "sgemm_naive.cu in quick open")
+    browser.key("Enter")
+    browser.wait_for("!!document.querySelector('.tab.active[aria-label*=\"sgemm_naive.cu\"]')", 20,
+                     "the sgemm_naive.cu editor")
+    status = browser.wait_for(f"(() => {{ const s = {_KS_STATUS}; return s && /\\d+ findings?/.test(s) ? s : null; }})()",
+                              ANALYSIS_TIMEOUT, "kernelscope's status bar result")
+    assert re.search(r"kernelscope: \d+ findings? \(modeled\)", status), status
+    problems = browser.wait_for(_PROBLEMS_COUNT, 30, "a Problems count > 0")
+    assert problems > 0
+    goto(browser, HOT_LINE - 8)  # scroll so lines 20..35 are in view
+    lines = browser.wait_for(_SQUIGGLE_LINES, 20, "squiggles in the editor")
+    assert HOT_LINE in lines, f"no squiggle on line {HOT_LINE}: squiggles on {lines}"
+    browser.screenshot(shots / "1-diagnostics.png")
+
+    # 2. Hover the hot line: its share of the stall samples, marked as modeled.
+    goto(browser, HOT_LINE, 9)  # on `acc`
+    browser.key("K", "Control")
+    browser.key("I", "Control")  # editor.action.showHover
+    # VS Code shows the diagnostics' hovers first; the server's own hover is the part that
+    # starts "kernelscope · line 28".
+    part = ("(() => { const rows = Array.from(document.querySelectorAll('.monaco-hover .hover-row'));"
+            " return rows.find(r => /kernelscope . line \\d+ in/.test(r.innerText)); })()")
+    hover = browser.wait_for(f"(() => {{ const r = {part}; return r ? r.innerText : null; }})()",
+                             20, "kernelscope's hover")
+    assert re.search(rf"line {HOT_LINE} in \S+ . [\d.]+ ?% of the kernel's samples \(modeled\)", hover), hover
+    browser.eval(f"{part}.scrollIntoView()")  # for the screenshot
+    time.sleep(0.3)
+    browser.screenshot(shots / "2-hover.png")
+    browser.key("Escape")
+
+    # 3. The roofline webview. Until the server has kernelscope.roofline, the panel says so.
+    run_command(browser, "kernelscope: Show Roofline")
+    browser.wait_for("!!document.querySelector('iframe.webview')", 20, "the roofline webview")
+    if "kernelscope.roofline" in _server_commands():
+        svg = _wait_frames(browser, "svg", 60, "an <svg> in the roofline webview")
+        assert "Roofline" in svg[0] or "roofline" in svg[0].lower()
+    else:
+        msg = _wait_frames(browser, "p.message", 30, "the roofline webview's message")
+        assert "kernelscope.roofline" in msg[0], msg
+    browser.screenshot(shots / "3-roofline.png")
+
+    # 4. A quick fix on the kernel's line: `const __restrict__`, then save and read the file.
+    browser.eval("document.querySelector('.editor-instance .monaco-editor textarea')?.focus()")
+    goto(browser, KERNEL_LINE, 1)
+    browser.key(".", "Control")
+    rows = "Array.from(document.querySelectorAll('.action-widget .monaco-list-row'))"
+    fix = "r.innerText.trim().startsWith('Mark pointers')"  # the fix itself, not "Explain: Mark pointers…"
+    browser.wait_for(f"{rows}.some(r => {fix})", 20, "the __restrict__ quick fix")
+    browser.screenshot(shots / "4-quickfix-menu.png")
+    for _ in range(10):  # walk the menu to the fix; Enter applies the focused row
+        if browser.eval(f"{rows}.some(r => r.classList.contains('focused') && {fix})"):
+            break
+        browser.key("ArrowDown")
+        time.sleep(0.1)
+    browser.key("Enter")
+    browser.wait_for(f"(() => {{ const l = {_line_text(KERNEL_LINE)}; return l && l.includes('__restrict__'); }})()",
+                     10, "the edit in the editor")
+    browser.screenshot(shots / "5-quickfix-applied.png")
+    browser.key("S", "Control")  # VS Code may already have saved it (it saves files a refactoring touched)
+    deadline = time.monotonic() + 10
+    while "__restrict__" not in (ws / "sgemm_naive.cu").read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    text = (ws / "sgemm_naive.cu").read_text().splitlines()
+    assert "__restrict__" in text[KERNEL_LINE - 1], text[KERNEL_LINE - 1]
+    print(f"\nVS Code e2e: setup {setup_s:.0f} s, steps {time.monotonic() - t0:.0f} s", file=sys.stderr)
+
+
+def _wait_frames(browser: Browser, selector: str, timeout: float, what: str) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = browser.frame_texts(selector)
+        if found:
+            return found
+        time.sleep(0.5)
+    raise TimeoutError(f"timed out waiting for {what}")
