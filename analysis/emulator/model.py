@@ -56,6 +56,20 @@ class EmulationSettings(BaseModel):
 
 DEFAULT_SETTINGS = EmulationSettings()
 
+#: The second stage runs the engine tens of times per kernel after every save, so each run gets
+#: a smaller issue budget than `emulate`; every run of one study uses the same budget, so ratios
+#: (ΔT/T) and rankings (best block size) compare like with like. Sensitivity keeps 12,000: below
+#: it a loop kernel's sampled window shrinks to warm-up + one iteration and a 10 % perturbation
+#: drowns in GTO's reordering (sgemm_naive's fp32 gap term goes from 0.1 to 1.4 at 3,000).
+#: What-if compares times that differ by far more than 10 %, so it takes less
+#: (`benchmarks/emulate.py` measures both against the previous full sweep).
+SENSITIVITY_SETTINGS = DEFAULT_SETTINGS.model_copy(update={"issue_budget": 12_000})
+WHAT_IF_SETTINGS = DEFAULT_SETTINGS.model_copy(update={"issue_budget": 8_000})
+#: sensitivity: a tail wave up to this share of the time is scaled with the full wave, not re-run
+TAIL_SCALED_SHARE = 0.25
+#: sensitivity: the gap of a unit busier than this share of the time is perturbed (see there)
+GAP_MIN_UTILIZATION = 0.01
+
 
 # ---- preparation -----------------------------------------------------------------------------
 
@@ -222,13 +236,32 @@ class Wave:
     active_sms: int
 
 
+#: Memo of engine runs: (kernel image, settings, blocks, warps per block, SMs, effective machine)
+#: -> Wave. The engine is a pure function of these, so the second stage (sensitivity, what-if)
+#: can share a wave between a tail and a full wave of the same shape, between the base run and
+#: the SM-count or grid points that repeat it, without changing any result.
+WaveCache = dict
+
+
+def _image_key(prep: Prepared) -> tuple:
+    """What of `prep` the engine reads besides the machine: the code's memory shapes and trips."""
+    k = prep.decoded
+    return (prep.kernel.mangled, len(k), tuple(k.shape), tuple(L.trip for L in k.loops), prep.settings)
+
+
 def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: MachineModel | None = None,
-             extra_listeners: list | None = None) -> Wave:
+             extra_listeners: list | None = None, cache: WaveCache | None = None) -> Wave:
     m = machine or prep.machine
     wpb = math.ceil(prep.launch.threads_per_block / prep.arch.warp_size)
     total_warps = blocks_per_sm * wpb
     active_smsps = min(m.schedulers_per_sm, total_warps)
     m_eff = m.shared_by(active_smsps, active_sms, prep.device.sm_count)
+    key = None
+    if cache is not None and not extra_listeners:
+        key = (_image_key(prep), blocks_per_sm, wpb, active_sms, m_eff)
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
     st = prep.settings
     warps_emulated = math.ceil(total_warps / m.schedulers_per_sm) if st.representative_smsp else total_warps
     emul, cool = emulated_trips(prep.decoded, st, warps_emulated)
@@ -237,7 +270,10 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
     cfg = EngineConfig(blocks=blocks_per_sm, warps_per_block=wpb, representative=st.representative_smsp,
                        policy=st.policy, warmup=st.warmup, cooldowns=tuple(cool))
     run = Engine(prep.decoded, m_eff, cfg, emul, [sampler, util, traffic, *(extra_listeners or [])]).run()
-    return Wave(run, sampler, util, traffic, blocks_per_sm, active_sms)
+    wave = Wave(run, sampler, util, traffic, blocks_per_sm, active_sms)
+    if key is not None:
+        cache[key] = wave
+    return wave
 
 
 # ---- prediction --------------------------------------------------------------------------------
@@ -266,18 +302,21 @@ def _waves(prep: Prepared, sm_count: int) -> tuple[int, int, int, int]:
 
 
 def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count: int | None = None,
-                  listeners_factory=None) -> tuple[Prediction, list[tuple[Wave, float]]]:
+                  listeners_factory=None, cache: WaveCache | None = None
+                  ) -> tuple[Prediction, list[tuple[Wave, float]]]:
     """Time of the launch, and the emulated waves with their weight in SM-waves."""
     sms = sm_count or prep.device.sm_count
     full, per_sm, tail_per_sm, tail_sms = _waves(prep, sms)
+    cache = {} if cache is None else cache  # a tail of the full wave's shape is not run twice
     waves: list[tuple[Wave, float]] = []
     cycles = 0.0
     if full:
-        w = run_wave(prep, per_sm, sms, machine, listeners_factory() if listeners_factory else None)
+        w = run_wave(prep, per_sm, sms, machine, listeners_factory() if listeners_factory else None, cache)
         cycles += full * w.run.cycles
         waves.append((w, float(full * sms)))
     if tail_per_sm:
-        w = run_wave(prep, tail_per_sm, tail_sms, machine, listeners_factory() if listeners_factory else None)
+        w = run_wave(prep, tail_per_sm, tail_sms, machine, listeners_factory() if listeners_factory else None,
+                     cache)
         cycles += w.run.cycles
         # blocks of the tail, in units of the emulated per-SM block set
         waves.append((w, (prep.launch.blocks - full * sms * per_sm) / tail_per_sm))
@@ -434,38 +473,54 @@ def _region(name: str, loop: int | None, line: int | None, share: float,
 def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
                 options: AnalysisOptions, source: SourceModel | None = None, *,
                 settings: EmulationSettings | None = None, hot_loop_share: float = 0.1,
-                prepared: Prepared | None = None) -> SensitivityReport:
+                prepared: Prepared | None = None, tail_scaled_share: float = TAIL_SCALED_SHARE,
+                gap_min_utilization: float = GAP_MIN_UTILIZATION) -> SensitivityReport:
     """δT/δL and δT/δG per resource, normalised (SAAKE §3.3); per kernel and per hot loop.
 
     Each resource's latency, then its gap, is scaled by (1 + perturbation) in its own emulation.
     A loop's sensitivity is the relative change of the samples on its instructions.
     """
-    # ~2 emulations per used resource: a smaller budget per run than `emulate` (same for all runs,
-    # so the ratios compare like with like)
-    st = settings or DEFAULT_SETTINGS.model_copy(update={"issue_budget": 12_000})
+    st = settings or SENSITIVITY_SETTINGS
     prep = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
     d = prep.settings.perturbation
     k = prep.decoded
+    cache: WaveCache = {}  # a tail wave of the full wave's shape runs once per machine
 
-    def measure(machine: MachineModel | None) -> tuple[float, list[float]]:
-        pred, waves = predict_waves(prep, machine)
-        per_loop = []
-        for L in k.loops:
-            tot = 0.0
-            for wave, weight in waves:
-                tot += weight * sum(sum(wave.sampler.samples[s]) for s in L.body)
-            per_loop.append(tot)
-        return pred.cycles, per_loop
+    def loop_samples(waves: list[tuple[Wave, float]]) -> list[float]:
+        return [sum(weight * sum(sum(wave.sampler.samples[s]) for s in L.body) for wave, weight in waves)
+                for L in k.loops]
 
-    base_pred, base_waves = predict_waves(prep)
-    base_T, base_loops = measure(None)
+    base_pred, base_waves = predict_waves(prep, cache=cache)
+    base_T, base_loops = base_pred.cycles, loop_samples(base_waves)
+    # A short tail after many full waves changes by the same fraction as a full wave: perturbed
+    # runs emulate the full wave only and scale the base tail by its ratio (error in benchmarks/).
+    full_w = base_waves[0] if base_pred.full_waves else None
+    tail_w = base_waves[-1] if base_pred.tail_blocks_per_sm else None
+    scale_tail = (full_w is not None and tail_w is not None and tail_w[0] is not full_w[0]
+                  and tail_w[0].run.cycles < tail_scaled_share * base_T)
+
+    def measure(machine: MachineModel) -> tuple[float, list[float]]:
+        if not scale_tail:
+            pred, waves = predict_waves(prep, machine, cache=cache)
+            return pred.cycles, loop_samples(waves)
+        wave = run_wave(prep, full_w[0].blocks_per_sm, full_w[0].active_sms, machine, cache=cache)
+        ratio = wave.run.cycles / full_w[0].run.cycles if full_w[0].run.cycles else 1.0
+        new_full, old_full = loop_samples([(wave, full_w[1])]), loop_samples([full_w])
+        tail = loop_samples([tail_w])
+        per_loop = [n + t * (n / o if o else 1.0) for n, o, t in zip(new_full, old_full, tail)]
+        return base_pred.full_waves * wave.run.cycles + tail_w[0].run.cycles * ratio, per_loop
+
     used = _used_resources(prep, base_waves[0][0])
+    util = base_waves[0][0].util.utilization
     total_samples = sum(weight * base_waves_i.sampler.total for base_waves_i, weight in base_waves) or 1.0
     lat_T: dict[str, tuple[float, list[float]]] = {}
     gap_T: dict[str, tuple[float, list[float]]] = {}
     for r in used:
         lat_T[r] = measure(prep.machine.with_param(r, latency_scale=1 + d))
-        gap_T[r] = measure(prep.machine.with_param(r, gap_scale=1 + d))
+        # +d·G on a unit busy a fraction u of the time adds at most d·u·T: (ΔT/T)/d ≤ u, so a
+        # nearly idle unit's gap term is reported as 0 without its run
+        gap_T[r] = (measure(prep.machine.with_param(r, gap_scale=1 + d)) if util.get(r, 0.0) >= gap_min_utilization
+                    else (base_T, base_loops))
 
     def rel(new: float, old: float) -> float:
         return (new - old) / old / d if old > 0 else 0.0
@@ -528,6 +583,8 @@ class WhatIfReport(BaseModel):
     best_block_size: int | None
     sm_scaling: tuple[ScalingPoint, ...]
     grid_scaling: tuple[GridPoint, ...]
+    #: why the block-size sweep is empty when it is (e.g. the kernel indexes a 2-D block)
+    block_sizes_note: str | None = None
 
     @property
     def more_blocks_help(self) -> bool:
@@ -537,57 +594,94 @@ class WhatIfReport(BaseModel):
         return self.grid_scaling[-1].blocks_per_s > 1.2 * self.grid_scaling[0].blocks_per_s
 
 
+def block_size_sweep(arch: ArchSpec, current: int) -> tuple[int, ...]:
+    """Powers of two from one warp to the largest block, plus the current size."""
+    sizes = {current} if arch.warp_size <= current <= arch.max_threads_per_block else set()
+    bs = arch.warp_size
+    while bs <= arch.max_threads_per_block:
+        sizes.add(bs)
+        bs *= 2
+    return tuple(sorted(sizes))
+
+
+def sm_count_sweep(sm_count: int) -> tuple[int, ...]:
+    """1, 2, 4, …, and all SMs: the points of the roofline scaling trajectory."""
+    return tuple(sorted({*(2 ** i for i in range(int(math.log2(sm_count)) + 1)), sm_count}))
+
+
+GRID_MULTIPLIERS = (1, 2, 4)
+
+
 def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
             options: AnalysisOptions, source: SourceModel | None = None, *,
             settings: EmulationSettings | None = None, block_sizes: tuple[int, ...] | None = None,
-            sm_counts: tuple[int, ...] | None = None) -> WhatIfReport:
-    """Predicted time for other block sizes (same total threads) and SM counts (SAAKE §5, §7)."""
-    st = settings or DEFAULT_SETTINGS.model_copy(update={"issue_budget": 15_000})
-    base = prepare(kernel, arch, device, options, source, program, settings=st)
-    base_pred, base_waves = predict_waves(base)
+            sm_counts: tuple[int, ...] | None = None, prepared: Prepared | None = None) -> WhatIfReport:
+    """Predicted time for other block sizes (same total threads), SM counts and grids (SAAKE §5, §7).
+
+    Block sizes are swept only for a 1-D block: a kernel that indexes threadIdx.y (a 2-D block)
+    has its work laid out for that shape, and a 1-D block of the same size would compute
+    something else. All points share one wave cache, so the base wave is run once and the SM-count
+    and grid points that repeat a wave's shape reuse it.
+    """
+    st = settings or WHAT_IF_SETTINGS
+    base = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
+    st = base.settings
+    cache: WaveCache = {}
+    base_pred, base_waves = predict_waves(base, cache=cache)
     total_threads = base.launch.blocks * base.launch.threads_per_block
-    sizes = block_sizes or tuple(range(arch.warp_size, arch.max_threads_per_block + 1, arch.warp_size))
     points = []
+    note = None
+    if base.launch.block[1:] != (1, 1):
+        note = (f"block {base.launch.block[0]}×{base.launch.block[1]}×{base.launch.block[2]} is 2-D: the kernel's "
+                f"indexing is laid out for this shape, so 1-D block sizes are not compared")
+        sizes: tuple[int, ...] = ()
+    else:
+        sizes = block_sizes or block_size_sweep(arch, base.launch.threads_per_block)
     for bs in sizes:
         grid = max(1, math.ceil(total_threads / bs))
-        launch = LaunchConfig(grid=(grid, 1, 1), block=(bs, 1, 1), dynamic_smem=base.launch.dynamic_smem)
-        if bs == base.launch.threads_per_block and base.launch.block[1:] == (1, 1):
-            launch = base.launch
-        try:
-            prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
-        except EmulationError:
-            continue
-        pred, _ = predict_waves(prep)
+        if bs == base.launch.threads_per_block:
+            prep, launch = base, base.launch
+            grid = base.launch.blocks
+        else:
+            launch = LaunchConfig(grid=(grid, 1, 1), block=(bs, 1, 1), dynamic_smem=base.launch.dynamic_smem)
+            try:
+                prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
+            except EmulationError:
+                continue
+        pred, _ = predict_waves(prep, cache=cache)
         points.append(BlockSizePoint(block_size=bs, grid=grid, active_blocks_per_sm=prep.occ.active_blocks_per_sm,
                                      occupancy=prep.occ.occupancy, limiter=prep.occ.limiter.value,
                                      seconds=pred.seconds, waves=pred.waves))
     best = min(points, key=lambda p: p.seconds).block_size if points else None
     # SM-count trajectory: the same launch on 1..all SMs
-    full = device.sm_count
-    counts = sm_counts or tuple(sorted({*(2 ** i for i in range(int(math.log2(full)) + 1)), full}))
+    counts = sm_counts or sm_count_sweep(device.sm_count)
     ref = base_waves[0][0]
     warps_total = base.launch.blocks * math.ceil(base.launch.threads_per_block / arch.warp_size)
     flops = sum(ref.traffic.flops.values()) / ref.run.warps_emulated * warps_total
     dram = ref.traffic.bytes.get("dram", 0.0) / ref.run.warps_emulated * warps_total
     scaling = []
     for s in counts:
-        pred, _ = predict_waves(base, sm_count=s)
+        pred, _ = predict_waves(base, sm_count=s, cache=cache)
         scaling.append(ScalingPoint(sms=s, seconds=pred.seconds, flops_per_s=flops / pred.seconds if pred.seconds else 0.0,
                                     intensity=flops / dram if dram else None, waves=pred.waves))
     # grid scaling: the same per-block work with more blocks
     grid_pts = []
-    for mult in (1, 2, 4):
+    for mult in GRID_MULTIPLIERS:
         blocks = base.launch.blocks * mult
-        launch = LaunchConfig(grid=(base.launch.grid[0] * mult, *base.launch.grid[1:]), block=base.launch.block,
-                              dynamic_smem=base.launch.dynamic_smem)
-        prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
-        # keep each thread's work: loop trips as in the base launch
-        prep.decoded.loops = list(base.decoded.loops)
-        pred, _ = predict_waves(prep)
+        if mult == 1:
+            pred = base_pred
+        else:
+            launch = LaunchConfig(grid=(base.launch.grid[0] * mult, *base.launch.grid[1:]), block=base.launch.block,
+                                  dynamic_smem=base.launch.dynamic_smem)
+            prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
+            # keep each thread's work: loop trips as in the base launch
+            prep.decoded.loops = list(base.decoded.loops)
+            pred, _ = predict_waves(prep, cache=cache)
         grid_pts.append(GridPoint(blocks=blocks, seconds=pred.seconds, blocks_per_s=blocks / pred.seconds))
     return WhatIfReport(kernel=base.kernel.mangled, current_block_size=base.launch.threads_per_block,
                         current_seconds=base_pred.seconds, current_waves=base_pred.waves, block_sizes=tuple(points),
-                        best_block_size=best, sm_scaling=tuple(scaling), grid_scaling=tuple(grid_pts))
+                        best_block_size=best, sm_scaling=tuple(scaling), grid_scaling=tuple(grid_pts),
+                        block_sizes_note=note)
 
 
 __all__ = ["emulate", "emulate_detailed", "sensitivity", "what_if", "prepare", "EmulationSettings", "Emulation",

@@ -165,3 +165,25 @@ def test_modeled_throughput_stays_under_the_roofline_ceilings(programs, target, 
         for prec, f in p.flops.items():
             peak = model.peak(PROFILE_PRECISIONS[prec].value)
             assert f / p.duration_s <= peak * 1.01, (k.name, prec, f / p.duration_s / peak)
+
+
+def test_what_if_sweeps_block_sizes_only_for_1d_blocks(programs, target):
+    arch, dev = target
+    tiled = programs["sgemm_tiled"]  # block (32, 32, 1): indexed by threadIdx.y
+    w = what_if(tiled, tiled.kernels[0], arch, dev, AnalysisOptions())
+    assert w.block_sizes == () and w.best_block_size is None
+    assert w.block_sizes_note and "2-D" in w.block_sizes_note
+    assert w.sm_scaling and w.grid_scaling  # the other sweeps still apply
+    grid = programs["small_grid"]  # block (128, 1, 1)
+    w1 = what_if(grid, grid.kernels[0], arch, dev, AnalysisOptions())
+    assert w1.block_sizes_note is None
+    # powers of two from one warp to the largest block, plus the current size, those that fit
+    assert {p.block_size for p in w1.block_sizes} <= {32, 64, 128, 256, 512, 1024}
+    assert 128 in {p.block_size for p in w1.block_sizes} and w1.best_block_size is not None
+
+
+def test_second_stage_is_deterministic(programs, target):
+    prog = programs["sgemm_naive"]
+    k = prog.kernels[0]
+    assert sensitivity(prog, k, *target, AnalysisOptions()) == sensitivity(prog, k, *target, AnalysisOptions())
+    assert what_if(prog, k, *target, AnalysisOptions()) == what_if(prog, k, *target, AnalysisOptions())
