@@ -272,6 +272,7 @@ def parse_text_listing(text: str) -> dict[str, _TextSection]:
             continue
         if (m := _TYPE_FN.match(raw)) is not None:
             sec.function_symbols.append(m[1])
+            current = ()  # a function appended to the section starts without a line
             continue
         if not raw.startswith((" ", "\t")) and (m := _LABEL.match(raw.strip())) is not None:
             pending_labels.append(m[1])
@@ -533,18 +534,24 @@ def _function(f: dict, sec: _TextSection | None, files: list[str], major: int,
     start = int(f.get("start", 0))
     tinstrs = sec.instrs if sec is not None and len(sec.instrs) == len(raw) else None
     labels = sec.labels if sec is not None else {}
+    mangled = f["function-name"]
+    # nvdisasm prints a line only where it changes, so the last one is carried forward; but not
+    # into a subroutine ptxas appended to the section (e.g. libdevice's accurate pow), whose code
+    # without line records belongs to no line of the caller.
+    entries = {sec.labels[s] for s in sec.function_symbols if s != mangled and s in sec.labels} if sec else set()
     instrs = []
     loc: SourceLocation | None = None
     for i, r in enumerate(raw):
         t = tinstrs[i] if tinstrs is not None else None
         pc = t.pc if t is not None else start + i * size
+        if pc in entries:
+            loc = None
         if "source-line" in r:
             fid = r.get("source-file-id", 0)
             loc = _loc(files[fid] if fid < len(files) else str(fid), int(r["source-line"]))
         elif loc is None and t is not None and t.inline:
             loc = t.inline[0]
         instrs.append(_instruction(i, pc, r, loc, t, labels, major))
-    mangled = f["function-name"]
     subs = ()
     if sec is not None:
         subs = tuple(Subroutine.model_construct(mangled_name=s, name=names.get(s, s), pc=sec.labels[s])

@@ -54,6 +54,8 @@ def _nvdisasm_lines(toolchain, cubin: Path, source: Path) -> dict[str, dict[int,
         if m := re.match(r"^\.text\.(\S+):", raw.strip()):
             fn = m.group(1)
             line = None
+        elif re.match(r"^\$\S+:$", raw.strip()):
+            line = None  # a subroutine appended to the section: no line until nvdisasm prints one
         elif raw.strip().startswith("//## File"):
             locs = re.findall(r'"([^"]+)", line (\d+)', raw)
             mine = [int(ln) for f, ln in locs if Path(f).resolve() == source.resolve()]
@@ -95,6 +97,16 @@ def test_instructions_are_attributed_to_nvdisasm_lines(example, analysed, toolch
     for k in result.kernels:
         ours = {lr.line: {int(s[2:6], 16) for s in lr.sass} for lr in k.lines}
         assert ours == reference[k.mangled], k.name
+
+
+def test_appended_subroutines_belong_to_no_caller_line(analysed):
+    """libdevice's pow/sqrt slow paths follow the kernel's EXIT without line records; they must not be
+    charged to the kernel's closing brace."""
+    stencil = analysed["stencil_double_const.cu"].kernels[0]
+    text = (REPO / "examples" / "stencil_double_const.cu").read_text().splitlines()
+    closing = max(i for i, t in enumerate(text, 1) if t.strip() == "}" and i <= stencil.end_line)
+    brace = stencil.line_report(closing)
+    assert brace is None or sum(brace.instruction_mix.values()) <= 2, brace
 
 
 def test_facts_land_on_the_right_lines(analysed):
