@@ -142,6 +142,17 @@ class Scheduler:
     def forget_toolchains(self) -> None:
         self._toolchains.clear()
 
+    async def warm_up(self) -> None:
+        """Locate the toolchain before the first file needs it: `nvcc --version` alone takes ~0.1 s,
+        which a cached reopen in a fresh server would otherwise pay."""
+        settings = self._settings()
+        if settings.analysis.compile_commands is not None:
+            return  # the toolchain depends on each file's compile command
+        try:
+            await self._toolchain(Path("."), settings)
+        except Exception as e:  # reported when a file is analysed
+            log.debug("toolchain warm-up: %s", e)
+
     def shutdown(self) -> None:
         self.cancel_all()
         self._pool.shutdown(wait=False, cancel_futures=True)

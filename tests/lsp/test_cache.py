@@ -21,6 +21,9 @@ async def test_reopen_is_served_from_cache_without_compiling(lsp, cache_dir):
         assert (await s.stats())["compilerRuns"] == 1  # no compile happened
         assert [(d.range, d.message) for d in s.diagnostics("tracked.cu")] == expected
         assert any("cache: hit (memory), no compiler ran" in m.message for m in s.client.log_messages)
+        # The same story is in the log file next to the cache.
+        log = (cache_dir / "server.log").read_text()
+        assert "tracked.cu: cache: miss" in log and "tracked.cu: cache: hit (memory), no compiler ran" in log
 
     async with lsp() as s:  # a new server process: only the disk cache can answer
         again = await s.open("tracked.cu")

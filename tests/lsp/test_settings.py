@@ -63,3 +63,9 @@ def test_broken_workspace_file_is_a_problem_not_a_crash(tmp_path):
     (tmp_path / ".kernelscope.toml").write_text("this is = = not toml")
     ws, problems = read_workspace_file(tmp_path)
     assert ws == {} and problems and ".kernelscope.toml" in problems[0]
+
+
+def test_server_entry_point_help():
+    out = subprocess.run([sys.executable, "-m", "kernelscope.server", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "--tcp HOST:PORT" in out
