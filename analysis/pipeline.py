@@ -184,6 +184,7 @@ class _Study:
     what_if: WhatIfReport | None
     assumptions: tuple[Assumption, ...]
     measured: bool = False
+    modeled: KernelProfile | None = None  # the emulator's profile, also when `profile` is measured
 
 
 def _measured_profile(report_path: Path, source: Path) -> Profile:
@@ -199,13 +200,17 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
     smem = fn.resources.static_smem if fn.resources else 0
     occ = occupancy(arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)
     measured_kernel = measured.kernel(fn.mangled) if measured else None
+    modeled = None
+    if options.emulate and occ.active_blocks_per_sm > 0:
+        # With a measurement too, the model still runs: hover shows both (the honesty check).
+        launch_used = measured_kernel.launch if measured_kernel is not None else None
+        modeled = emulate(program, fn, arch, device, options, program.source, launch=launch_used)
     if measured_kernel is not None:
         return _Study(measured_kernel.launch, occ, measured_kernel, None, (), None, measured_kernel.provenance.assumptions,
-                      measured=True)
-    if not options.emulate or occ.active_blocks_per_sm == 0:
+                      measured=True, modeled=modeled)
+    if modeled is None:
         return _Study(launch, occ, None, None, (), None, resolved.assumptions)
-    profile = emulate(program, fn, arch, device, options, program.source)
-    return _Study(launch, occ, profile, None, (), None, profile.provenance.assumptions)
+    return _Study(launch, occ, modeled, None, (), None, modeled.provenance.assumptions, modeled=modeled)
 
 
 def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
@@ -227,9 +232,13 @@ def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofl
     if profile is not None:
         total = profile.total_samples or 1.0
         sampled = {ls.line: ls for ls in profile.lines}
+        modeled_total = (study.modeled.total_samples or 1.0) if study.measured and study.modeled else None
+        modeled = {ls.line: ls for ls in study.modeled.lines} if modeled_total else {}
         lines = tuple(lr.model_copy(update={
             "share": sampled[lr.line].total / total if lr.line in sampled else 0.0,
             "samples": {r.value: v for r, v in sampled[lr.line].samples.items()} if lr.line in sampled else {},
+            "modeled_share": (modeled[lr.line].total / modeled_total if lr.line in modeled else 0.0)
+            if modeled_total else None,
         }) for lr in lines)
     sens = study.sensitivity
     return KernelReport(
@@ -243,6 +252,7 @@ def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofl
         bound=roofline.bound if roofline else None,
         bottleneck=f"{sens.bottleneck} ({sens.bound})" if sens and sens.bottleneck else None,
         roofline_fraction=roofline.fraction if roofline else None,
-        predicted_duration_s=profile.duration_s if profile else None,
+        predicted_duration_s=study.modeled.duration_s if study.modeled else None,
+        measured_duration_s=profile.duration_s if profile is not None and study.measured else None,
         assumptions=study.assumptions,
     )

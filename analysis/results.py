@@ -82,6 +82,7 @@ class LineReport(BaseModel):
 
     line: int
     share: float  # of the kernel's samples (Starlight Eq. 2), 0..1
+    modeled_share: float | None = None  # the model's share, when `share` is measured
     samples: dict[str, float] = Field(default_factory=dict)  # by stall reason
     instruction_mix: dict[str, int] = Field(default_factory=dict)  # by instruction class, static count
     flops_per_execution: float = 0.0  # per thread, FMA = 2
@@ -108,7 +109,8 @@ class KernelReport(BaseModel):
     bound: Literal["memory", "compute", "latency"] | None = None
     bottleneck: str | None = None  # the resource named by sensitivity analysis, e.g. "dram (throughput)"
     roofline_fraction: float | None = None  # achieved / attainable at this intensity
-    predicted_duration_s: float | None = None
+    predicted_duration_s: float | None = None  # from the model
+    measured_duration_s: float | None = None  # from a measured profile matching this source
     assumptions: tuple[Assumption, ...] = ()
 
     def line_report(self, line: int) -> LineReport | None:

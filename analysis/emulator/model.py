@@ -404,9 +404,12 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None) -> Emulation
 
 def emulate(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
             options: AnalysisOptions, source: SourceModel | None = None, *,
-            settings: EmulationSettings = DEFAULT_SETTINGS) -> KernelProfile:
-    """A modeled `KernelProfile` of one kernel launch (SAAKE §4 abstract kernel emulation)."""
-    return emulate_detailed(program, kernel, arch, device, options, source, settings=settings).profile
+            settings: EmulationSettings = DEFAULT_SETTINGS, launch: LaunchConfig | None = None) -> KernelProfile:
+    """A modeled `KernelProfile` of one kernel launch (SAAKE §4 abstract kernel emulation).
+
+    `launch` replaces the resolved configuration, e.g. with the one a measured profile recorded.
+    """
+    return emulate_detailed(program, kernel, arch, device, options, source, settings=settings, launch=launch).profile
 
 
 # ---- sensitivity (SAAKE §3.3) --------------------------------------------------------------------
