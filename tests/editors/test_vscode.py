@@ -186,7 +186,7 @@ def workbench(tmp_path):
 def test_vscode_diagnostics_hover_roofline_quickfix(workbench):
     browser, ws, cs, setup_s = workbench
     try:
-        _steps(browser, ws, setup_s)
+        _steps(browser, ws, cs, setup_s)
     except Exception:
         _diagnose(browser, cs)
         raise
@@ -205,7 +205,7 @@ def _diagnose(browser: Browser, cs: code_server.Server) -> None:
     print(f"--- code-server\n{cs.log_path.read_text(errors='replace')[-3000:]}", file=sys.stderr)
 
 
-def _steps(browser: Browser, ws: Path, setup_s: float) -> None:
+def _steps(browser: Browser, ws: Path, cs: code_server.Server, setup_s: float) -> None:
     shots = ARTIFACTS
     t0 = time.monotonic()
 
@@ -280,13 +280,45 @@ def _steps(browser: Browser, ws: Path, setup_s: float) -> None:
         time.sleep(0.2)
     text = (ws / "sgemm_naive.cu").read_text().splitlines()
     assert "__restrict__" in text[KERNEL_LINE - 1], text[KERNEL_LINE - 1]
+
+    # 5. Analyse Now: one more analysis, as the server's log (the output channel) shows.
+    before = _analyses(cs)
+    run_command(browser, "kernelscope: Analyse Now")
+    deadline = time.monotonic() + ANALYSIS_TIMEOUT
+    while _analyses(cs) <= before and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert _analyses(cs) > before, "Analyse Now started no analysis"
+    browser.wait_for(f"(() => {{ const s = {_KS_STATUS}; return s && /\\d+ findings?/.test(s) ? s : null; }})()",
+                     ANALYSIS_TIMEOUT, "the status bar result after Analyse Now")
+
+    # 6. The kernel report (the code lens command), in the Markdown preview.
+    run_command(browser, "kernelscope: Show Kernel Report")
+    report = _wait_frames(browser, ".markdown-body", 30, "the kernel report preview", contains="sgemm_naive")
+    assert any("bound" in r for r in report), report
+    time.sleep(1)  # the preview's frame has its text before it has painted
+    browser.screenshot(shots / "6-kernel-report.png")
+
+    # 7. Profile Now answers (this server: "no command yet"; a future one: no GPU here), never silently.
+    run_command(browser, "kernelscope: Profile Now")
+    note = browser.wait_for("(() => { const t = Array.from(document.querySelectorAll('.notification-toast'))"
+                            ".map(e => e.innerText).join('\\n'); return /kernelscope/.test(t) ? t : null; })()",
+                            60, "a kernelscope notification after Profile Now")
+    if "kernelscope.profileNow" not in _server_commands():
+        assert "kernelscope.profileNow" in note, note
+    browser.screenshot(shots / "7-profile-now.png")
     print(f"\nVS Code e2e: setup {setup_s:.0f} s, steps {time.monotonic() - t0:.0f} s", file=sys.stderr)
 
 
-def _wait_frames(browser: Browser, selector: str, timeout: float, what: str) -> list[str]:
+def _analyses(cs: code_server.Server) -> int:
+    """Analyses the server has started, counted in the extension's output channel (a log file)."""
+    return sum(log.read_text(errors="replace").count("[info] analysing ")
+               for log in cs.data.glob("logs/*/exthost*/kernelscope.kernelscope/kernelscope.log"))
+
+
+def _wait_frames(browser: Browser, selector: str, timeout: float, what: str, contains: str = "") -> list[str]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = browser.frame_texts(selector)
+        found = [f for f in browser.frame_texts(selector) if contains in f]
         if found:
             return found
         time.sleep(0.5)

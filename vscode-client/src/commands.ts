@@ -48,13 +48,18 @@ export function register(ctx: Context): vscode.Disposable[] {
   ];
 }
 
+/** The CUDA document the user is working on: the active editor, else (focus is on the roofline
+ * or a report) the visible CUDA editor. */
 function activeCuda(): vscode.TextDocument | undefined {
-  const doc = vscode.window.activeTextEditor?.document;
-  if (doc !== undefined && vscode.languages.match(DOCUMENT_SELECTOR, doc) > 0) {
-    return doc;
+  const isCuda = (doc: vscode.TextDocument) => vscode.languages.match(DOCUMENT_SELECTOR, doc) > 0;
+  const active = vscode.window.activeTextEditor?.document;
+  const doc = active !== undefined && isCuda(active)
+    ? active
+    : vscode.window.visibleTextEditors.map((e) => e.document).find(isCuda);
+  if (doc === undefined) {
+    void vscode.window.showWarningMessage("kernelscope: open a CUDA file (.cu) first.");
   }
-  void vscode.window.showWarningMessage("kernelscope: open a CUDA file (.cu) first.");
-  return undefined;
+  return doc;
 }
 
 function running(ctx: Context): LanguageClient | undefined {
@@ -190,13 +195,13 @@ async function verifyAdvice(ctx: Context): Promise<void> {
   if (!(await requireTrust("Verify advice"))) {
     return;
   }
-  const editor = vscode.window.activeTextEditor;
   const doc = activeCuda();
   const client = doc && running(ctx);
-  if (editor === undefined || doc === undefined || client === undefined) {
+  if (doc === undefined || client === undefined) {
     return;
   }
-  const line = editor.selection.active.line;
+  const editor = vscode.window.visibleTextEditors.find((e) => e.document === doc);
+  const line = editor?.selection.active.line ?? 0;
   const advice = vscode.languages.getDiagnostics(doc.uri)
     .filter((d) => d.source === "kernelscope" && adviceId(d) !== undefined)
     .sort((a, b) => Math.abs(a.range.start.line - line) - Math.abs(b.range.start.line - line))
