@@ -2,7 +2,8 @@
 
 Custom protocol, for tests, benchmarks and clients that want it:
 - notification `kernelscope/analysisFinished` {uri, cache: "hit (memory)"|"hit (disk)"|"miss",
-  compiled, seconds, diagnostics, compilerRuns, cancelled?, error?};
+  compiled, seconds, diagnostics, compilerRuns, depth, cancelled?, error?} — sent for the quick
+  result (depth "quick": one emulation per kernel) and again for the full one (sensitivity, what-if);
 - request `kernelscope/stats` -> {compilerRuns, cacheHitsMemory, ..., rssBytes};
 - commands `kernelscope.showReport(uri, kernel)` and `kernelscope.explain(uri, adviceId)`
   return Markdown (the first is also the code lens command).
@@ -19,10 +20,11 @@ from typing import Any
 
 import platformdirs
 from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from . import progress
+from . import progress, rpc
 from .cache import ResultCache
 from .features import actions, diagnostics, hover, lens, render
 from .scheduler import Outcome, Scheduler
@@ -38,7 +40,8 @@ REPUBLISH_DELAY_S = 0.1
 
 class KernelscopeServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("kernelscope", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("kernelscope", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=rpc.KernelscopeProtocol)
         self.settings = Settings()
         self.settings_ready = asyncio.Event()
         self.init_options: Any = None
@@ -49,6 +52,17 @@ class KernelscopeServer(LanguageServer):
         self._file_log: logging.Handler | None = None
         self.scheduler = Scheduler(on_outcome=self.on_outcome, progress=self._begin_progress,
                                    settings=lambda: self.settings, ready=self.settings_ready, cache=self.cache)
+
+    def start_io(self, stdin=None, stdout=None) -> None:
+        if stdin is not None or stdout is not None:
+            return super().start_io(stdin, stdout)
+        rpc.serve_stdio(self)  # bounded framing, an error reply to every malformed request
+
+    def report_server_error(self, error: Exception, source) -> None:
+        # pygls shows a window/showMessage per failing notification; a broken client would flood the editor.
+        log.error("%s: %s", getattr(source, "__name__", source), error)
+        if source is not FeatureRequestError:  # a request's error already went back in its reply
+            self.show_once(f"kernelscope: the server rejected malformed messages; see the log in {self.cache_dir()}")
 
     # -- state ------------------------------------------------------------------------------
 
@@ -162,7 +176,7 @@ class KernelscopeServer(LanguageServer):
         else:
             log.info("%s: cache: %s, no compiler ran", name, cache)
         self.protocol.notify("kernelscope/analysisFinished", {
-            **payload, "cache": cache, "compiled": o.result.compiled, "diagnostics": n})
+            **payload, "cache": cache, "compiled": o.result.compiled, "diagnostics": n, "depth": o.result.depth})
         ws = self.client_capabilities.workspace
         if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)

@@ -197,7 +197,9 @@ class Scheduler:
                                                 lambda: job.cancel("user"))
                 if job.cancelled:  # cancelled while the progress bar was being created
                     return
-                result = await self._compile(job, path, settings, toolchain, progress)
+                result = await self._compile(job, path, settings, toolchain, progress,
+                                             lambda quick: self._emit(job, Outcome(job.uri, job.reason, quick, text,
+                                                                                   "miss"), started))
             await self._in_thread(self._cache().put, key, result)
             self._emit(job, Outcome(job.uri, job.reason, result, text, "miss"), started)
         except asyncio.CancelledError:
@@ -254,11 +256,17 @@ class Scheduler:
         return self._toolchains[key]
 
     async def _compile(self, job: _Job, path: Path, settings: Settings, toolchain: Toolchain,
-                       progress: ProgressHandle) -> AnalysisResult:
+                       progress: ProgressHandle, publish_quick: Callable[[AnalysisResult], None]) -> AnalysisResult:
         loop = asyncio.get_running_loop()
 
         def report(stage: str, fraction: float) -> None:  # called on the worker thread
             loop.call_soon_threadsafe(progress.report, stage, fraction)
+
+        def partial(quick: AnalysisResult) -> None:  # called on the worker thread
+            # The quick result (one emulation per kernel) is published while sensitivity and
+            # what-if still run; the full result replaces it (and only the full one is cached).
+            if not job.cancelled:
+                loop.call_soon_threadsafe(publish_quick, quick)
 
         analyze = self._analyze or pipeline.analyze
         self.stats.compiler_runs += 1
@@ -268,7 +276,7 @@ class Scheduler:
         try:
             return await loop.run_in_executor(
                 self._pool, lambda: analyze(path, settings.analysis, cancel=job.token, progress=report,
-                                            toolchain=toolchain))
+                                            toolchain=toolchain, on_partial=partial))
         finally:
             job.in_executor = False
             self.stats.running -= 1

@@ -150,7 +150,11 @@ class MissingRestrict(Optimizer):
             if not p.is_const_pointee and not _written(ctx, p.name):
                 edits.append(insert_edit(p.const_insert.line, p.const_insert.col, "const "))
             if p.restrict_insert is not None:
-                edits.append(insert_edit(p.restrict_insert.line, p.restrict_insert.col, " __restrict__"))
+                at = p.restrict_insert
+                after = ctx.source_lines[at.line - 1][at.col:at.col + 1] if 0 < at.line <= len(ctx.source_lines) else ""
+                # `float *y` needs a space on both sides, or the qualifier swallows the name: `__restrict__y`.
+                text = " __restrict__" if after in ("", " ", "\t") else " __restrict__ "
+                edits.append(insert_edit(at.line, at.col, text))
         if not edits:
             return []
         names = ", ".join(f"`{p.name}`" for p in params)

@@ -36,7 +36,9 @@ local ok, err = pcall(function()
     root_dir = os.getenv("KS_ROOT"),
     settings = { kernelscope = { cache = { directory = os.getenv("KS_CACHE") } } },
     handlers = {
-      ["kernelscope/analysisFinished"] = function(_, params) table.insert(result.finished, params) end,
+      ["kernelscope/analysisFinished"] = function(_, params)
+        if params.depth ~= "quick" then table.insert(result.finished, params) end -- count complete analyses
+      end,
     },
   })
   vim.lsp.buf_attach_client(bufnr, id)

@@ -47,11 +47,11 @@ class Session:
     async def wait_finished(self, uri: str, after: int, timeout: float = TIMEOUT, *,
                             final: bool = True) -> dict[str, Any]:
         """The first analysisFinished for `uri` among those received after the first `after`;
-        with `final`, cancelled (superseded) runs are skipped."""
+        with `final`, cancelled (superseded) runs and quick (partial) results are skipped."""
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             for f in self.finished[after:]:
-                if f.get("uri") == uri and not (final and "cancelled" in f):
+                if f.get("uri") == uri and not (final and ("cancelled" in f or f.get("depth") == "quick")):
                     return f
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"no kernelscope/analysisFinished for {uri}; log: {self.log_text()}")
