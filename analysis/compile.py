@@ -415,6 +415,21 @@ def _includes(path: Path, include_dirs: Sequence[Path]) -> list[tuple[int, Path]
     return found
 
 
+def local_headers(source: Path, flags: Sequence[str], toolchain: Toolchain, limit: int = 500) -> tuple[Path, ...]:
+    """Headers `source` includes, directly or not, that are not the toolchain's own: a result
+    computed from `source` is stale when one of them changes."""
+    dirs = _include_dirs(flags, source.parent, toolchain)
+    system = toolchain.nvcc.resolve().parent.parent
+    seen: dict[Path, None] = {}
+    todo = [source]
+    while todo and len(seen) < limit:
+        for _, header in _includes(todo.pop(), dirs):
+            if header not in seen and not header.is_relative_to(system) and not str(header).startswith("/usr/"):
+                seen[header] = None
+                todo.append(header)
+    return tuple(seen)
+
+
 def include_line_for(source: Path, header: Path, include_dirs: Sequence[Path], limit: int = 2000) -> int | None:
     """The line of `source` whose #include reaches `header`, directly or through other headers."""
     header = header.resolve()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .advisor import advise
 from .arch import ArchSpec, DeviceSpec, load_arch_specs
-from .compile import CompilerMessage, KernelResources, compile_cuda
+from .compile import CompilerMessage, KernelResources, compile_cuda, local_headers
 from .emulator.launch import ResolvedLaunch, resolve_launch
 from .emulator.model import SensitivityReport, WhatIfReport, emulate, sensitivity, what_if
 from .occupancy import Occupancy, occupancy
@@ -38,6 +38,17 @@ Progress = Callable[[str, float], None]
 
 def source_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def input_digest(source: Path, options: AnalysisOptions, toolchain: Toolchain) -> str:
+    """The content hash a cached result of `source` is valid for: the file and its local headers."""
+    h = hashlib.sha256(source.read_bytes())
+    for header in local_headers(source, options.flags, toolchain):
+        try:
+            h.update(str(header).encode() + b"\0" + header.read_bytes())
+        except OSError:
+            h.update(str(header).encode() + b"\0missing")
+    return h.hexdigest()
 
 
 def resolve_toolchain(source: Path, options: AnalysisOptions) -> Toolchain:

@@ -229,7 +229,9 @@ class Scheduler:
         """(cache key, file text, the Outcome on a hit or None)."""
         data: bytes = await self._in_thread(path.read_bytes)
         text = data.decode("utf-8", errors="replace")
-        key = settings.analysis.cache_key(pipeline.source_digest(data), toolchain.version)
+        # Headers count: editing a local header must not serve the result computed before the edit.
+        digest = await self._in_thread(pipeline.input_digest, path, settings.analysis, toolchain)
+        key = settings.analysis.cache_key(digest, toolchain.version)
         cache = self._cache()
         hit = cache.get_memory(key)
         how: Literal["memory", "disk"] = "memory"

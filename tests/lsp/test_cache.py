@@ -99,3 +99,17 @@ def test_two_writers_and_a_reader_never_see_partial_entries(tmp_path):
 
 def cache_dir_tmp(root):
     return (root / "results-v1").glob("*.tmp")
+
+
+async def test_editing_a_local_header_invalidates_the_cached_result(lsp, workspace):
+    (workspace / "scale.cuh").write_text("__device__ inline float scale(float x) { return x * 2.0f; }\n")
+    (workspace / "uses_header.cu").write_text(
+        '#include "scale.cuh"\n__global__ void k(float* a) { a[threadIdx.x] = scale(a[threadIdx.x]); }\n')
+    async with lsp() as s:
+        first = await s.open("uses_header.cu")
+        assert first["cache"] == "miss"
+        s.close("uses_header.cu")
+        (workspace / "scale.cuh").write_text("__device__ inline float scale(float x) { return x * 3.0f; }\n")
+        again = await s.open("uses_header.cu")
+        assert again["cache"] == "miss", "a changed header must not be served from the cache"
+        assert (await s.stats())["compilerRuns"] == 2
