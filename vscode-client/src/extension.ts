@@ -1,7 +1,7 @@
 // Entry point: wires discovery, the client, the status bar, commands and trust together.
 
 import * as vscode from "vscode";
-import type { LanguageClient } from "vscode-languageclient/node";
+import { LanguageClient, State } from "vscode-languageclient/node";
 import { createClient } from "./client";
 import { Command, register } from "./commands";
 import { discover } from "./discovery";
@@ -40,6 +40,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         status.finished(p.diagnostics ?? 0, p.kind ?? kindFromDiagnostics(p.uri), file);
       }
       void roofline.analysisFinished(p.uri);
+    });
+    c.onDidChangeState((e) => {
+      // After its restarts are used up the client stays stopped: say so where the user looks.
+      if (e.newState === State.Stopped && client === c) {
+        status.failed("The kernelscope server stopped; see the output, then run kernelscope: Restart Server.");
+      }
     });
     try {
       await c.start();
