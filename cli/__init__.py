@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true")
 
     s = sub.add_parser("serve", help="run the language server (stdio by default)")
+    s.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default; editors pass it)")
     s.add_argument("--tcp", default=None, metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)")
     s.add_argument("--log-file", type=Path, default=None)
     return p
