@@ -73,8 +73,6 @@ def test_unknown_stride_falls_back_to_the_coalesced_default(profiles):
     assert runtime.bytes["dram"] == pytest.approx(unit.bytes["dram"], rel=0.05)
 
 
-@pytest.mark.xfail(reason="analysis/emulator/launch.py folds kernel arguments into its values but records no "
-                          "Assumption for them yet", strict=False)
 def test_folded_argument_is_a_launch_site_assumption(profiles):
     found = [a for a in profiles["strided"].provenance.assumptions if a.name == "stride"]
     assert [(a.value, a.source) for a in found] == [("32", "launch_site")]

@@ -66,28 +66,40 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     hint: LaunchHint | None = options.launch_hints.get(short) or options.launch_hints.get(kernel_name)
     ann = kernel_annotation(source, kernel_name)
     values: dict[str, int] = {}
+    origin: dict[str, tuple[str, str]] = {}  # value name -> (Assumption source, detail)
     if source is not None:
         values.update({c.name: c.value for c in source.constants})
     if ann is not None:
-        values.update({e.key: e.value for e in ann.entries if e.value is not None})
+        given = {e.key: e.value for e in ann.entries if e.value is not None}
+        values.update(given)
+        origin.update({k: ("annotation", "`// kernelscope:` annotation") for k in given})
     if hint is not None:
         values.update(hint.values)
+        origin.update({k: ("settings", "launch_hints values") for k in hint.values})
     out: list[Assumption] = []
 
     site = None
+    fn = source.kernel(short) if source is not None else None
     if source is not None:
         sites = [s for s in source.launch_sites if s.kernel == short]
         folded = [s.launch_config() for s in sites]
         site = next((c for c in folded if c is not None), None)
         # kernel parameters take the values of the launch's arguments where those fold
-        fn = source.kernel(short)
         if fn is not None and sites:
-            folded_args = getattr(sites[0], "arg_values", None) or (None,) * len(sites[0].args)
+            folded_args = sites[0].arg_values or (None,) * len(sites[0].args)
             for p, arg, fv in zip(fn.params, sites[0].args, folded_args):
                 if p.name and p.name not in values and not p.is_pointer:
                     v = fv if fv is not None else fold_bound(arg.strip(), values)
                     if v is not None:
                         values[p.name] = v
+                        origin[p.name] = ("launch_site", f"argument `{arg.strip()}` of the launch at line {sites[0].line}")
+    # every kernel argument the model reads as a constant (address analysis, loop bounds) is a
+    # value it did not observe in the binary, so it is listed with where it came from
+    if fn is not None:
+        for p in fn.params:
+            if p.name in values and p.name in origin and not p.is_pointer:
+                src_kind, detail = origin[p.name]
+                out.append(Assumption(name=p.name, value=str(values[p.name]), source=src_kind, detail=detail))
 
     def pick(name: str, from_site, from_hint, from_ann, default, default_detail: str):
         if from_site is not None:
@@ -172,23 +184,32 @@ def loop_step(body: list[Instruction], latch: Instruction) -> tuple[str, int | N
 def resolve_trip(*, info_trip: int | None, bound_value: int | None, step: tuple[str, int | None],
                  launch: LaunchConfig, trip_hint: int | None, default: int, unroll: int | None,
                  where: str) -> tuple[int, Assumption]:
-    """SASS trip count of one loop and the assumption that names its source."""
+    """SASS trip count of one loop and the assumption that names its source.
+
+    A bound, a hint and the default count source iterations. One SASS iteration runs `k` of
+    them when the counter's step is the constant k, else `unroll` (the loop's replicated body,
+    `LoopInfo.unroll_factor`): a grid-stride loop unrolled by 4 covers four strides per trip.
+    """
     kind, k = step
-    per_iter = k if kind == "const" and k else (unroll or 1)
+    per_iter = k if kind == "const" and k else max(1, unroll or 1)
+    per = f", {per_iter} per SASS iteration" if per_iter > 1 else ""
     if info_trip is not None:  # the program builder already divided by the unroll factor
         t = max(1, info_trip)
         return t, Assumption(name=f"trip_count@{where}", value=str(t), source="sass",
                              detail="constant loop bound")
     if bound_value is not None:
         if kind == "grid":
-            t = max(1, math.ceil(bound_value / (launch.blocks * launch.threads_per_block)))
+            t = max(1, math.ceil(bound_value / (launch.blocks * launch.threads_per_block * per_iter)))
             return t, Assumption(name=f"trip_count@{where}", value=str(t), source="annotation",
-                                 detail=f"grid-stride loop over {bound_value} elements")
+                                 detail=f"grid-stride loop over {bound_value} elements{per}")
         t = max(1, bound_value // per_iter if kind == "const" else math.ceil(bound_value / per_iter))
         return t, Assumption(name=f"trip_count@{where}", value=str(t), source="annotation",
-                             detail=f"bound {bound_value}" + (f", {per_iter} per SASS iteration" if per_iter > 1 else ""))
+                             detail=f"bound {bound_value}{per}")
     if trip_hint is not None:
         t = max(1, math.ceil(trip_hint / per_iter))
-        return t, Assumption(name=f"trip_count@{where}", value=str(t), source="settings")
-    return default, Assumption(name=f"trip_count@{where}", value=str(default), source="default",
-                               detail="unknown bound; set launch_hints trip_count or `// kernelscope: trip=...`")
+        return t, Assumption(name=f"trip_count@{where}", value=str(t), source="settings",
+                             detail=f"{trip_hint} iterations{per}" if per else "")
+    t = max(1, math.ceil(default / per_iter))
+    return t, Assumption(name=f"trip_count@{where}", value=str(t), source="default",
+                         detail=f"unknown bound, {default} iterations{per}; set launch_hints trip_count or "
+                                "`// kernelscope: trip=...`")

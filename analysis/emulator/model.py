@@ -153,8 +153,10 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     infos = {li.index: li for li in kernel.loops}
     full: list[LoopSpec] = []
     # sibling SASS loops of one source loop: ptxas's unrolled main loop then its remainder loops;
-    # each remainder runs what the loops before it left over (at least once: its guard is not modeled)
-    left: dict[int, int] = {}
+    # each remainder runs what the loops before it left over (at least once: its guard is not
+    # modeled), and never more than `max_trip_count`: the loop before it stops only once fewer
+    # source iterations than its own unroll factor remain, whatever the bound or hint says
+    left: dict[tuple[int, int | None], int] = {}
     for L in decoded.loops:
         info = infos.get(L.info_index) if L.info_index is not None else None
         header = fn.instructions[L.header]
@@ -177,7 +179,16 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
                 bound = left[key]
         trip, a = resolve_trip(info_trip=info.trip_count if info else None, bound_value=bound,
                                step=step, launch=cfg_launch, trip_hint=resolved.trip_hint,
-                               default=options.default_trip_count, unroll=None, where=f"line {line}")
+                               default=options.default_trip_count, unroll=info.unroll_factor if info else None,
+                               where=f"line {line}")
+        if info is not None and info.role == "remainder" and info.max_trip_count is not None:
+            cap = f"remainder of the unrolled loop at line {line}: at most {info.max_trip_count} trips"
+            if trip > info.max_trip_count:
+                trip = info.max_trip_count
+                a = Assumption(name=a.name, value=str(trip), source="sass",
+                               detail=f"{cap} (the {a.source} value was {a.value})")
+            else:
+                a = a.model_copy(update={"detail": f"{cap}; {a.detail}" if a.detail else cap})
         if bound is not None and sl is not None and step[0] == "const" and step[1]:
             left[(sl.index, L.parent)] = max(0, bound - trip * step[1])
             trip = max(1, trip)
