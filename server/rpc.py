@@ -1,0 +1,173 @@
+"""JSON-RPC over stdio: the framing and error replies that pygls 2.1 leaves out.
+
+pygls's reader loop and protocol drop several malformed messages without an answer, so a
+client waiting on that request hangs (found by tests/stress/test_protocol_fuzz.py):
+
+- a body that is not JSON: JSON-RPC 2.0 §5.1 asks for ParseError (-32700) with id null;
+- a body that is JSON but not a request object (a number, an array, no "jsonrpc", a
+  non-string method): InvalidRequest (-32600), with its id when it has a usable one;
+- a request whose params do not fit the method's types: InvalidParams (-32602) with its id
+  (pygls raised inside `json.loads` and lost the id);
+- a request after `shutdown`: InvalidRequest (LSP 3.17, "Shutdown Request"); pygls ignored it;
+- a Content-Length beyond `MAX_MESSAGE_BYTES`: pygls's `stdin.read(n)` allocated n bytes up
+  front; the body is now skipped in chunks, which keeps the stream in step when the length
+  was honest and memory bounded when it was not.
+
+Header lines are matched case-insensitively with any spacing; other headers (Content-Type,
+charset) are ignored: LSP bodies are UTF-8 JSON (and `json.loads` also detects UTF-16/32).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.io_ import StdinAsyncReader, StdoutWriter
+from pygls.protocol import LanguageServerProtocol
+
+log = logging.getLogger("kernelscope.server.rpc")
+
+#: largest body read into memory; a 5 MB didOpen is fine, a bogus 10^12 is skipped
+MAX_MESSAGE_BYTES = 64 * 2**20
+_SKIP_CHUNK = 2**20
+
+
+@dataclass(frozen=True)
+class _Rejected:
+    """A message that gets an error reply instead of a handler (built while parsing)."""
+
+    id: int | str | None
+    error: JsonRpcException
+
+
+def _usable_id(msg_id: Any) -> bool:
+    return isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
+
+
+class KernelscopeProtocol(LanguageServerProtocol):
+    def structure_message(self, data: dict[str, Any]):
+        if "jsonrpc" not in data:
+            return data  # a nested object (json.loads calls this hook bottom-up) or an invalid message
+        is_request = "method" in data and "id" in data
+        if is_request and data["jsonrpc"] != self.VERSION:
+            return _Rejected(data["id"] if _usable_id(data["id"]) else None, JsonRpcInvalidRequest())
+        if is_request and (not isinstance(data["method"], str) or not _usable_id(data["id"])):
+            return _Rejected(data["id"] if _usable_id(data["id"]) else None, JsonRpcInvalidRequest())
+        if is_request and self._shutdown and data["method"] != types.EXIT:
+            return _Rejected(data["id"], JsonRpcInvalidRequest("The server is shutting down"))
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as e:
+            if is_request:
+                return _Rejected(data["id"], JsonRpcInvalidParams(f"Invalid params for {data['method']}")
+                                 if isinstance(e, JsonRpcInvalidParams) else e)
+            raise
+
+    def handle_message(self, message: Any):
+        if isinstance(message, _Rejected):
+            self._reply_error(message.id, message.error)
+            return
+        if not hasattr(message, "jsonrpc") or message.jsonrpc != self.VERSION:
+            # Not a JSON-RPC 2.0 message: answer only what looks like a request.
+            msg_id = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+            method = message.get("method") if isinstance(message, dict) else getattr(message, "method", None)
+            if not isinstance(message, dict) and not hasattr(message, "jsonrpc"):
+                self._reply_error(None, JsonRpcInvalidRequest())  # a number, a string, an array (no batches in LSP)
+            elif method is not None and msg_id is not None:
+                self._reply_error(msg_id if _usable_id(msg_id) else None, JsonRpcInvalidRequest())
+            else:
+                log.warning("ignored a message that is not JSON-RPC 2.0")
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and method is not None and method != types.EXIT and getattr(message, "id", None) is not None:
+            self._reply_error(message.id, JsonRpcInvalidRequest("The server is shutting down"))
+            return
+        super().handle_message(message)
+
+    def _reply_error(self, msg_id: int | str | None, error: JsonRpcException) -> None:
+        # Written as a plain dict: lsprotocol's ResponseErrorMessage omits a None id, and JSON-RPC wants "id": null.
+        self._send_data({"jsonrpc": self.VERSION, "id": msg_id,
+                         "error": {"code": error.code, "message": error.message}})
+
+
+async def read_messages(stop: threading.Event, reader: StdinAsyncReader, protocol: KernelscopeProtocol) -> None:
+    """pygls's `run_async`, with bounded bodies and an answer to every malformed request."""
+    while not stop.is_set():
+        length: int | None = None
+        while True:
+            line = await reader.readline()
+            if not line:
+                return  # EOF: the client is gone
+            if not line.strip():
+                if length is not None:
+                    break
+                continue  # a stray blank line, or a header block without a usable Content-Length
+            # After a broken frame, the next header often arrives glued to the rest of the old body
+            # (bodies end without a newline); picking it out of the line resynchronises at once.
+            at = line.lower().rfind(b"content-length:")
+            if at > 0:
+                line = line[at:]
+            name, sep, value = line.partition(b":")
+            if sep and name.strip().lower() == b"content-length":
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    length = None
+                if length is not None and length < 0:
+                    length = None
+                if length is None:
+                    log.error("ignored a message with Content-Length %r", value.strip()[:40])
+        if length > MAX_MESSAGE_BYTES:
+            log.error("skipping a %d-byte message (the limit is %d bytes)", length, MAX_MESSAGE_BYTES)
+            while length > 0:
+                chunk = await reader.readexactly(min(length, _SKIP_CHUNK))
+                if not chunk:
+                    return
+                length -= len(chunk)
+            continue
+        body = await reader.readexactly(length)
+        if len(body) < length:
+            return  # EOF in the middle of a body
+        try:
+            message = json.loads(body, object_hook=protocol.structure_message)
+        except JsonRpcException as e:  # a notification whose params do not fit: no one to answer
+            log.error("ignored a malformed notification: %s", e)
+            continue
+        except (ValueError, RecursionError) as e:  # includes JSONDecodeError and UnicodeDecodeError
+            log.error("not JSON (%s): %r", type(e).__name__, body[:80])
+            protocol._reply_error(None, JsonRpcParseError())
+            continue
+        except Exception:
+            log.exception("unable to read a message")
+            continue
+        try:
+            protocol.handle_message(message)
+        except Exception:
+            log.exception("unable to handle a message")
+
+
+def serve_stdio(server: Any) -> None:
+    """`LanguageServer.start_io` with `read_messages` as its loop."""
+    server._stop_event = stop = threading.Event()
+    reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
+    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    code: Any = 0
+    try:
+        asyncio.run(read_messages(stop, reader, server.protocol))
+    except BrokenPipeError:
+        log.error("the connection to the client is lost; shutting down")
+    except KeyboardInterrupt:
+        pass
+    except SystemExit as e:  # `exit`: 0 after `shutdown`, else 1 (LSP 3.17); pygls swallowed the code
+        code = e.code
+    finally:
+        server.shutdown()
+    if code:
+        raise SystemExit(code)
