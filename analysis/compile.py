@@ -126,6 +126,7 @@ def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str]
     start = time.perf_counter()
     source = Path(source).absolute()
     arch = validate_arch(arch, toolchain)
+    _refuse_shell_text(source)
     try:
         source_bytes = source.read_bytes()
     except OSError as e:
@@ -161,6 +162,20 @@ def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str]
                                                message=" ".join(tail)))
     return CompileResult(success=False, cubin=None, cubin_path=None, messages=messages, resources=resources,
                          toolchain=toolchain, command=tuple(argv), frontend="nvcc", wall_s=time.perf_counter() - start)
+
+
+#: nvcc runs its stages through /bin/sh with each path inside double quotes (checked on nvcc 13.0:
+#: a source named `$(touch x).cu` creates `x`), so these characters are shell syntax to it.
+_SHELL_ACTIVE_IN_QUOTES = ('$', '`', '"', '\\')
+
+
+def _refuse_shell_text(source: Path) -> None:
+    found = sorted({c for c in str(source) if c in _SHELL_ACTIVE_IN_QUOTES})
+    if found:
+        raise CompileSetupError(
+            f"kernelscope does not compile {source}: nvcc passes file paths to a shell, where "
+            f"{' '.join(found)} in the path would run as shell syntax (a file named `$(cmd).cu` runs cmd). "
+            f"Rename the file or folder without these characters.")
 
 
 def _run_nvcc(argv: list[str], toolchain: Toolchain, cwd: Path, timeout: float,

@@ -20,7 +20,7 @@ from typing import Any
 
 import platformdirs
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError
+from pygls.exceptions import FeatureRequestError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -28,7 +28,8 @@ from . import progress, rpc
 from .cache import ResultCache
 from .features import actions, diagnostics, hover, lens, render
 from .scheduler import Outcome, Scheduler
-from .settings import SECTION, Settings, load_settings, merge_user_layers, read_workspace_file
+from .settings import (SECTION, Settings, load_settings, merge_user_layers, read_workspace_file,
+                       without_untrusted_commands)
 from .tracking import ResultView, TrackedDocument
 
 log = logging.getLogger("kernelscope.server")
@@ -108,6 +109,12 @@ class KernelscopeServer(LanguageServer):
             None, read_workspace_file, Path(root) if root else None)
         old = self.settings
         new, problems = load_settings(merge_user_layers(*layers), ws_file)
+        trusted = isinstance(self.init_options, dict) and self.init_options.get("workspaceTrusted") is True
+        new, held = without_untrusted_commands(new, trusted)
+        if held:
+            self.show_once(f"kernelscope: {', '.join(held)} from this workspace's .kernelscope.toml/pyproject.toml "
+                           f"is ignored: it names a program to run and the workspace is not trusted. Trust the "
+                           f"workspace, or set it in your editor's settings.", types.MessageType.Warning)
         self.settings = new
         self._setup_logging()
         if problems or file_problems:
@@ -150,6 +157,11 @@ class KernelscopeServer(LanguageServer):
         path = to_fs_path(uri)
         if path is None or not uri.startswith("file:"):
             return  # untitled buffers have nothing on disk to compile
+        if not Path(path).is_file():
+            # A new buffer not yet written (`nvim new.cu`), or a file deleted meanwhile: analysed once saved.
+            log.info("%s is not a file on disk (yet); not analysed", path)
+            self.scheduler.cancel(uri)
+            return
         self.scheduler.request(uri, Path(path), reason)
 
     def on_outcome(self, o: Outcome) -> None:
@@ -336,13 +348,15 @@ def on_code_action(ls: KernelscopeServer, params: types.CodeActionParams) -> lis
 
 
 @server.command(lens.SHOW_REPORT)
-def show_report(ls: KernelscopeServer, uri: str, kernel: str) -> str | None:
+def show_report(ls: KernelscopeServer, uri: str | None = None, kernel: str | None = None) -> str | None:
+    _require_arguments(lens.SHOW_REPORT, uri, kernel)
     view = ls.view(uri)
     return lens.report(view, kernel) if view is not None else None
 
 
 @server.command(actions.EXPLAIN)
-def explain(ls: KernelscopeServer, uri: str, advice_id: str) -> str | None:
+def explain(ls: KernelscopeServer, uri: str | None = None, advice_id: str | None = None) -> str | None:
+    _require_arguments(actions.EXPLAIN, uri, advice_id)
     view = ls.view(uri)
     found = next((a for a in view.result.advice if a.id == advice_id), None) if view is not None else None
     if found is None:
@@ -350,6 +364,12 @@ def explain(ls: KernelscopeServer, uri: str, advice_id: str) -> str | None:
     text = render.explanation(found)
     ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=text))
     return text
+
+
+def _require_arguments(command: str, *args: Any) -> None:
+    # pygls calls a command with no arguments when the client sends `"arguments": null`.
+    if not all(isinstance(a, str) for a in args):
+        raise JsonRpcInvalidParams(f"{command} takes {len(args)} string arguments")
 
 
 @server.feature("kernelscope/stats")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint
 
@@ -267,6 +267,34 @@ def load_settings(user: Mapping[str, Any] | None, workspace_file: Mapping[str, A
         settings = Settings()
     kept = {p: o for p, o in origins.items() if _has(merged, p)}
     return settings.model_copy(update={"origins": kept}), list(dict.fromkeys(problems))
+
+
+#: settings that name a program the server runs: from a workspace file (a cloned repository) they
+#: wait until the user trusts the workspace. `profile` is held back where it runs (features/measured.py).
+COMMAND_SETTINGS = ("analysis.nvccPath", "analysis.compileCommands")
+#: nvcc flags that run or load another program (the host compiler, its plugins, an options file
+#: that may hold either): `flags` from an untrusted workspace file must not carry them
+_RUNS_PROGRAMS = ("-ccbin", "--compiler-bindir", "-Xcompiler", "--compiler-options", "--options-file", "-optf")
+
+
+def without_untrusted_commands(settings: Settings, trusted: bool) -> tuple[Settings, list[str]]:
+    """`settings` minus what a workspace file may not decide in an untrusted workspace.
+
+    Returns (settings, names of the settings set aside) for one message to the user.
+    """
+    if trusted:
+        return settings, []
+    dropped = [name for name in COMMAND_SETTINGS if settings.from_workspace_file(name)]
+    update: dict[str, Any] = {to_snake(n.split(".", 1)[1]): None for n in dropped}
+    if settings.from_workspace_file("analysis.flags") and any(
+            f.split("=", 1)[0] in _RUNS_PROGRAMS or f.startswith(("-ccbin", "-Xcompiler")) for f in settings.analysis.flags):
+        dropped.append("analysis.flags")
+        update["flags"] = ()
+    if not dropped:
+        return settings, []
+    origins = {p: o for p, o in settings.origins.items() if not any(p == d or p.startswith(d + ".") for d in dropped)}
+    analysis = settings.analysis.model_copy(update=update)
+    return settings.model_copy(update={"analysis": analysis, "origins": origins}), dropped
 
 
 def _has(d: Mapping[str, Any], path: str) -> bool:
