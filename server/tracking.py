@@ -85,6 +85,11 @@ class ResultView:
     current: list[str]  # the buffer's lines now (shared with the owning TrackedDocument)
     codec: PositionCodec
     cache: str = "miss"  # how the result was obtained, for logs and kernelscope/analysisFinished
+    analysed: list[str] = field(default_factory=list)  # the lines the result was computed from
+
+    def text_then(self, line1: int) -> str:
+        """Analysed 1-based line's text, as it was analysed."""
+        return self.analysed[line1 - 1] if 0 < line1 <= len(self.analysed) else ""
 
     def line_now(self, line1: int | None) -> int | None:
         """Current 0-based line of analysed line `line1`, or None when it was edited (stale)."""
@@ -166,6 +171,7 @@ class TrackedDocument:
 
     def attach(self, result: AnalysisResult, analysed_text: str, cache: str) -> ResultView:
         """Show `result`, computed from `analysed_text`, against the buffer as it is now."""
-        self.view = ResultView(result, LineMap.between(split_lines(analysed_text), self.current), self.current,
-                               self.doc.position_codec, cache)
+        analysed = split_lines(analysed_text)
+        self.view = ResultView(result, LineMap.between(analysed, self.current), self.current,
+                               self.doc.position_codec, cache, analysed)
         return self.view

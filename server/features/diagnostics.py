@@ -65,7 +65,8 @@ def compiler_diagnostics(view: ResultView) -> list[types.Diagnostic]:
         if rng is None:
             continue  # its line was edited: the message may no longer be true
         text = m.message if m.origin is None else f"{m.message} (in {m.origin})"
-        out.append(types.Diagnostic(range=rng, message=text, severity=_SEVERITY[m.severity], source=m.source))
+        out.append(types.Diagnostic(range=rng, message=text, severity=_SEVERITY[m.severity], source=m.source,
+                                    data={"lineText": view.text_then(m.line or 1)}))
     return out
 
 
@@ -97,7 +98,9 @@ def advice_diagnostic(view: ResultView, uri: str, a: Advice) -> types.Diagnostic
         source=SOURCE,
         code=a.optimizer,
         related_information=related or None,
-        data={"adviceId": a.id},
+        # The analysed text of the line: results follow edits, so it always equals the line's text now
+        # (tests/stress/test_edit_storm.py checks every published diagnostic against it).
+        data={"adviceId": a.id, "lineText": view.text_then(primary)},
     )
 
 
