@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import signal
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -186,6 +187,15 @@ def _run_nvcc(argv: list[str], toolchain: Toolchain, cwd: Path, timeout: float,
         return f"nvcc fatal   : {e}\n", -1
     except OSError as e:
         raise CompileSetupError(f"Cannot run {argv[0]}: {e.strerror or e}") from None
+    if r.returncode < 0:
+        # Killed by a signal from outside (OOM killer, a user's kill): not a fact about the source, so it
+        # must not become a cached "does not compile" result.
+        try:
+            name = signal.Signals(-r.returncode).name
+        except ValueError:
+            name = f"signal {-r.returncode}"
+        raise CompileSetupError(f"nvcc was stopped by {name} (out of memory, or killed from outside); "
+                                f"save again to retry")
     # ptxas's report and EDG's messages both go to stderr; stdout is normally empty.
     return r.stdout + r.stderr, r.returncode
 

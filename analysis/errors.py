@@ -17,6 +17,7 @@ def _collect() -> tuple[type[BaseException], ...]:
     for module, names in (
         ("toolchain", ("ToolchainError",)),
         ("compile", ("CompileSetupError",)),
+        ("sass", ("DisassemblyError",)),
         ("arch", ("ArchSpecError",)),
         ("measure.ncu_report", ("ReportError", "StaleReportError")),
         ("measure.ncu", ("MeasurementError",)),

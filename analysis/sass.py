@@ -150,7 +150,11 @@ def disassemble(cubin_path: Path, nvdisasm: Path, *, cancel: CancelToken | None 
     def listing(flags: list[str]) -> str:
         res = run_tool([str(nvdisasm), *flags, str(cubin_path)], timeout=timeout, cancel=cancel)
         if res.returncode != 0:
-            raise DisassemblyError(f"nvdisasm {' '.join(flags)} failed on {cubin_path}: {res.stderr.strip()}")
+            # No temp path in the text: the same broken nvdisasm gives the same message for every file (shown once).
+            last = (res.stderr.strip().splitlines() or [f"exit status {res.returncode}"])[-1]
+            raise DisassemblyError(f"{nvdisasm} {' '.join(flags)} failed: {last}. Reinstall nvdisasm "
+                                   f"(`pip install nvidia-cuda-nvdisasm`) or point kernelscope.analysis.nvccPath "
+                                   f"at a complete CUDA toolkit.")
         return res.stdout
 
     # nvdisasm spends ~0.3 s initialising before it decodes anything, whatever the cubin's
