@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 
+from kernelscope.analysis.measure.target import ProfileTarget, RemoteWrapper
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint
 
 SECTION = "kernelscope"
@@ -44,13 +45,28 @@ class _Camel(BaseModel):
 
 
 class ProfileCommand(_Camel):
-    """How the measured backend runs the user's program under the profiler (stored now, used later)."""
+    """How the measured backend runs the user's program under Nsight Compute (`kernelscope.profileNow`)."""
 
     command: tuple[str, ...] = Field(..., min_length=1,
                                      description="Program and arguments that launch the kernels, e.g. [\"./app\", \"--n\", \"4096\"]. Never run through a shell.")
     cwd: Path | None = Field(None, description="Working directory (default: the workspace root).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     timeout_s: float = Field(300.0, gt=0, description="Stop the profiled program after this many seconds.")
+    ncu_path: str = Field("ncu", description="The Nsight Compute command line (`ncu`), by path or on PATH (on the remote side with `remote`).")
+    kernel_regex: str | None = Field(None, description="Profile only kernels whose function name matches this regular expression, e.g. \"gemm\" (ncu -k regex:...).")
+    remote: RemoteWrapper | None = Field(None, description="Run on another machine: {\"run\": [\"ssh\", \"gpu01\", \"cd {cwd} && {command}\"], \"fetch\": [\"scp\", \"gpu01:{remote}\", \"{local}\"]} (docs/measured.md).")
+    on_save: bool = Field(False, description="Profile again on every save (the measured result replaces the modeled one when it arrives).")
+
+    @field_validator("remote", mode="before")
+    @classmethod
+    def _snake_remote(cls, v: Any) -> Any:
+        # RemoteWrapper (owned by kernelscope.analysis.measure) has snake_case fields and no aliases.
+        return _snake_keys(v, RemoteWrapper) if isinstance(v, Mapping) else v
+
+    def target(self, default_cwd: Path | None) -> ProfileTarget:
+        """The measurement backend's ProfileTarget for these settings."""
+        return ProfileTarget(command=self.command, cwd=self.cwd or default_cwd, env=self.env, timeout_s=self.timeout_s,
+                             kernel_regex=self.kernel_regex, remote=self.remote)
 
 
 class CacheSettings(_Camel):

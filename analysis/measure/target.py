@@ -26,21 +26,21 @@ from .errors import ProfileTimeoutError, RemoteError, ToolNotFoundError
 class PathMapping(BaseModel):
     """A local directory and the same directory as the remote machine sees it (e.g. over NFS, or a copy)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     local: str
     remote: str
 
 
 class RemoteWrapper(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")  # settings: a misspelt key is an error
 
-    run: tuple[str, ...]  # template for running an argv remotely
-    #: template copying the report back, e.g. ("scp", "gpu01:{remote}", "{local}"); empty: shared filesystem
-    fetch: tuple[str, ...] = ()
-    remote_shell: bool | None = None  # None: True when run[0] is ssh
-    paths: tuple[PathMapping, ...] = ()
-    remote_tmp: str = "/tmp"  # where a report goes when no mapping covers the local report path
+    # Descriptions double as the settings documentation (kernelscope.profile.remote).
+    run: tuple[str, ...] = Field(..., description="Template running an argv remotely; placeholders {command} and {cwd}.")
+    fetch: tuple[str, ...] = Field((), description="Template copying the report back, e.g. [\"scp\", \"gpu01:{remote}\", \"{local}\"]; empty: a shared filesystem.")
+    remote_shell: bool | None = Field(None, description="Whether a shell parses the command on the far side (quote it); default: true for ssh.")
+    paths: tuple[PathMapping, ...] = Field((), description="Local directories and their remote spelling, [{\"local\": ..., \"remote\": ...}].")
+    remote_tmp: str = Field("/tmp", description="Where the report is written remotely when no path mapping covers it.")
 
     @property
     def quotes(self) -> bool:
