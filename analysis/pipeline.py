@@ -178,7 +178,9 @@ def _assemble(program: Program, catalog, device: DeviceSpec, options: AnalysisOp
                     for fn in program.kernels)
     profile = None
     if profiles:
-        profile = Profile(kernels=profiles, provenance=measured.provenance if measured else profiles[0].provenance)
+        # A report that matched none of this file's kernels leaves every number modeled: say so.
+        used = measured is not None and any(s.measured for s in studies.values())
+        profile = Profile(kernels=profiles, provenance=measured.provenance if used else profiles[0].provenance)
     return AnalysisResult(**common, kernels=kernels, advice=advice, profile=profile,
                           rooflines=tuple(rooflines.values()), timings=timings, depth=depth)
 
