@@ -5,8 +5,23 @@ Custom protocol, for tests, benchmarks and clients that want it:
   compiled, seconds, diagnostics, compilerRuns, depth, cancelled?, error?} — sent for the quick
   result (depth "quick": one emulation per kernel) and again for the full one (sensitivity, what-if);
 - request `kernelscope/stats` -> {compilerRuns, cacheHitsMemory, ..., rssBytes};
-- commands `kernelscope.showReport(uri, kernel)` and `kernelscope.explain(uri, adviceId)`
-  return Markdown (the first is also the code lens command).
+- notifications `kernelscope/didGrantWorkspaceTrust` (what the VS Code extension sends) and its alias
+  `kernelscope/workspaceTrusted`, {workspaceTrusted: true}: the user trusted the workspace after
+  start-up (initializationOptions `workspaceTrusted` says so at start-up);
+- commands (workspace/executeCommand; arguments positional):
+  - `kernelscope.showReport(uri, kernel)` and `kernelscope.explain(uri, adviceId)` return Markdown
+    (the first is also the code lens command);
+  - `kernelscope.verifyAdvice(uri, adviceId)` -> the Verification as JSON (re-modeled fix), or null;
+  - `kernelscope.roofline(uri)` -> {svg, kind, device, kernels: [{kernel, name, bound, fraction,
+    bindingLevel, provenance, trajectory}]}: one chart of every kernel in the file; an error
+    reply while the file has no result;
+  - `kernelscope.analyzeNow(uri, {noCache?})` -> {scheduled: true}: analyse without debounce
+    (and without the cache when `noCache`); results arrive as usual;
+  - `kernelscope.loadReport(uri, reportPath)` -> {ok, message?, kernels?, error?}: analyse with an
+    Nsight Compute report's measured profile, kept for later saves while it matches the file;
+  - `kernelscope.profileNow(uri)` -> as loadReport: run the `profile` setting under ncu (a
+    workspace-file command only in a trusted workspace), then load its report.
+  Failures of the last two are shown as one window/showMessage; the reply has `error`, no `message`.
 """
 
 import argparse
@@ -26,7 +41,7 @@ from pygls.uris import to_fs_path
 
 from . import progress, rpc
 from .cache import ResultCache
-from .features import actions, diagnostics, hover, lens, render
+from .features import actions, diagnostics, hover, lens, measured, render, roofline
 from .scheduler import Outcome, Scheduler
 from .settings import (SECTION, Settings, load_settings, merge_user_layers, read_workspace_file,
                        without_untrusted_commands)
@@ -51,6 +66,7 @@ class KernelscopeServer(LanguageServer):
         self._shown: set[str] = set()
         self._republish: dict[str, asyncio.TimerHandle] = {}
         self._file_log: logging.Handler | None = None
+        self.measured = measured.MeasuredState()
         self.scheduler = Scheduler(on_outcome=self.on_outcome, progress=self._begin_progress,
                                    settings=lambda: self.settings, ready=self.settings_ready, cache=self.cache)
 
@@ -95,7 +111,9 @@ class KernelscopeServer(LanguageServer):
     # -- settings ---------------------------------------------------------------------------
 
     async def load_settings(self) -> None:
-        layers = [self.init_options.get(SECTION, self.init_options) if isinstance(self.init_options, dict) else None]
+        init = self.init_options if isinstance(self.init_options, dict) else None
+        # `workspaceTrusted` sits beside the settings (and is the client's to say, not a setting).
+        layers = [init.get(SECTION, {k: v for k, v in init.items() if k != "workspaceTrusted"}) if init else None]
         ws = self.client_capabilities.workspace
         if ws is not None and ws.configuration:
             try:
@@ -109,8 +127,7 @@ class KernelscopeServer(LanguageServer):
             None, read_workspace_file, Path(root) if root else None)
         old = self.settings
         new, problems = load_settings(merge_user_layers(*layers), ws_file)
-        trusted = isinstance(self.init_options, dict) and self.init_options.get("workspaceTrusted") is True
-        new, held = without_untrusted_commands(new, trusted)
+        new, held = without_untrusted_commands(new, self.measured.trusted)
         if held:
             self.show_once(f"kernelscope: {', '.join(held)} from this workspace's .kernelscope.toml/pyproject.toml "
                            f"is ignored: it names a program to run and the workspace is not trusted. Trust the "
@@ -153,7 +170,9 @@ class KernelscopeServer(LanguageServer):
 
     # -- analyses ---------------------------------------------------------------------------
 
-    def _analyse(self, uri: str, reason) -> None:
+    def _analyse(self, uri: str, reason, **how: Any) -> asyncio.Future | None:
+        """Schedule an analysis (with the file's report, if one is attached); `how`: Scheduler.request's
+        `immediate`/`use_cache`. Returns the future of its final Outcome, or None when nothing was scheduled."""
         path = to_fs_path(uri)
         if path is None or not uri.startswith("file:"):
             return  # untitled buffers have nothing on disk to compile
@@ -162,14 +181,20 @@ class KernelscopeServer(LanguageServer):
             log.info("%s is not a file on disk (yet); not analysed", path)
             self.scheduler.cancel(uri)
             return
-        self.scheduler.request(uri, Path(path), reason)
+        attached = self.measured.report(uri)
+        return self.scheduler.request(uri, Path(path), reason, report=attached.path if attached else None,
+                                      report_source=attached.source_sha256 if attached else None, **how)
 
     def on_outcome(self, o: Outcome) -> None:
         name = Path(to_fs_path(o.uri) or o.uri).name
         payload: dict[str, Any] = {"uri": o.uri, "reason": o.reason, "seconds": round(o.seconds, 4),
                                    "compilerRuns": self.scheduler.stats.compiler_runs}
+        publish = measured.review(self, o)  # a refused report: already shown, the model is on its way
         if o.error is not None:
             log.error("%s: %s", name, o.error)
+            if not publish:
+                self.protocol.notify("kernelscope/analysisFinished", {**payload, "error": o.error})
+                return
             self.show_once(f"kernelscope: {o.error}" if o.error_kind != "internal"
                            else f"kernelscope: analysing {name} failed ({o.error}); see the log in {self.cache_dir()}")
             self.protocol.notify("kernelscope/analysisFinished", {**payload, "error": o.error})
@@ -188,7 +213,8 @@ class KernelscopeServer(LanguageServer):
         else:
             log.info("%s: cache: %s, no compiler ran", name, cache)
         self.protocol.notify("kernelscope/analysisFinished", {
-            **payload, "cache": cache, "compiled": o.result.compiled, "diagnostics": n, "depth": o.result.depth})
+            **payload, "cache": cache, "compiled": o.result.compiled, "diagnostics": n, "depth": o.result.depth,
+            "kind": roofline.kind(o.result), "measuredKernels": len(measured.measured_kernels(o))})
         ws = self.client_capabilities.workspace
         if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)
@@ -251,6 +277,8 @@ server = KernelscopeServer()
 @server.feature(types.INITIALIZE)
 def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
     ls.init_options = params.initialization_options
+    if isinstance(ls.init_options, dict):
+        ls.measured.trusted = ls.init_options.get("workspaceTrusted") is True
 
 
 @server.feature(types.INITIALIZED)
@@ -281,6 +309,7 @@ async def did_change_configuration(ls: KernelscopeServer, params: types.DidChang
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: KernelscopeServer, params: None) -> None:
     ls.scheduler.shutdown()  # kills running compilers
+    ls.measured.cancel_all()  # and running profiles (ncu and the user's program)
 
 
 # -- documents ------------------------------------------------------------------------------
@@ -306,7 +335,13 @@ def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams)
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
 def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
-    ls._analyse(params.text_document.uri, "save")
+    uri = params.text_document.uri
+    profile = ls.settings.profile
+    if profile is not None and profile.on_save and uri in ls.docs:
+        # The new profile replaces the attached report, which described the file before this save.
+        ls.measured.reports.pop(uri, None)
+        asyncio.get_running_loop().create_task(measured.profile_now(ls, uri, quiet_refusal=True))
+    ls._analyse(uri, "save")
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -314,6 +349,7 @@ def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -
     uri = params.text_document.uri
     ls.scheduler.cancel(uri)
     ls.docs.pop(uri, None)
+    ls.measured.forget(uri)
     if (h := ls._republish.pop(uri, None)) is not None:
         h.cancel()
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
@@ -370,6 +406,60 @@ def _require_arguments(command: str, *args: Any) -> None:
     # pygls calls a command with no arguments when the client sends `"arguments": null`.
     if not all(isinstance(a, str) for a in args):
         raise JsonRpcInvalidParams(f"{command} takes {len(args)} string arguments")
+
+
+@server.command(actions.VERIFY)
+async def verify_advice(ls: KernelscopeServer, uri: str | None = None, advice_id: str | None = None
+                        ) -> dict[str, Any] | None:
+    _require_arguments(actions.VERIFY, uri, advice_id)
+    return await actions.verify_command(ls, uri, advice_id)
+
+
+@server.command(roofline.ROOFLINE)
+async def roofline_chart(ls: KernelscopeServer, uri: str | None = None) -> dict[str, Any]:
+    _require_arguments(roofline.ROOFLINE, uri)
+    view = ls.view(uri)
+    if view is None or not view.result.compiled:
+        state = "did not compile" if view is not None else "has no analysis result yet (open or save it first)"
+        raise FeatureRequestError(f"kernelscope: no roofline: {Path(to_fs_path(uri) or uri).name} {state}")
+    return await asyncio.get_running_loop().run_in_executor(None, roofline.build, view.result, ls.settings.analysis)
+
+
+@server.command("kernelscope.analyzeNow")
+def analyze_now(ls: KernelscopeServer, uri: str | None = None, *flags: Any) -> dict[str, Any]:
+    _require_arguments("kernelscope.analyzeNow", uri)  # flags: an optional {noCache: bool}
+    no_cache = bool(flags) and isinstance(flags[0], dict) and flags[0].get("noCache") is True
+    if uri not in ls.docs:
+        raise FeatureRequestError(f"kernelscope: {uri} is not open")
+    scheduled = ls._analyse(uri, "command", immediate=True, use_cache=not no_cache) is not None
+    return {"scheduled": scheduled}
+
+
+@server.command(measured.LOAD_REPORT)
+async def load_report(ls: KernelscopeServer, uri: str | None = None, report_path: str | None = None
+                      ) -> dict[str, Any]:
+    _require_arguments(measured.LOAD_REPORT, uri, report_path)
+    return await measured.load_report(ls, uri, report_path)
+
+
+@server.command(measured.PROFILE_NOW)
+async def profile_now(ls: KernelscopeServer, uri: str | None = None) -> dict[str, Any]:
+    _require_arguments(measured.PROFILE_NOW, uri)
+    return await measured.profile_now(ls, uri)
+
+
+async def _trusted(ls: KernelscopeServer, params: Any) -> None:
+    value = params.get("workspaceTrusted", True) if isinstance(params, dict) else \
+        getattr(params, "workspaceTrusted", True)
+    ls.measured.trusted = value is True
+    log.info("workspace trust: %s", "granted" if ls.measured.trusted else "withdrawn")
+    await ls.load_settings()  # workspace-file commands held back until now (nvccPath, ...) take effect
+    if ls.settings_ready.is_set():
+        asyncio.get_running_loop().create_task(ls.load_settings())  # workspace-file commands now count
+
+
+for _method in measured.TRUST_NOTIFICATIONS:
+    server.feature(_method)(_trusted)
 
 
 @server.feature("kernelscope/stats")

@@ -7,7 +7,10 @@ Rules:
   at once (a single save pays no delay), later ones wait until the burst is over;
 - the cache is consulted before a slot is taken, so a cached reopen never waits behind
   compiles; a semaphore bounds compiles across all files (`max_concurrent_analyses`);
-- `analyze` runs on a worker thread; the event loop only awaits it.
+- `analyze` runs on a worker thread; the event loop only awaits it;
+- a job may carry a measured report (.ncu-rep): the result then uses the measured profile, and
+  its cache key covers the report file too. A report that does not belong to the file fails the
+  job with error_kind "stale_report" (or "report"); the caller decides what to fall back to.
 
 This module knows nothing about LSP: it reports through `Outcome`s and a `ProgressFactory`.
 """
@@ -15,6 +18,7 @@ This module knows nothing about LSP: it reports through `Outcome`s and a `Progre
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -25,6 +29,7 @@ from typing import Any, Literal, Protocol
 
 from kernelscope.analysis import pipeline
 from kernelscope.analysis.errors import USER_ERRORS
+from kernelscope.analysis.measure.errors import MeasurementError, StaleReportError
 from kernelscope.analysis.process import CancelToken, Cancelled
 from kernelscope.analysis.results import AnalysisResult
 from kernelscope.analysis.toolchain import Toolchain
@@ -45,9 +50,10 @@ class Outcome:
     analysed_text: str | None = None  # the file content the result describes
     cache: Literal["memory", "disk", "miss"] | None = None
     error: str | None = None  # a user error (toolchain, setup), one actionable sentence
-    error_kind: Literal["toolchain", "user", "internal"] | None = None
+    error_kind: Literal["toolchain", "user", "report", "stale_report", "internal"] | None = None
     cancelled: Literal["superseded", "user"] | None = None
     seconds: float = 0.0
+    report: Path | None = None  # the measured report the job analysed with
 
 
 class ProgressHandle(Protocol):
@@ -84,6 +90,11 @@ class _Job:
     token: CancelToken | None = None
     in_executor: bool = False
     cancelled: Literal["superseded", "user"] | None = None
+    report: Path | None = None
+    report_source: str | None = None  # sha256 of the file the report was verified against, if known
+    use_cache: bool = True
+    last: Outcome | None = None  # the latest outcome emitted (the quick one, then the full one)
+    done: asyncio.Future | None = None  # resolves to the final Outcome, or None when nothing was emitted
 
     def cancel(self, why: Literal["superseded", "user"]) -> None:
         self.cancelled = self.cancelled or why
@@ -115,19 +126,29 @@ class Scheduler:
 
     # -- public API (event loop) ------------------------------------------------------------
 
-    def request(self, uri: str, path: Path, reason: Reason) -> None:
+    def request(self, uri: str, path: Path, reason: Reason, *, report: Path | None = None,
+                report_source: str | None = None, immediate: bool = False, use_cache: bool = True) -> asyncio.Future:
+        """Start (or, within the debounce window, delay) an analysis of `path`; supersedes the file's job.
+
+        `report`: analyse with this measured report; with `report_source` (the sha256 of the file it
+        was verified against) a file that changed since fails as "stale_report" before compiling.
+        `immediate` skips the debounce (an explicit command); `use_cache=False` compiles even on a hit.
+        Returns a future of the job's final Outcome (None when it was superseded before it emitted).
+        """
         loop = asyncio.get_running_loop()
         now = loop.time()
-        debounce = self._settings().debounce_ms / 1000.0 if self._ready.is_set() else 0.0
+        debounce = self._settings().debounce_ms / 1000.0 if self._ready.is_set() and not immediate else 0.0
         last = self._last_request.get(uri)
         delay = debounce if (last is not None and now - last < debounce) else 0.0
         self._last_request[uri] = now
         old = self._jobs.get(uri)
         if old is not None:
             old.cancel("superseded")
-        job = _Job(uri, reason, now)
+        job = _Job(uri, reason, now, report=report, report_source=report_source, use_cache=use_cache,
+                   done=loop.create_future())
         job.task = loop.create_task(self._run(job, path, delay), name=f"analysis {uri}")
         self._jobs[uri] = job
+        return job.done  # type: ignore[return-value]
 
     def cancel(self, uri: str, why: Literal["superseded", "user"] = "superseded") -> None:
         job = self._jobs.pop(uri, None)
@@ -186,7 +207,7 @@ class Scheduler:
                 return
             toolchain = await self._toolchain(path, settings)
             key, text, hit = await self._from_cache(job, path, settings, toolchain)
-            if hit is not None:
+            if hit is not None and job.use_cache:
                 self._emit(job, hit, started)
                 return
             async with self._semaphore(settings.max_concurrent_analyses):
@@ -199,9 +220,9 @@ class Scheduler:
                     return
                 result = await self._compile(job, path, settings, toolchain, progress,
                                              lambda quick: self._emit(job, Outcome(job.uri, job.reason, quick, text,
-                                                                                   "miss"), started))
+                                                                                   "miss", report=job.report), started))
             await self._in_thread(self._cache().put, key, result)
-            self._emit(job, Outcome(job.uri, job.reason, result, text, "miss"), started)
+            self._emit(job, Outcome(job.uri, job.reason, result, text, "miss", report=job.report), started)
         except asyncio.CancelledError:
             self.stats.cancelled += 1
             log.debug("analysis of %s cancelled before it compiled", path.name)
@@ -209,6 +230,10 @@ class Scheduler:
             self.stats.cancelled += 1
             log.info("analysis of %s stopped (%s)", path.name, job.cancelled or "cancelled")
             self._emit(job, Outcome(job.uri, job.reason, cancelled=job.cancelled or "superseded"), started)
+        except MeasurementError as e:  # the job's report: missing, not a report, or from another version of the file
+            self.stats.failed += 1
+            kind = "stale_report" if isinstance(e, StaleReportError) else "report"
+            self._emit(job, Outcome(job.uri, job.reason, error=str(e), error_kind=kind, report=job.report), started)
         except USER_ERRORS as e:
             self.stats.failed += 1
             kind = "toolchain" if type(e).__name__ == "ToolchainError" else "user"
@@ -223,14 +248,24 @@ class Scheduler:
                 progress.end("cancelled" if job.cancelled else "done")
             if self._jobs.get(job.uri) is job:
                 del self._jobs[job.uri]
+            if job.done is not None and not job.done.done():
+                job.done.set_result(job.last)
 
     async def _from_cache(self, job: _Job, path: Path, settings: Settings,
                           toolchain: Toolchain) -> tuple[str, str, Outcome | None]:
         """(cache key, file text, the Outcome on a hit or None)."""
         data: bytes = await self._in_thread(path.read_bytes)
         text = data.decode("utf-8", errors="replace")
+        if job.report_source is not None and pipeline.source_digest(data) != job.report_source:
+            # The report was checked against other content; only the file's own text can vouch for a
+            # report without embedded source, so a changed file ends its use.
+            raise StaleReportError(f"{path.name} changed since {job.report.name if job.report else 'the report'} "
+                                   "was loaded")
         # Headers count: editing a local header must not serve the result computed before the edit.
         digest = await self._in_thread(pipeline.input_digest, path, settings.analysis, toolchain)
+        if job.report is not None:
+            # A measured result depends on the report file as well; a replaced report is a new key.
+            digest = hashlib.sha256(f"{digest}\0{await self._in_thread(_file_identity, job.report)}".encode()).hexdigest()
         key = settings.analysis.cache_key(digest, toolchain.version)
         cache = self._cache()
         hit = cache.get_memory(key)
@@ -244,7 +279,7 @@ class Scheduler:
                 self.stats.cache_hits_memory += 1
             else:
                 self.stats.cache_hits_disk += 1
-            return key, text, Outcome(job.uri, job.reason, hit, text, how)
+            return key, text, Outcome(job.uri, job.reason, hit, text, how, report=job.report)
         self.stats.cache_misses += 1
         return key, text, None
 
@@ -278,7 +313,7 @@ class Scheduler:
         try:
             return await loop.run_in_executor(
                 self._pool, lambda: analyze(path, settings.analysis, cancel=job.token, progress=report,
-                                            toolchain=toolchain, on_partial=partial))
+                                            toolchain=toolchain, on_partial=partial, measured_report=job.report))
         finally:
             job.in_executor = False
             self.stats.running -= 1
@@ -288,4 +323,14 @@ class Scheduler:
             return  # superseded while finishing: the newer job will publish
         if self._jobs.get(job.uri) is not job and outcome.cancelled is None:
             return
-        self._on_outcome(replace(outcome, seconds=time.perf_counter() - started))
+        outcome = replace(outcome, seconds=time.perf_counter() - started)
+        job.last = outcome
+        self._on_outcome(outcome)
+
+
+def _file_identity(path: Path) -> str:
+    try:
+        st = path.stat()
+    except OSError:
+        return f"{path}:missing"  # analyze raises the ReportError; nothing is cached
+    return f"{path.resolve()}:{st.st_mtime_ns}:{st.st_size}"

@@ -34,6 +34,40 @@ def kind(result: AnalysisResult) -> str:
     return result.profile.provenance.kind if result.profile is not None else "static"
 
 
+def kernel_kind(result: AnalysisResult, kernel: KernelReport) -> str:
+    """Where this kernel's numbers come from: a report may cover some kernels of a file and not others."""
+    if kernel.measured_duration_s is not None:
+        return "measured"
+    return "modeled" if kernel.predicted_duration_s is not None else kind(result).replace("measured", "modeled")
+
+
+def seconds(s: float) -> str:
+    return f"{s * 1e3:.2f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
+
+
+def duration(kernel: KernelReport) -> str | None:
+    """"duration 1.20 ms measured · 0.95 ms predicted": the honesty check, side by side."""
+    parts = []
+    if kernel.measured_duration_s is not None:
+        parts.append(f"{seconds(kernel.measured_duration_s)} measured")
+    if kernel.predicted_duration_s is not None:
+        parts.append(f"{seconds(kernel.predicted_duration_s)} predicted")
+    return "duration " + " · ".join(parts) if parts else None
+
+
+def _has_measured_lines(kernel: KernelReport) -> bool:
+    return any(lr.share > 0 for lr in kernel.lines)
+
+
+def share(kernel: KernelReport, line: LineReport, k: str) -> str:
+    """The line's share of the kernel's samples, each number with its kind."""
+    if line.modeled_share is None:
+        return f"**{pct(line.share)}** of the kernel's samples ({k})"
+    measured = f"**{pct(line.share)}** measured" if _has_measured_lines(kernel) else \
+        "measured n/a (the report has no line information: profile a `-lineinfo` build)"
+    return f"hotspot {measured} · {pct(line.modeled_share)} modeled, of the kernel's samples"
+
+
 def occupancy(kernel: KernelReport) -> str:
     occ = kernel.occupancy
     if occ is None:
@@ -59,12 +93,12 @@ def assumptions(kernel: KernelReport) -> str:
     return f"Assumptions: {items}{more}"
 
 
-def stall_table(line: LineReport) -> list[str]:
+def stall_table(line: LineReport, k: str = "") -> list[str]:
     total = sum(line.samples.values())
     if total <= 0:
         return []
     top = sorted(line.samples.items(), key=lambda kv: -kv[1])[:MAX_STALLS]
-    rows = ["| stall reason | share of line |", "|---|---:|"]
+    rows = [f"| stall reason{f' ({k})' if k else ''} | share of line |", "|---|---:|"]
     rows += [f"| {reason.replace('_', ' ')} | {pct(n / total)} |" for reason, n in top]
     return rows
 
@@ -75,18 +109,19 @@ def advice_line(a: Advice) -> str:
 
 def line_hover(result: AnalysisResult, kernel: KernelReport, line: LineReport | None, line1: int,
                advice: list[Advice]) -> str:
+    k = kernel_kind(result, kernel)
     out = [f"**kernelscope** · line {line1} in `{short_name(kernel)}`"]
     if line is not None:
-        out[0] += f" — **{pct(line.share)}** of the kernel's samples ({kind(result)})"
-        out += ["", *stall_table(line)]
+        out[0] += f" — {share(kernel, line, k)}"
+        out += ["", *stall_table(line, k)]
     if advice:
         out += ["", *map(advice_line, advice)]
     if line is not None and line.sass:
         shown = line.sass[:MAX_SASS]
         more = [f"// … {len(line.sass) - MAX_SASS} more"] if len(line.sass) > MAX_SASS else []
         out += ["", "```sass", *shown, *more, "```"]
-    out += ["", f"`{short_name(kernel)}`: {resources(kernel)}; {occupancy(kernel)}",
-            "", f"Provenance: {provenance(result)}"]
+    out += ["", f"`{short_name(kernel)}`: {resources(kernel)}; {occupancy(kernel)}"
+            + (f"; {d}" if (d := duration(kernel)) else ""), "", f"Provenance: {provenance(result)}"]
     if a := assumptions(kernel):
         out += ["", a]
     return "\n".join(out)
@@ -95,23 +130,30 @@ def line_hover(result: AnalysisResult, kernel: KernelReport, line: LineReport | 
 def kernel_summary(result: AnalysisResult, kernel: KernelReport) -> str:
     out = [f"### `{kernel.name}`", ""]
     facts = []
+    k = kernel_kind(result, kernel)
     if kernel.bound:
-        facts.append(f"**{kernel.bound}-bound**" + (f" ({kernel.bottleneck})" if kernel.bottleneck else ""))
+        facts.append(f"**{kernel.bound}-bound** ({k})" + (f" ({kernel.bottleneck})" if kernel.bottleneck else ""))
     if kernel.roofline_fraction is not None:
-        facts.append(f"{pct(kernel.roofline_fraction)} of roofline")
-    if kernel.predicted_duration_s is not None:
-        facts.append(f"predicted {kernel.predicted_duration_s * 1e6:.1f} µs")
+        facts.append(f"{pct(kernel.roofline_fraction)} of roofline ({k})")
+    if d := duration(kernel):
+        facts.append(d)
     if facts:
         out += [" · ".join(facts), ""]
     out += [f"- {resources(kernel)}", f"- {occupancy(kernel)}"]
     if kernel.launch is not None:
         out.append(f"- launch grid {kernel.launch.grid}, block {kernel.launch.block}")
-    hot = sorted(kernel.lines, key=lambda lr: -lr.share)[:5]
-    if hot and any(lr.share > 0 for lr in hot):
-        out += ["", "| line | share | top stall |", "|---:|---:|---|"]
+    both = any(lr.modeled_share is not None for lr in kernel.lines)
+    hot = sorted(kernel.lines, key=lambda lr: -(lr.share or lr.modeled_share or 0.0))[:5]
+    if hot and any(lr.share > 0 or (lr.modeled_share or 0) > 0 for lr in hot):
+        if both:
+            out += ["", "| line | share (measured) | share (modeled) | top stall (measured) |", "|---:|---:|---:|---|"]
+        else:
+            out += ["", f"| line | share ({k}) | top stall |", "|---:|---:|---|"]
         for lr in hot:
             top = max(lr.samples.items(), key=lambda kv: kv[1])[0].replace("_", " ") if lr.samples else ""
-            out.append(f"| {lr.line} | {pct(lr.share)} | {top} |")
+            measured = pct(lr.share) if _has_measured_lines(kernel) else "n/a"
+            out.append(f"| {lr.line} | {measured} | {pct(lr.modeled_share)} | {top} |" if both
+                       else f"| {lr.line} | {pct(lr.share)} | {top} |")
     mine = sorted((a for a in result.advice if a.kernel == kernel.mangled), key=lambda a: -a.speedup)
     if mine:
         out += ["", "**Advice**", *(f"{advice_line(a)}, line {a.lines[0]}" for a in mine)]

@@ -21,7 +21,7 @@ async def test_hover_on_a_line_and_on_a_kernel_name(lsp):
     async with lsp() as s:
         await s.open("saxpy.cu")
         line = _hover_text(await s.hover("saxpy.cu", SAXPY_BODY, 8))
-        for part in ("of the kernel's samples", "| stall reason |", "```sass", "registers", "occupancy",
+        for part in ("of the kernel's samples", "| stall reason (modeled) |", "```sass", "registers", "occupancy",
                      "Provenance:"):
             assert part in line, (part, line)
         assert "modeled" in line or "measured" in line or "static" in line
