@@ -42,7 +42,8 @@ async def test_settings_arriving_late_are_awaited_before_analysing(lsp):
 async def test_workspace_file_settings_are_used_and_their_origin_is_logged(lsp, workspace):
     (workspace / ".kernelscope.toml").write_text(
         f'[analysis]\nnvcc_path = "{MISSING}"\n\n[profile]\ncommand = ["./app"]\n')
-    async with lsp() as s:
+    # A workspace file's nvccPath counts only in a trusted workspace (tests/stress/test_security.py: untrusted).
+    async with lsp(init_options={"workspaceTrusted": True}) as s:
         done = await s.open("tracked.cu")
         assert MISSING in done["error"]
         log = s.log_text()
