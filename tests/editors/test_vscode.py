@@ -50,12 +50,6 @@ pytestmark = [
 ]
 
 
-def _server_commands() -> set[str]:
-    from kernelscope.server.app import server
-
-    return set(server.protocol.fm.commands)
-
-
 def _kernelscope_executable() -> str:
     exe = Path(sys.executable).parent / "kernelscope"
     return str(exe) if exe.exists() else (shutil.which("kernelscope") or "kernelscope")
@@ -246,15 +240,11 @@ def _steps(browser: Browser, ws: Path, cs: code_server.Server, setup_s: float) -
     browser.screenshot(shots / "2-hover.png")
     browser.key("Escape")
 
-    # 3. The roofline webview. Until the server has kernelscope.roofline, the panel says so.
+    # 3. The roofline webview, drawn from the server's SVG.
     run_command(browser, "kernelscope: Show Roofline")
     browser.wait_for("!!document.querySelector('iframe.webview')", 20, "the roofline webview")
-    if "kernelscope.roofline" in _server_commands():
-        svg = _wait_frames(browser, "svg", 60, "an <svg> in the roofline webview")
-        assert "Roofline" in svg[0] or "roofline" in svg[0].lower()
-    else:
-        msg = _wait_frames(browser, "p.message", 30, "the roofline webview's message")
-        assert "kernelscope.roofline" in msg[0], msg
+    svg = _wait_frames(browser, "svg", 60, "an <svg> in the roofline webview")
+    assert "roofline" in svg[0].lower() and "sgemm_naive" in svg[0], svg[0][:500]
     browser.screenshot(shots / "3-roofline.png")
 
     # 4. A quick fix on the kernel's line: `const __restrict__`, then save and read the file.
@@ -298,13 +288,12 @@ def _steps(browser: Browser, ws: Path, cs: code_server.Server, setup_s: float) -
     time.sleep(1)  # the preview's frame has its text before it has painted
     browser.screenshot(shots / "6-kernel-report.png")
 
-    # 7. Profile Now answers (this server: "no command yet"; a future one: no GPU here), never silently.
+    # 7. Profile Now answers, never silently: here no profile command is configured (and no GPU exists).
     run_command(browser, "kernelscope: Profile Now")
     note = browser.wait_for("(() => { const t = Array.from(document.querySelectorAll('.notification-toast'))"
                             ".map(e => e.innerText).join('\\n'); return /kernelscope/.test(t) ? t : null; })()",
                             60, "a kernelscope notification after Profile Now")
-    if "kernelscope.profileNow" not in _server_commands():
-        assert "kernelscope.profileNow" in note, note
+    assert "profile" in note.lower(), note
     browser.screenshot(shots / "7-profile-now.png")
     print(f"\nVS Code e2e: setup {setup_s:.0f} s, steps {time.monotonic() - t0:.0f} s", file=sys.stderr)
 

@@ -1,6 +1,6 @@
-// The server's custom protocol, in one place. Server commands run through
-// workspace/executeCommand; the ones marked "requested" do not exist in the server yet, and
-// every caller checks `hasCommand` first so the extension says so instead of failing.
+// The server's custom protocol, in one place (server/app.py documents the server side). Server
+// commands run through workspace/executeCommand; every caller checks `hasCommand` first, so an
+// older server gets a clear message instead of a failure.
 
 import type { LanguageClient } from "vscode-languageclient/node";
 import { ExecuteCommandRequest } from "vscode-languageclient/node";
@@ -13,22 +13,22 @@ export const ServerCommand = {
   showReport: "kernelscope.showReport",
   /** (uri, adviceId) -> Markdown; the server also shows it as a message. */
   explain: "kernelscope.explain",
-  /** requested: (uri) -> {svg, kind} | null, the file's rooflines as one SVG. */
+  /** (uri) -> {svg, kind, device, kernels}: the file's rooflines as one SVG. */
   roofline: "kernelscope.roofline",
-  /** requested: (uri) -> null; analyse now, results arrive as usual. */
+  /** (uri, {noCache?}) -> {scheduled}; analyse now, results arrive as usual. */
   analyzeNow: "kernelscope.analyzeNow",
-  /** requested: (uri, reportPath) -> {message}; attach an .ncu-rep to the file. */
+  /** (uri, reportPath) -> {ok, message | error}; attach an .ncu-rep to the file. */
   loadReport: "kernelscope.loadReport",
-  /** requested: (uri) -> {message}; run the `profile` setting under ncu (trusted only). */
+  /** (uri) -> {ok, message | error, refused?}; run the `profile` setting under ncu (trusted only). */
   profileNow: "kernelscope.profileNow",
-  /** requested: (uri, adviceId) -> {message}; measure before/after the advice's fix. */
+  /** (uri, adviceId) -> the verification (re-modeled fix) as JSON, or null. */
   verifyAdvice: "kernelscope.verifyAdvice",
 } as const;
 
 /** Notifications from the server. */
 export const AnalysisFinished = "kernelscope/analysisFinished";
 
-/** Notification to the server (requested): the user granted workspace trust. */
+/** Notification to the server: the user granted workspace trust. */
 export const DidGrantWorkspaceTrust = "kernelscope/didGrantWorkspaceTrust";
 
 export interface AnalysisFinishedParams {
