@@ -118,6 +118,21 @@ class InstructionSpec(Sourced):
         return self
 
 
+class ICacheSpec(Sourced):
+    """The instruction-cache hierarchy: an L0 per SM sub-partition, an L1 per SM (Jia et al. 2018/2019).
+
+    Sizes in bytes; `l0_miss_latency` is the fetch of a line that misses L0 and hits L1,
+    `l1_miss_latency` the fetch of a line that misses both (served from the GPC-level cache / L2).
+    """
+
+    l0_bytes: int = Field(gt=0)
+    l1_bytes: int = Field(gt=0)
+    line_bytes: int = Field(gt=0)
+    instruction_bytes: int = Field(gt=0)  # 128-bit instruction words since Volta
+    l0_miss_latency: float = Field(gt=0)
+    l1_miss_latency: float = Field(gt=0)
+
+
 class ArchSpec(Sourced):
     """Per compute capability: CUDA's limits (Programming Guide Tables 30/31, cuda_occupancy.h) and pipes."""
 
@@ -141,6 +156,7 @@ class ArchSpec(Sourced):
     reserved_shared_memory_per_block: int = Field(ge=0)
     ldst_units_per_smsp: int = Field(gt=0)
     instructions: dict[InstrClass, InstructionSpec]
+    icache: ICacheSpec | None = None  # None: fetch is not modeled (a user file without the table)
 
     @field_validator("instructions")
     @classmethod
@@ -401,5 +417,7 @@ def _sourced_groups(catalog: ArchCatalog):
         yield f"arch.{key}", arch
         for cls, ins in arch.instructions.items():
             yield f"arch.{key}.instructions.{cls.value}", ins
+        if arch.icache is not None:
+            yield f"arch.{key}.icache", arch.icache
     for key, dev in catalog.devices.items():
         yield f"device.{key}", dev

@@ -12,6 +12,10 @@ conditional branch falls through (predicated paths are emulated in lexical order
 on); predicated EXITs are not taken (guards are assumed to pass). CALL runs the callee's
 slots and RET returns. BAR.SYNC holds a warp until the block's live warps arrived.
 
+Instruction fetch: a warp moving to a new 128 B code line fetches it through the
+`InstructionCache` (L0 per SMSP, L1 per SM); a line not resident holds the warp for the miss
+latency, a constraint with the reason `no_instruction` like any other dependence.
+
 Loop sampling: a loop with a large trip count is run for `emul_trip` iterations only; every
 event carries the warp's *bucket* (the innermost sampled loop whose steady state it is in,
 i.e. iteration ≥ warm-up), and `bucket_scale` says how many real iterations each emulated one
@@ -29,8 +33,8 @@ from typing import Protocol
 from ..profile import StallReason
 from .decode import (B_BACK, B_EXIT, B_JUMP, GLOBAL_ROUTE, K_BAR, K_BRA, K_CALL, K_EXIT, K_MEMBAR, K_RET,
                      M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, R, DecodedKernel)
-from .units import (INF, POLICIES, RES_ID, RESOURCES, SCOPE, THROTTLE_REASON, BlockBarrier, MachineModel,
-                    MemoryHierarchy, Pipe, ResourceParams, WarpScheduler, WarpState)
+from .units import (INF, POLICIES, RES_ID, RESOURCES, SCOPE, THROTTLE_REASON, BlockBarrier, InstructionCache,
+                    MachineModel, MemoryHierarchy, Pipe, ResourceParams, WarpScheduler, WarpState)
 
 _WAIT = R[StallReason.wait]
 _BARRIER = R[StallReason.barrier]
@@ -38,6 +42,7 @@ _BRANCH = R[StallReason.branch_resolving]
 _DRAIN = R[StallReason.drain]
 _MEMBAR = R[StallReason.membar]
 _NOT_SELECTED = R[StallReason.not_selected]
+_NO_INSTRUCTION = R[StallReason.no_instruction]
 _THROTTLE = [R[THROTTLE_REASON[r]] for r in RESOURCES] + [R[StallReason.lg_throttle]]
 
 
@@ -130,6 +135,10 @@ class Engine:
                            for K, c in zip(emul_trip, self.cooldowns)]
         self.multi_bucket = bool(kernel.loops)
         self.wall: list[float] = []
+        ic = machine.icache
+        # the code image is laid out slot after slot (kernel, then its callees): a slot's fetch line
+        self.line_of = [s * ic.instruction_bytes // ic.line_bytes for s in range(len(kernel))] if ic else []
+        self.icache: InstructionCache | None = None
         self.issue_hooks = [lst.on_issue for lst in listeners if _overrides(lst, "on_issue")]
         self.stall_hooks = [lst.on_stall for lst in listeners if _overrides(lst, "on_stall")]
 
@@ -170,6 +179,9 @@ class Engine:
         n_sched = 1 if cfg.representative else active_smsps
         scheds = [WarpScheduler([w for w in warps if (w.wid % S) % n_sched == s]) for s in range(n_sched)]
         self._contexts(n_sched)
+        if m.icache is not None:
+            self.icache = InstructionCache(m.icache, n_sched)
+            self.icache.warm(sorted(set(self.line_of)))
         for si, sc in enumerate(scheds):
             sc.ctx = si
             for w in sc.warps:
@@ -444,6 +456,14 @@ class Engine:
                 cons.append((w.stores_done, _DRAIN))
         elif kind == K_MEMBAR and w.stores_done > t1:
             cons.append((w.stores_done, _MEMBAR))
+        ic = self.icache
+        if ic is not None:
+            line = self.line_of[s]
+            if line != w.iline:  # a new line: fetch it through L0/L1 (the warp holds its current one)
+                w.iline = line
+                ready = ic.fetch(w.smsp, line, t1)
+                if ready > t1:
+                    cons.append((ready, _NO_INSTRUCTION))
         if len(cons) > 1:
             cons.sort()
         w.constraints = cons

@@ -4,7 +4,8 @@ In llvm-mca's terms these are the `HardwareUnits/`: a `Pipe` is SAAKE's resource
 latency L and a gap G and a `pipe_admit` time; the `Scoreboard` tracks when a warp's registers
 and its six control-code barriers become ready; the `BlockBarrier` holds warps at
 `__syncthreads`; the `MemoryHierarchy` routes one memory instruction through LSU/L1, L2 and
-DRAM (or shared, constant) pipes; the `WarpScheduler` picks the warp to issue with a pluggable
+DRAM (or shared, constant) pipes; the `InstructionCache` holds the code lines (L0 per SMSP, L1
+per SM) that instruction fetch needs; the `WarpScheduler` picks the warp to issue with a pluggable
 policy (GTO by default, SAAKE §4.2, Rogers et al.).
 
 All numbers (latencies, gaps) come from the arch data (`MachineModel.from_arch`); the engine
@@ -16,6 +17,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..profile import StallReason
@@ -58,6 +60,18 @@ class ResourceParams:
 
 
 @dataclass(frozen=True)
+class ICacheParams:
+    """The instruction-cache hierarchy (arch data `icache`): capacities in lines, fetch latencies in cycles."""
+
+    l0_lines: int  # per SM sub-partition
+    l1_lines: int  # per SM
+    line_bytes: int
+    instruction_bytes: int
+    l0_miss_latency: float  # L0 miss, L1 hit
+    l1_miss_latency: float  # both miss
+
+
+@dataclass(frozen=True)
 class MachineModel:
     """The latency/gap table the engine runs on, plus issue width. Immutable; perturbed by copy."""
 
@@ -66,6 +80,7 @@ class MachineModel:
     warp_size: int = 32
     issue_per_cycle: int = 1  # instructions per scheduler per cycle
     queue_depth: tuple[int, ...] = field(default_factory=lambda: tuple(QUEUE_DEPTH.get(r, 0) for r in RESOURCES))
+    icache: ICacheParams | None = None  # None: every fetch hits (no instruction-fetch stalls)
 
     def latency(self, name: str) -> float:
         return self.params[RES_ID[name]].latency
@@ -79,7 +94,7 @@ class MachineModel:
         p = self.params[i]
         new = ResourceParams(p.latency * latency_scale, p.gap * gap_scale)
         return MachineModel(self.params[:i] + (new,) + self.params[i + 1:], self.schedulers_per_sm,
-                            self.warp_size, self.issue_per_cycle, self.queue_depth)
+                            self.warp_size, self.issue_per_cycle, self.queue_depth, self.icache)
 
     def shared_by(self, active_smsps: int, active_sms: int, sm_count: int) -> MachineModel:
         """Gaps as seen by one SMSP when only some sub-partitions / SMs compete for shared units."""
@@ -91,7 +106,7 @@ class MachineModel:
             f = f_sm if scope == "sm" else f_gpu if scope == "gpu" else 1.0
             out.append(ResourceParams(p.latency, p.gap * f))
         return MachineModel(tuple(out), self.schedulers_per_sm, self.warp_size, self.issue_per_cycle,
-                            self.queue_depth)
+                            self.queue_depth, self.icache)
 
 
 class Pipe:
@@ -148,7 +163,7 @@ class WarpState:
     """A warp's architectural position and timing (SAAKE Alg. 1: cur_inst, earl_t)."""
 
     __slots__ = ("wid", "block", "age", "slot", "earl", "constraints", "prev_issue", "done", "at_barrier",
-                 "sb", "loop_count", "call_stack", "bucket", "stores_done", "throttled_until", "res", "wall_snap", "smsp")
+                 "sb", "loop_count", "call_stack", "bucket", "stores_done", "throttled_until", "res", "wall_snap", "smsp", "iline")
 
     def __init__(self, wid: int, block: int, age: int, n_regs: int, n_loops: int) -> None:
         self.wid = wid
@@ -169,6 +184,7 @@ class WarpState:
         self.smsp = 0  # which emulated sub-partition (scheduler and pipes) the warp runs on
         self.wall_snap: list[float] | None = None  # SM wall time per bucket at the last issue
         self.res = 0  # issue resource of the current instruction (a throttle check without a lookup)
+        self.iline = -1  # instruction-cache line the warp's fetch buffer holds
 
 
 class BlockBarrier:
@@ -233,6 +249,58 @@ class MemoryHierarchy:
         if requests > 0 and not self.l2_hit(hit_rate, key):
             fin = dram.accept(fin - l2.latency, requests)
         return fin
+
+
+class InstructionCache:
+    """Instruction fetch: an LRU L0 per SM sub-partition over an LRU L1 per SM, in 128 B lines.
+
+    Jia et al. (Volta 2018, Turing 2019) measured this hierarchy: a small L0 i-cache private to
+    each processing block and a larger L1 i-cache per SM. Each resident line carries the time its
+    fill completes, so a warp that needs a line another warp is already fetching waits for that
+    fill instead of paying a second miss (the miss is merged, as an MSHR would). `fetch` returns
+    when the line is available; a time after the warp's next cycle is a `no_instruction` stall.
+    """
+
+    __slots__ = ("l0", "l1", "l0_lines", "l1_lines", "l0_miss", "l1_miss")
+
+    def __init__(self, params: ICacheParams, n_smsp: int) -> None:
+        self.l0: list[OrderedDict[int, float]] = [OrderedDict() for _ in range(n_smsp)]
+        self.l1: OrderedDict[int, float] = OrderedDict()
+        self.l0_lines, self.l1_lines = params.l0_lines, params.l1_lines
+        self.l0_miss, self.l1_miss = params.l0_miss_latency, params.l1_miss_latency
+
+    def warm(self, lines: list[int]) -> None:
+        """Fill with the code image in address order: the wave emulated is a steady one, and the
+        waves before it on this SM have fetched the code (what does not fit keeps its tail)."""
+        for line in lines:
+            for l0 in self.l0:
+                self._fill(l0, line, -INF, self.l0_lines)
+            self._fill(self.l1, line, -INF, self.l1_lines)
+
+    def fetch(self, smsp: int, line: int, t: float) -> float:
+        """The time the instruction line is in the sub-partition's L0 for a fetch at `t`."""
+        l0 = self.l0[smsp]
+        ready = l0.get(line)
+        if ready is not None:
+            l0.move_to_end(line)
+            return ready
+        l1 = self.l1
+        r1 = l1.get(line)
+        if r1 is not None:
+            l1.move_to_end(line)
+            ready = (r1 if r1 > t else t) + self.l0_miss
+        else:
+            ready = t + self.l1_miss
+            self._fill(l1, line, ready, self.l1_lines)
+        self._fill(l0, line, ready, self.l0_lines)
+        return ready
+
+    @staticmethod
+    def _fill(cache: OrderedDict[int, float], line: int, ready: float, capacity: int) -> None:
+        cache[line] = ready
+        cache.move_to_end(line)
+        if len(cache) > capacity:
+            cache.popitem(last=False)
 
 
 class WarpScheduler:
@@ -388,4 +456,9 @@ def machine_from_arch(arch, device) -> tuple[MachineModel, tuple[tuple[str, str,
                 gap = FALLBACK_GAP[name]
                 used.append((name, "gap", gap))
         params.append(ResourceParams(float(lat), float(gap)))
-    return MachineModel(tuple(params), sched, arch.warp_size), tuple(used)
+    ic = arch.icache
+    icache = None if ic is None else ICacheParams(
+        l0_lines=ic.l0_bytes // ic.line_bytes, l1_lines=ic.l1_bytes // ic.line_bytes, line_bytes=ic.line_bytes,
+        instruction_bytes=ic.instruction_bytes, l0_miss_latency=float(ic.l0_miss_latency),
+        l1_miss_latency=float(ic.l1_miss_latency))
+    return MachineModel(tuple(params), sched, arch.warp_size, icache=icache), tuple(used)

@@ -324,6 +324,31 @@ void run(const float* a, const float* b, float* c) { k<<<dim3(64, 64), dim3(16, 
     __syncthreads();
     out[(blockIdx.x * 32 + ty) * 32 + tx] = tile[tx][ty];  // MARK
 }""" + launch("k", "N / 1024", "dim3(32, 32)", "const float* x, float* y|x, y")),
+    "function_split": (
+        # 2,048 FMAs with distinct constants unrolled: ~64 KiB of SASS in the hot loop, past the L0 and L1
+        # instruction caches (16 KiB / 46 KiB on sm_90), so every pass refetches its lines
+        """__global__ void k(const float* __restrict__ x, float* __restrict__ y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = x[i];
+    for (int j = 0; j < n; ++j) {
+#pragma unroll
+        for (int u = 0; u < 2048; ++u)
+            acc = fmaf(acc, 0.999f + u * 1e-7f, u * 0.25f);  // MARK
+    }
+    y[i] = acc;
+}""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y, 64"),
+        """__global__ void k(const float* __restrict__ x, float* __restrict__ y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = x[i];
+    for (int j = 0; j < n; ++j) {
+#pragma unroll 1
+        for (int u = 0; u < 2048; ++u)
+            acc = fmaf(acc, 0.999f + u * 1e-7f, u * 0.25f);  // MARK
+    }
+    y[i] = acc;
+}""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y, 64")),
 }
 
 #: Optimizers whose expected line is the launch site rather than a marked line.

@@ -187,3 +187,17 @@ def test_second_stage_is_deterministic(programs, target):
     k = prog.kernels[0]
     assert sensitivity(prog, k, *target, AnalysisOptions()) == sensitivity(prog, k, *target, AnalysisOptions())
     assert what_if(prog, k, *target, AnalysisOptions()) == what_if(prog, k, *target, AnalysisOptions())
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_instruction_cache_leaves_small_kernels_alone(programs, target, name):
+    """Every example's code fits the L0/L1 instruction caches: modeling fetch moves its time by < 1 %."""
+    prog = programs[name]
+    arch, dev = target
+    assert arch.icache is not None
+    no_fetch = arch.model_copy(update={"icache": None})
+    for k in prog.kernels:
+        with_ic = emulate(prog, k, arch, dev, AnalysisOptions())
+        without = emulate(prog, k, no_fetch, dev, AnalysisOptions())
+        assert abs(with_ic.duration_s / without.duration_s - 1) < 0.01, (k.name, with_ic.duration_s, without.duration_s)
+        assert _share(with_ic, StallReason.no_instruction) < 0.01
