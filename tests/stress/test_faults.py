@@ -113,7 +113,10 @@ def test_unwritable_cache_falls_back_to_memory(examples_ws: Path, tmp_path: Path
 def test_broken_nvdisasm_gives_one_clear_message(examples_ws: Path, tmp_path: Path):
     tools = tmp_path / "cuda-bin"
     tools.mkdir()
-    (tools / "nvcc").symlink_to(locate_toolchain().nvcc)
+    # A wrapper, not a symlink: the locator also looks beside the symlink's target, where the pip
+    # wheel keeps a working nvdisasm.
+    (tools / "nvcc").write_text(f'#!/bin/sh\nexec "{locate_toolchain().nvcc}" "$@"\n')
+    (tools / "nvcc").chmod(0o755)
     fake = tools / "nvdisasm"  # found first (beside nvcc), and fails like a missing shared library
     fake.write_text("#!/bin/sh\necho 'nvdisasm: error while loading shared libraries: libnvdisasm.so' >&2\nexit 127\n")
     fake.chmod(0o755)
