@@ -39,6 +39,8 @@ from pygls.exceptions import FeatureRequestError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from kernelscope.analysis.reports.chart import provenance_kind
+
 from . import progress, rpc
 from .cache import ResultCache
 from .features import actions, diagnostics, hover, lens, measured, render, roofline
@@ -214,7 +216,7 @@ class KernelscopeServer(LanguageServer):
             log.info("%s: cache: %s, no compiler ran", name, cache)
         self.protocol.notify("kernelscope/analysisFinished", {
             **payload, "cache": cache, "compiled": o.result.compiled, "diagnostics": n, "depth": o.result.depth,
-            "kind": roofline.kind(o.result), "measuredKernels": len(measured.measured_kernels(o))})
+            "kind": provenance_kind(o.result), "measuredKernels": len(measured.measured_kernels(o))})
         ws = self.client_capabilities.workspace
         if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)
@@ -250,6 +252,7 @@ class _ClientLogHandler(logging.Handler):
         super().__init__(logging.INFO)
         self._server = server
         self._loop = loop
+        self._sending = False  # only touched on the event loop thread
 
     def emit(self, record: logging.LogRecord) -> None:
         kind = self._LEVELS.get(record.levelno, types.MessageType.Log)
@@ -263,10 +266,18 @@ class _ClientLogHandler(logging.Handler):
             self._loop.call_soon_threadsafe(self._send, params)
 
     def _send(self, params: types.LogMessageParams) -> None:
+        # A failing write makes pygls log the failure and report it to us, which logs again: without
+        # this guard one broken pipe became an endless chain of log messages that each failed to send.
+        stop = getattr(self._server, "_stop_event", None)
+        if self._sending or (stop is not None and stop.is_set()):
+            return
+        self._sending = True
         try:
             self._server.window_log_message(params)
         except Exception:
             pass  # the transport is gone (shutdown); the log file still has it
+        finally:
+            self._sending = False
 
 
 server = KernelscopeServer()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -153,11 +154,30 @@ async def read_messages(stop: threading.Event, reader: StdinAsyncReader, protoco
             log.exception("unable to handle a message")
 
 
+class _StdoutWriter(StdoutWriter):
+    """pygls' stdout writer, quiet once `exit` has closed it: tasks cancelled while the event loop
+    winds down still end their progress bars, and each failed write used to log a traceback."""
+
+    def __init__(self, stdout: Any):
+        super().__init__(stdout)
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        super().close()
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            log.debug("dropped a %d-byte message sent after exit", len(data))
+            return
+        super().write(data)
+
+
 def serve_stdio(server: Any) -> None:
     """`LanguageServer.start_io` with `read_messages` as its loop."""
     server._stop_event = stop = threading.Event()
     reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
-    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    server.protocol.set_writer(_StdoutWriter(sys.stdout.buffer))
     code: Any = 0
     try:
         asyncio.run(read_messages(stop, reader, server.protocol))
@@ -168,6 +188,21 @@ def serve_stdio(server: Any) -> None:
     except SystemExit as e:  # `exit`: 0 after `shutdown`, else 1 (LSP 3.17); pygls swallowed the code
         code = e.code
     finally:
-        server.shutdown()
-    if code:
-        raise SystemExit(code)
+        stop.set()
+        # Kill what we started (compilers, profiles) even on `exit` without `shutdown`...
+        for cleanup in (getattr(getattr(server, "scheduler", None), "shutdown", None),
+                        getattr(getattr(server, "measured", None), "cancel_all", None)):
+            if cleanup is not None:
+                try:
+                    cleanup()
+                except Exception:
+                    log.exception("cleanup at exit failed")
+        # ...then leave at once: pygls' own shutdown joins its thread pool, whose stdin reader stays
+        # blocked until the client closes the pipe, and a client that waits for the process to exit
+        # before closing it would wait forever. Analyses in flight die with the process.
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        logging.shutdown()
+        os._exit(code if isinstance(code, int) else (0 if code is None else 1))

@@ -378,3 +378,22 @@ def test_exit_without_shutdown_exits_with_1(examples_ws: Path):
         server.initialize()
         server.notify("exit")
         assert server.proc.wait(20) == 1
+
+
+@pytest.mark.slow
+def test_exit_during_an_analysis_exits_at_once_with_stdin_still_open(examples_ws: Path):
+    # A client may wait for the process to end before closing its end of the pipe. Exit while the
+    # second stage (sensitivity, what-if) runs: its progress bar ends after stdout is closed, and that
+    # failed write once set off an endless chain of log messages about failing to send log messages.
+    with RawServer(examples_ws, {"debounceMs": 0}) as server:
+        server.initialize()
+        server.open("sgemm_tiled.cu")
+        quick = server.wait_notification(lambda n: n["method"] == "kernelscope/analysisFinished"
+                                         and n["params"].get("depth") == "quick", 0, 120)
+        assert quick and server.stats()["running"] == 1, "the second stage was not running"
+        server.notify("exit")  # without shutdown: nothing was cancelled before the pipe closed
+        assert server.proc.wait(20) == 1, server.stderr_tail()
+        assert not processes_of(server.pgid), "a compiler outlived the server"
+        # Against a client that does not drain stderr, that chain blocked the server for good.
+        log = server.stderr_tail(1 << 20)
+        assert "I/O operation on closed file" not in log and "Error sending data" not in log, log
