@@ -30,7 +30,7 @@ class UnknownArchError(ArchSpecError):
     pass
 
 
-class InstrClass(str, Enum):
+class Resource(str, Enum):
     """The resource classes an SM emulator schedules (SAAKE §3: one latency L and gap G each)."""
 
     fp32 = "fp32"
@@ -155,13 +155,13 @@ class ArchSpec(Sourced):
     shared_memory_allocation_unit: int = Field(gt=0)
     reserved_shared_memory_per_block: int = Field(ge=0)
     ldst_units_per_smsp: int = Field(gt=0)
-    instructions: dict[InstrClass, InstructionSpec]
+    instructions: dict[Resource, InstructionSpec]
     icache: ICacheSpec | None = None  # None: fetch is not modeled (a user file without the table)
 
     @field_validator("instructions")
     @classmethod
-    def _all_classes(cls, v: dict[InstrClass, InstructionSpec]) -> dict[InstrClass, InstructionSpec]:
-        missing = [c.value for c in InstrClass if c not in v]
+    def _all_classes(cls, v: dict[Resource, InstructionSpec]) -> dict[Resource, InstructionSpec]:
+        missing = [c.value for c in Resource if c not in v]
         if missing:
             raise ValueError(f"missing instruction classes: {', '.join(missing)}")
         return v
@@ -177,7 +177,7 @@ class ArchSpec(Sourced):
         digits = self.name.removeprefix("sm_")
         return int(digits[:-1]), int(digits[-1])
 
-    def pipe_gap(self, cls: InstrClass) -> float | None:
+    def pipe_gap(self, cls: Resource) -> float | None:
         spec = self.instructions[cls]
         if spec.gap is not None:
             return spec.gap
@@ -261,8 +261,8 @@ class ArchCatalog(BaseModel):
         }[precision]
         if override is not None:
             return override * 1e12
-        cls = {Precision.fp64: InstrClass.fp64, Precision.fp32: InstrClass.fp32,
-               Precision.fp16: InstrClass.fp16, Precision.int32: InstrClass.int}[precision]
+        cls = {Precision.fp64: Resource.fp64, Precision.fp32: Resource.fp32,
+               Precision.fp16: Resource.fp16, Precision.int32: Resource.int}[precision]
         rate = self.arch(device.arch).instructions[cls].rate_per_sm
         assert rate is not None, f"{device.arch} has no {cls.value} rate"
         # An FMA (IMAD for int32) counts as two operations, as the whitepapers' peak tables count them.
@@ -280,12 +280,12 @@ class ArchCatalog(BaseModel):
             return given * 1e9
         return SHARED_BYTES_PER_CLOCK_PER_SM * device.sm_count * device.clock_hz
 
-    def pipe_gap(self, device: DeviceSpec, cls: InstrClass) -> float | None:
+    def pipe_gap(self, device: DeviceSpec, cls: Resource) -> float | None:
         """The arch's gap, except l2/dram: one warp request's bytes at the SMSP's share of bandwidth."""
         arch = self.arch(device.arch)
-        if cls not in (InstrClass.l2, InstrClass.dram):
+        if cls not in (Resource.l2, Resource.dram):
             return arch.pipe_gap(cls)
-        bw = self.bandwidth(device, MemoryLevel.l2 if cls is InstrClass.l2 else MemoryLevel.dram)
+        bw = self.bandwidth(device, MemoryLevel.l2 if cls is Resource.l2 else MemoryLevel.dram)
         if bw is None:
             return None
         bytes_per_clock_per_smsp = bw / device.clock_hz / device.sm_count / arch.schedulers_per_sm

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import isa
 from .arch import ArchSpec
-from .arch import InstrClass as ArchClass
+from .arch import Resource
 from .emulator.memory import TX, AddressAnalysis, lane_addresses, memory_shapes, param_offsets
 from .program import FunctionProgram, Program, base_name, source_line_of
 from .results import LineReport, StaticFact
@@ -55,7 +55,7 @@ def executions(fn: FunctionProgram, index: int, default_trip: int) -> float:
 
 
 def _issue_cycles(instr, arch: ArchSpec) -> float:
-    gap = arch.pipe_gap(ArchClass(isa.pipe(instr).value))
+    gap = arch.pipe_gap(Resource(isa.pipe(instr).value))
     return gap if gap else 1.0
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from kernelscope.analysis.arch import (
-    ArchCatalog, ArchSpecError, InstrClass, MemoryLevel, Precision, UnknownArchError, load_arch_specs,
+    ArchCatalog, ArchSpecError, Resource, MemoryLevel, Precision, UnknownArchError, load_arch_specs,
 )
 
 ARCHS = ["sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]
@@ -23,7 +23,7 @@ def cat() -> ArchCatalog:
 @pytest.mark.parametrize("name", ARCHS)
 def test_every_arch_loads_with_every_instruction_class(cat, name):
     arch = cat.arch(name)
-    assert set(arch.instructions) == set(InstrClass)
+    assert set(arch.instructions) == set(Resource)
     assert arch.registers_per_sm == 65536 and arch.max_registers_per_thread == 255
     assert arch.register_allocation_unit == 256
 
@@ -89,12 +89,12 @@ def test_derived_peaks_match_the_whitepapers(cat):
 def test_gaps_follow_from_rates(cat):
     a100 = cat.arch("sm_80")
     # 64 FP32 results/clk/SM over 4 sub-partitions = 16 lanes/clk: a warp instruction every 2 cycles.
-    assert a100.pipe_gap(InstrClass.fp32) == 2
+    assert a100.pipe_gap(Resource.fp32) == 2
     # HFMA2 yields 64 results; 256/4 = 64 per clk per sub-partition -> 1 cycle.
-    assert a100.pipe_gap(InstrClass.fp16) == 1
-    assert cat.arch("sm_86").pipe_gap(InstrClass.fp64) == 64
+    assert a100.pipe_gap(Resource.fp16) == 1
+    assert cat.arch("sm_86").pipe_gap(Resource.fp64) == 64
     # DRAM: 1555 GB/s / (108 SMs × 1.41 GHz × 4) = 2.55 B/clk/SMSP -> 128 B every ~50 cycles.
-    assert cat.pipe_gap(cat.device("A100"), InstrClass.dram) == pytest.approx(50.1, abs=0.1)
+    assert cat.pipe_gap(cat.device("A100"), Resource.dram) == pytest.approx(50.1, abs=0.1)
 
 
 def test_shared_bandwidth_derivation(cat):
@@ -156,8 +156,8 @@ def test_instruction_override_is_merged_per_class(tmp_path):
     f = tmp_path / "lat.toml"
     f.write_text('[arch.sm_90.instructions.dram]\nlatency = 478\nsource = ["user-file"]\n')
     arch = load_arch_specs(f).arch("sm_90")
-    assert arch.instructions[InstrClass.dram].latency == 478
-    assert arch.instructions[InstrClass.fp32].rate_per_sm == 128
+    assert arch.instructions[Resource.dram].latency == 478
+    assert arch.instructions[Resource.fp32].rate_per_sm == 128
 
 
 def test_builtin_catalog_is_cached():
