@@ -24,7 +24,7 @@ from ..profile import StallReason
 
 INF = math.inf
 
-#: Resource classes of the arch latency table (`analysis/arch.py: InstrClass`), in a fixed order:
+#: Resource classes of the arch latency table (`analysis/arch.py: Resource`), in a fixed order:
 #: the engine refers to a resource by its position here.
 RESOURCES: tuple[str, ...] = ("fp32", "fp64", "fp16", "int", "sfu", "conversion", "tensor", "lsu",
                               "shared", "l2", "dram", "constant", "branch", "barrier", "atomic")
@@ -362,17 +362,7 @@ class GTOPolicy:
         g = sched.greedy
         if g is not None and ready and blocked[g.res] <= t and g.earl <= t and g in ready:
             return g
-        best = sched.future[0][0] if sched.future else INF
-        for w in ready:
-            b = blocked[w.res]
-            if b <= t:
-                return w
-            if b > w.throttled_until:
-                w.throttled_until = b
-            if b < best:
-                best = b
-        sched.next_ready = best
-        return None
+        return _first_unblocked(sched, t, blocked, ready)
 
 
 class LRRPolicy:
@@ -383,23 +373,28 @@ class LRRPolicy:
     def select(self, sched: WarpScheduler, t: float, blocked: list[float]) -> WarpState | None:
         sched.wake(t)
         ready = sched.ready
-        n = len(ready)
         g = sched.greedy
         start = 0
         if g is not None:
             start = next((j for j, w in enumerate(ready) if w.age > g.age), 0)
-        best = sched.future[0][0] if sched.future else INF
-        for k in range(n):
-            w = ready[(start + k) % n]
-            b = blocked[w.res]
-            if b <= t:
-                return w
-            if b > w.throttled_until:
-                w.throttled_until = b
-            if b < best:
-                best = b
-        sched.next_ready = best
-        return None
+        return _first_unblocked(sched, t, blocked, ready[start:] + ready[:start])
+
+
+def _first_unblocked(sched: WarpScheduler, t: float, blocked: list[float],
+                     order: list[WarpState]) -> WarpState | None:
+    """The first warp in `order` whose resource is free at `t`; else None, with the scheduler's
+    next wake-up set to the earliest time any of them (or a sleeping warp) could issue."""
+    best = sched.future[0][0] if sched.future else INF
+    for w in order:
+        b = blocked[w.res]
+        if b <= t:
+            return w
+        if b > w.throttled_until:
+            w.throttled_until = b  # the stall is charged to the resource the warp waits on
+        if b < best:
+            best = b
+    sched.next_ready = best
+    return None
 
 
 POLICIES = {"gto": GTOPolicy, "lrr": LRRPolicy}
@@ -427,7 +422,7 @@ def machine_from_arch(arch, device) -> tuple[MachineModel, tuple[tuple[str, str,
     Gaps are per SMSP as `ArchSpec.pipe_gap` defines them; l2/dram gaps are one 128 B warp request
     at the SMSP's share of the device bandwidth (`ArchCatalog.pipe_gap`'s rule).
     """
-    from ..arch import WARP_REQUEST_BYTES, InstrClass
+    from ..arch import WARP_REQUEST_BYTES, Resource
 
     used: list[tuple[str, str, float]] = []
     sched = arch.schedulers_per_sm
@@ -436,7 +431,7 @@ def machine_from_arch(arch, device) -> tuple[MachineModel, tuple[tuple[str, str,
     l2_bw = device.l2_bandwidth_gbs * 1e9 if device.l2_bandwidth_gbs else None
     params = []
     for name in RESOURCES:
-        cls = InstrClass(name)
+        cls = Resource(name)
         spec = arch.instructions[cls]
         lat = spec.latency
         if lat is None:
