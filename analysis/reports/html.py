@@ -9,7 +9,7 @@ from html import escape
 
 from ..arch import load_arch_specs
 from ..results import AnalysisResult, KernelReport
-from ..roofline import kernel_roofline, roofline_model, roofline_svg
+from .chart import roofline_chart
 
 _CSS = """
 body{font:14px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -27,17 +27,12 @@ def _pct(x: float) -> str:
 
 
 def _roofline(result: AnalysisResult) -> str:
-    if result.profile is None or not result.profile.kernels:
+    if not any(r.points for r in result.rooflines):
         return ""
     try:
-        cat = load_arch_specs()
-        model = roofline_model(cat, cat.device(result.device))
+        return roofline_chart(result, load_arch_specs())
     except Exception:  # an unknown device name: no chart rather than no report
         return ""
-    kernels = [kernel_roofline(k, model) for k in result.profile.kernels if k.duration_s > 0]
-    if not any(k.points for k in kernels):
-        return ""
-    return roofline_svg(model, kernels, title=f"Roofline — {result.device} ({result.profile.provenance.kind})")
 
 
 def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.advice import Advice, Estimate, Fix, Hotspot, SourceEdit
+from kernelscope.analysis.arch import load_arch_specs
 from kernelscope.analysis.profile import LineSample, Profile, StallReason
 from kernelscope.analysis.reports.html import render_html
 from kernelscope.analysis.reports.sarif import to_sarif
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport, Resources
+from kernelscope.analysis.roofline import TrajectoryPoint, kernel_roofline, roofline_model
 
 from .sassfrag import FN, profile, provenance, samples
 
@@ -34,8 +36,12 @@ def result(tmp_path: Path) -> AnalysisResult:
     kp = kp.model_copy(update={"lines": (LineSample(file=str(src), line=3, samples={StallReason.wait: 3.0}),)})
     k = KernelReport(name="frag(float*)", mangled=FN, line=1, end_line=4, resources=Resources(registers=12),
                      launch=kp.launch, occupancy=None, lines=(LineReport(line=3, share=1.0, samples={"wait": 3.0}),))
+    cat = load_arch_specs()
+    trajectory = tuple(TrajectoryPoint(label=f"{n} SMs", concurrency=n, intensity=0.125, performance=p)
+                       for n, p in ((33, 6e10), (66, 1.1e11), (132, 2e11)))
+    rl = kernel_roofline(kp, roofline_model(cat, cat.device("H100 SXM")), trajectory)
     return AnalysisResult(source=str(src), source_sha256="0" * 64, arch="sm_90", device="H100 SXM", toolchain=None,
-                          compiled=True, kernels=(k,), advice=(adv,),
+                          compiled=True, kernels=(k,), advice=(adv,), rooflines=(rl,),
                           profile=Profile(kernels=(kp,), provenance=provenance()))
 
 
@@ -57,4 +63,8 @@ def test_html_is_self_contained_with_roofline(tmp_path):
     svg = html[html.index("<svg"): html.index("</svg>") + 6]
     root = ET.fromstring(svg)
     assert any(el.get("class") == "ceiling memory" for el in root.iter("{http://www.w3.org/2000/svg}line"))
+    # the same chart as the editor's: the kernel's point and its scaling trajectory
+    assert [el.get("data-kernel") for el in root.iter("{http://www.w3.org/2000/svg}g")
+            if el.get("class") == "kernel-point"][0] == "frag"
+    assert any(el.get("class") == "trajectory" for el in root.iter("{http://www.w3.org/2000/svg}polyline"))
     assert "a[0] = a[0] * 2.0;" in html and "est. 1.60×" in html and "GPA Eq. 2" in html
