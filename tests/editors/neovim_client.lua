@@ -16,7 +16,9 @@ end
 
 local function hover_text(bufnr, line, col)
   vim.api.nvim_win_set_cursor(0, { line + 1, col })
-  local res = vim.lsp.buf_request_sync(bufnr, "textDocument/hover", vim.lsp.util.make_position_params(), 20000)
+  local encoding = vim.lsp.get_client_by_id(result.client_id).offset_encoding
+  local params = vim.lsp.util.make_position_params(0, encoding)
+  local res = vim.lsp.buf_request_sync(bufnr, "textDocument/hover", params, 20000)
   for _, r in pairs(res or {}) do
     if r.result and r.result.contents then
       return r.result.contents.value or vim.inspect(r.result.contents)
@@ -42,6 +44,7 @@ local ok, err = pcall(function()
     },
   })
   vim.lsp.buf_attach_client(bufnr, id)
+  result.client_id = id
   local timeout = tonumber(os.getenv("KS_TIMEOUT") or "120000")
 
   vim.wait(timeout, function() return #result.finished >= 1 and #vim.diagnostic.get(bufnr) > 0 end, 50)

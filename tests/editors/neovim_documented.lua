@@ -1,0 +1,68 @@
+-- Run after docs/neovim.md's Neovim 0.11 setup was loaded as the init file (tests/editors/test_neovim.py
+-- extracts it verbatim); it only drives the editor and records what Neovim received, as JSON in $KS_OUT.
+local out_path = os.getenv("KS_OUT")
+local file = os.getenv("KS_FILE")
+local timeout = tonumber(os.getenv("KS_TIMEOUT") or "120000")
+local result = {}
+
+local function floats()
+  local found = {}
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(win).relative ~= "" then
+      table.insert(found, table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false), "\n"))
+    end
+  end
+  return found
+end
+
+local ok, err = pcall(function()
+  vim.cmd("edit " .. vim.fn.fnameescape(file))
+  local bufnr = vim.api.nvim_get_current_buf()
+  local function client()
+    return vim.lsp.get_clients({ bufnr = bufnr, name = "kernelscope" })[1]
+  end
+  vim.wait(timeout, function() return client() ~= nil end, 50)
+  local c = client()
+  if not c then error("the documented config did not start kernelscope for " .. vim.bo[bufnr].filetype) end
+  result.filetype = vim.bo[bufnr].filetype
+  result.root_dir = c.root_dir
+  result.encoding = c.offset_encoding
+
+  -- Diagnostics come when the analysis is done; the config's autocommands refresh the lenses, and a
+  -- CursorHold never fires headless, so refresh here as the user's next BufEnter would.
+  vim.wait(timeout, function()
+    vim.lsp.codelens.refresh({ bufnr = bufnr })
+    return #vim.diagnostic.get(bufnr) > 0 and #vim.lsp.codelens.get(bufnr) > 0
+  end, 200)
+  result.diagnostics = {}
+  for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+    table.insert(result.diagnostics, { lnum = d.lnum, col = d.col, source = d.source, message = d.message })
+  end
+  result.lenses = {}
+  for _, l in ipairs(vim.lsp.codelens.get(bufnr)) do
+    table.insert(result.lenses, { line = l.range.start.line, title = l.command and l.command.title or vim.NIL })
+  end
+
+  -- K is Neovim 0.11's own hover mapping; ask the same request it sends.
+  vim.api.nvim_win_set_cursor(0, { 6, 14 }) -- `if (i < n) y[i] = y[i] * 2.0f;`
+  local hover = vim.lsp.buf_request_sync(bufnr, "textDocument/hover",
+    vim.lsp.util.make_position_params(0, c.offset_encoding), 20000)
+  for _, r in pairs(hover or {}) do
+    if r.result and r.result.contents then result.hover = r.result.contents.value end
+  end
+
+  -- The config's <leader>kl runs the lens; its client-side command shows the report in a float.
+  local map = vim.fn.maparg("<leader>kl", "n", false, true)
+  result.mapping = map.desc or vim.NIL
+  vim.api.nvim_win_set_cursor(0, { result.lenses[1].line + 1, 0 })
+  map.callback()
+  vim.wait(20000, function() return #floats() > 0 end, 50)
+  result.floats = floats()
+  c:stop()
+  vim.wait(5000, function() return client() == nil end, 50)
+end)
+if not ok then result.error = tostring(err) end
+local f = io.open(out_path, "w")
+f:write(vim.fn.json_encode(result))
+f:close()
+vim.cmd("qa!")
