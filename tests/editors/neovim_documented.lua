@@ -1,5 +1,6 @@
--- Run after docs/neovim.md's Neovim 0.11 setup was loaded as the init file (tests/editors/test_neovim.py
+-- Run after one of docs/neovim.md's setups was loaded as the init file (tests/editors/test_neovim.py
 -- extracts it verbatim); it only drives the editor and records what Neovim received, as JSON in $KS_OUT.
+-- Written against the API both Neovim 0.7 and 0.11 have.
 local out_path = os.getenv("KS_OUT")
 local file = os.getenv("KS_FILE")
 local timeout = tonumber(os.getenv("KS_TIMEOUT") or "120000")
@@ -19,19 +20,21 @@ local ok, err = pcall(function()
   vim.cmd("edit " .. vim.fn.fnameescape(file))
   local bufnr = vim.api.nvim_get_current_buf()
   local function client()
-    return vim.lsp.get_clients({ bufnr = bufnr, name = "kernelscope" })[1]
+    for _, c in pairs(vim.lsp.buf_get_clients(bufnr)) do
+      if c.name == "kernelscope" then return c end
+    end
   end
   vim.wait(timeout, function() return client() ~= nil end, 50)
   local c = client()
   if not c then error("the documented config did not start kernelscope for " .. vim.bo[bufnr].filetype) end
   result.filetype = vim.bo[bufnr].filetype
-  result.root_dir = c.root_dir
+  result.root_dir = c.root_dir or c.config.root_dir -- 0.7 keeps it only in the config
   result.encoding = c.offset_encoding
 
   -- Diagnostics come when the analysis is done; the config's autocommands refresh the lenses, and a
   -- CursorHold never fires headless, so refresh here as the user's next BufEnter would.
   vim.wait(timeout, function()
-    vim.lsp.codelens.refresh({ bufnr = bufnr })
+    vim.lsp.codelens.refresh()
     return #vim.diagnostic.get(bufnr) > 0 and #vim.lsp.codelens.get(bufnr) > 0
   end, 200)
   result.diagnostics = {}
@@ -52,13 +55,12 @@ local ok, err = pcall(function()
   end
 
   -- The config's <leader>kl runs the lens; its client-side command shows the report in a float.
-  local map = vim.fn.maparg("<leader>kl", "n", false, true)
-  result.mapping = map.desc or vim.NIL
+  result.mapping = vim.fn.maparg("<leader>kl", "n") ~= ""
   vim.api.nvim_win_set_cursor(0, { result.lenses[1].line + 1, 0 })
-  map.callback()
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<leader>kl", true, false, true), "mx", false)
   vim.wait(20000, function() return #floats() > 0 end, 50)
   result.floats = floats()
-  c:stop()
+  vim.lsp.stop_client(c.id)
   vim.wait(5000, function() return client() == nil end, 50)
 end)
 if not ok then result.error = tostring(err) end
