@@ -230,3 +230,11 @@ def test_ci_runs_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
     assert ci[-1] == blocks[1].strip()
     assert "kernelscope analyze examples/" in blocks[0]
+
+
+def test_no_advice_repeats_itself(analysed):
+    # One advice per optimizer, kernel and line set: ptxas rebasing one array's loads on several
+    # registers once gave sgemm_naive two identical "Use vector loads" items on line 28.
+    for name, result in analysed.items():
+        keys = [(a.optimizer, a.kernel, tuple(a.lines)) for a in result.advice]
+        assert len(keys) == len(set(keys)), (name, sorted(k for k in keys if keys.count(k) > 1))

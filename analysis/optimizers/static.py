@@ -189,26 +189,32 @@ class VectorizeLoads(Optimizer):
                 continue
             off = int(m.group(2), 0) if m.group(2) else 0
             groups[(i.opcode, m.group(1))].append((off, i))
-        out = []
-        for (op, base), rows in groups.items():
+        # One advice per opcode and source line(s): after unrolling, ptxas often rebases the same
+        # array's loads on several registers, and two identical advices on one line say nothing more.
+        merged: dict[tuple[str, tuple[int, ...]], tuple[list[Instruction], int, int]] = {}
+        for (op, _base), rows in groups.items():
             offs = sorted({o for o, _ in rows})
             run = [o for o in offs if (o + 4 in offs or o - 4 in offs)]
             if len(run) < 2:
                 continue
             instrs = [i for o, i in rows if o in run]
-            n = min(4, len(run))
+            lines = tuple(sorted({kernel_line(i) for i in instrs if kernel_line(i)}))
+            prev, n, bases = merged.get((op, lines), ([], 0, 0))
+            merged[(op, lines)] = (prev + instrs, max(n, min(4, len(run))), bases + 1)
+        out = []
+        for (op, lines), (instrs, n, bases) in merged.items():
             est, share = _estimate(ctx, instrs, (n - 1) / n)
             if est is None or est.speedup <= 1.0:
                 continue
-            lines = sorted({kernel_line(i) for i in instrs if kernel_line(i)})
             width = {2: "float2", 3: "float4", 4: "float4"}[n]
-            msg = (f"{len(instrs)} scalar 32-bit {op} instructions read neighbouring addresses from one base register "
+            where = "one base register" if bases == 1 else f"{bases} base registers"
+            msg = (f"{len(instrs)} scalar 32-bit {op} instructions read neighbouring addresses from {where} "
                    f"(line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:4]))}). One {width} load "
                    f"(aligned to its size) issues one request instead of {n}. {pct(share)} of this kernel's "
                    f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on these loads. "
                    f"Est. {est.speedup:.2f}× (GPA Eq. 2, {n - 1} of {n} requests removed).")
-            out.append(self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg,
-                                   detail=f"{op}:{base}"))
+            out.append(self.advice(ctx, lines=list(lines) or [0], importance=share, estimate=est, message=msg,
+                                   detail=f"{op}:{','.join(map(str, lines))}"))
         return out
 
 
