@@ -26,17 +26,18 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
     else:
         out.append("  occupancy   unknown (no launch configuration)")
     if k.bound or k.predicted_duration_s:
+        # Two analyses answer "what limits it": the roofline (where the kernel sits) and the
+        # sensitivity sweep (which resource's latency or gap moves its time). Name each.
         parts = []
         if k.bound:
-            parts.append(f"{k.bound}-bound")
+            roof = f" at {_pct(k.roofline_fraction)} of the ceiling" if k.roofline_fraction is not None else ""
+            parts.append(f"roofline: {k.bound}-bound{roof}")
         if k.bottleneck:
-            parts.append(f"bottleneck {k.bottleneck}")
-        if k.roofline_fraction is not None:
-            parts.append(f"{_pct(k.roofline_fraction)} of roofline")
+            parts.append(f"sensitivity: bottleneck {k.bottleneck}")
         if k.predicted_duration_s:
             parts.append(f"predicted {k.predicted_duration_s * 1e6:.1f} us")
         kind = result.profile.provenance.kind if result.profile else "modeled"
-        out.append(f"  model       {', '.join(parts)}  [{kind}]")
+        out.append(f"  model       {'; '.join(parts)}  [{kind}]")
     mix = sorted(k.instruction_mix.items(), key=lambda kv: -kv[1])
     out.append("  mix         " + ", ".join(f"{name} {n}" for name, n in mix))
     has_samples = any(lr.share > 0 for lr in k.lines)

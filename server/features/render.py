@@ -132,7 +132,9 @@ def kernel_summary(result: AnalysisResult, kernel: KernelReport) -> str:
     facts = []
     k = kernel_kind(result, kernel)
     if kernel.bound:
-        facts.append(f"**{kernel.bound}-bound** ({k})" + (f" ({kernel.bottleneck})" if kernel.bottleneck else ""))
+        facts.append(f"**{kernel.bound}-bound** ({k})")
+    if kernel.bottleneck:
+        facts.append(f"bottleneck {kernel.bottleneck} (sensitivity, {k})")
     if kernel.roofline_fraction is not None:
         facts.append(f"{pct(kernel.roofline_fraction)} of roofline ({k})")
     if d := duration(kernel):
