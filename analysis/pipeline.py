@@ -174,8 +174,8 @@ def _assemble(program: Program, catalog, device: DeviceSpec, options: AnalysisOp
                     sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
                     what_if={m: s.what_if for m, s in studies.items() if s.what_if})
     timings = {**timings, "advise": time.perf_counter() - t}
-    kernels = tuple(_kernel_report(fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled))
-                    for fn in program.kernels)
+    kernels = tuple(_kernel_report(fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled),
+                                   device.sm_count) for fn in program.kernels)
     profile = None
     if profiles:
         # A report that matched none of this file's kernels leaves every number modeled: say so.
@@ -238,8 +238,10 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
     return replace(study, sensitivity=sens, what_if=wi, trajectory=trajectory_points(per_sm))
 
 
-def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline) -> KernelReport:
+def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline, sm_count: int) -> KernelReport:
     occ = study.occupancy
+    per_wave = occ.active_blocks_per_sm * sm_count
+    waves = study.launch.blocks / per_wave if study.launch is not None and per_wave > 0 else None
     profile = study.profile
     lines = facts.lines
     if profile is not None:
@@ -259,7 +261,8 @@ def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofl
         resources=fn.resources or Resources(registers=0), launch=study.launch,
         occupancy=OccupancyReport(block_size=occ.block_size, active_blocks_per_sm=occ.active_blocks_per_sm,
                                   active_warps_per_sm=occ.active_warps_per_sm, max_warps_per_sm=occ.max_warps_per_sm,
-                                  occupancy=occ.occupancy, limiter=occ.limiter.value),
+                                  occupancy=occ.occupancy, limiter=occ.limiter.value, waves=waves,
+                                  sm_count=sm_count if waves is not None else None),
         instruction_mix=facts.instruction_mix, flops_per_thread=facts.flops_per_thread,
         bytes_per_thread=facts.bytes_per_thread, facts=facts.facts, lines=lines,
         bound=roofline.bound if roofline else None,

@@ -55,8 +55,12 @@ class OccupancyReport(BaseModel):
     active_blocks_per_sm: int
     active_warps_per_sm: int
     max_warps_per_sm: int
-    occupancy: float  # 0..1
+    occupancy: float  # 0..1, theoretical: what the limits allow each SM, whatever the grid
     limiter: str  # "warps", "registers", "shared_memory", "blocks", "block_size_invalid"
+    # How the launch fills the device (None without a launch): grid blocks / (SMs x active blocks
+    # per SM). Below 1 part of the GPU idles, whatever the theoretical occupancy says.
+    waves: float | None = None
+    sm_count: int | None = None
 
 
 class StaticFact(BaseModel):

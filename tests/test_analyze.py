@@ -14,6 +14,7 @@ import pytest
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.results import AnalysisResult
+from kernelscope.analysis.reports.text import grid_fill
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.cu"))
@@ -238,3 +239,13 @@ def test_no_advice_repeats_itself(analysed):
     for name, result in analysed.items():
         keys = [(a.optimizer, a.kernel, tuple(a.lines)) for a in result.advice]
         assert len(keys) == len(set(keys)), (name, sorted(k for k in keys if keys.count(k) > 1))
+
+
+def test_a_grid_smaller_than_one_wave_is_reported(analysed):
+    # small_grid.cu launches 4 blocks: 100 % theoretical occupancy, yet 128 of 132 SMs idle.
+    (k,) = analysed["small_grid.cu"].kernels
+    assert k.occupancy.occupancy == 1.0 and k.occupancy.sm_count == 132
+    assert k.occupancy.waves == pytest.approx(k.launch.blocks / (k.occupancy.active_blocks_per_sm * 132))
+    assert grid_fill(k) == f"the grid's 4 blocks fill 4 of 132 SMs ({100 * k.occupancy.waves:.1f} % of one wave)"
+    (big,) = analysed["sgemm_naive.cu"].kernels
+    assert big.occupancy.waves > 1 and grid_fill(big).endswith("on 132 SMs")

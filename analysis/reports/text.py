@@ -21,8 +21,10 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
         out.append(f"  launch      grid {k.launch.grid}, block {k.launch.block}, {k.launch.dynamic_smem} B dynamic shared")
     if k.occupancy:
         o = k.occupancy
-        out.append(f"  occupancy   {_pct(o.occupancy)} ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps, "
-                   f"{o.active_blocks_per_sm} blocks/SM of {o.block_size} threads), limited by {o.limiter.replace('_', ' ')}")
+        fill = grid_fill(k)
+        out.append(f"  occupancy   {_pct(o.occupancy)} theoretical ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps, "
+                   f"{o.active_blocks_per_sm} blocks/SM of {o.block_size} threads), limited by "
+                   f"{o.limiter.replace('_', ' ')}" + (f"; {fill}" if fill else ""))
     else:
         out.append("  occupancy   unknown (no launch configuration)")
     if k.bound or k.predicted_duration_s:
@@ -67,6 +69,19 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
             out.append(f"    {a.id}  line {a.lines[0]}: {a.title} ({est}est. {a.estimate.speedup:.2f}x, "
                        f"{_pct(a.importance)} of samples) [{a.provenance}]")
     return out
+
+
+def grid_fill(k: KernelReport) -> str | None:
+    """How the launch fills the device, e.g. "the grid's 4 blocks fill 4 of 132 SMs (0.2 % of one wave)".
+
+    Theoretical occupancy is per SM; a grid smaller than one wave idles SMs however high it is."""
+    o, launch = k.occupancy, k.launch
+    if o is None or o.waves is None or o.sm_count is None or launch is None:
+        return None
+    if o.waves < 1:
+        return (f"the grid's {launch.blocks} block{'s' if launch.blocks != 1 else ''} fill "
+                f"{min(launch.blocks, o.sm_count)} of {o.sm_count} SMs ({100 * o.waves:.1f} % of one wave)")
+    return f"{o.waves:.1f} waves of {o.active_blocks_per_sm * o.sm_count} blocks on {o.sm_count} SMs"
 
 
 def render_text(result: AnalysisResult) -> str:

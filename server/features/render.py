@@ -7,6 +7,7 @@ assumptions), because a modeled 30 % and a measured 30 % deserve different trust
 from __future__ import annotations
 
 from kernelscope.analysis.advice import Advice
+from kernelscope.analysis.reports.text import grid_fill
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport
 
 #: SASS lines shown in a hover; a long unrolled line would otherwise fill the screen
@@ -72,7 +73,9 @@ def occupancy(kernel: KernelReport) -> str:
     occ = kernel.occupancy
     if occ is None:
         return "occupancy n/a"
-    return f"occupancy {pct(occ.occupancy)} (limited by {occ.limiter.replace('_', ' ')}, block {occ.block_size})"
+    text = f"occupancy {pct(occ.occupancy)} theoretical (limited by {occ.limiter.replace('_', ' ')}, block {occ.block_size})"
+    fill = grid_fill(kernel)
+    return f"{text}; {fill}" if fill else text
 
 
 def resources(kernel: KernelReport) -> str:

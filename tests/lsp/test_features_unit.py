@@ -4,6 +4,7 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from kernelscope.analysis.advice import Advice, Estimate, Fix, Hotspot, SourceEdit
+from kernelscope.analysis.profile import LaunchConfig
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport, OccupancyReport, Resources
 from kernelscope.server.features import actions, diagnostics, hover, lens
 from kernelscope.server.tracking import TrackedDocument
@@ -102,7 +103,7 @@ def test_no_action_or_diagnostic_on_an_edited_line():
 def test_hover_on_line_and_on_kernel_name_and_lens():
     _, view = _view(_result(_advice()))
     h = hover.build(view, 3, 6).contents.value
-    for part in ("62.0 %", "| long scoreboard | 60.0 % |", "```sass", "DMUL", "24 registers", "occupancy 100.0 %",
+    for part in ("62.0 %", "| long scoreboard | 60.0 % |", "```sass", "DMUL", "24 registers", "occupancy 100.0 % theoretical",
                  "Provenance: static", "Use a float literal"):
         assert part in h, part
     k = hover.build(view, 0, 17).contents.value
@@ -110,6 +111,19 @@ def test_hover_on_line_and_on_kernel_name_and_lens():
     (lz,) = lens.build(view, URI)
     assert lz.range.start.line == 0 and lz.command.command == lens.SHOW_REPORT
     assert "latency-bound" in lz.command.title and "12.0 % of roofline" in lz.command.title and "1.25×" in lz.command.title
+    assert "grid fills" not in lz.command.title  # no launch known: nothing to say about the grid
+
+
+def test_a_grid_smaller_than_one_wave_is_named_in_hover_and_lens():
+    result = _result(_advice())
+    k = result.kernels[0]
+    small = k.model_copy(update={"launch": LaunchConfig(grid=(4, 1, 1), block=(256, 1, 1)),
+                                 "occupancy": k.occupancy.model_copy(update={"waves": 4 / (8 * 132), "sm_count": 132})})
+    _, view = _view(result.model_copy(update={"kernels": (small,)}))
+    h = hover.build(view, 3, 6).contents.value
+    assert "the grid's 4 blocks fill 4 of 132 SMs (0.4 % of one wave)" in h, h
+    (lz,) = lens.build(view, URI)
+    assert "occupancy 100.0 % (warps) · grid fills 4/132 SMs" in lz.command.title, lz.command.title
 
 
 def test_plain_text_of_snippets():
