@@ -160,7 +160,7 @@ class MissingRestrict(Optimizer):
         names = ", ".join(f"`{p.name}`" for p in params)
         line = params[0].span.start.line
         msg = (f"{names} {'are' if len(params) > 1 else 'is'} not `__restrict__`, so the compiler must assume the "
-               f"pointers alias: {len(loads)} global load{'s' if len(loads) != 1 else ''} use the ordinary path instead of the read-only one (no "
+               f"pointers alias: {len(loads)} global load{'s use' if len(loads) != 1 else ' uses'} the ordinary path instead of the read-only one (no "
                f"`.CONSTANT`) and cannot move across stores. {pct(share)} of this kernel's "
                f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) wait on them. Mark pointers "
                f"that never alias `__restrict__` and read-only ones `const`. Est. {est.speedup:.2f}× (GPA Eq. 2, "
