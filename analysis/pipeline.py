@@ -266,7 +266,7 @@ def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofl
         instruction_mix=facts.instruction_mix, flops_per_thread=facts.flops_per_thread,
         bytes_per_thread=facts.bytes_per_thread, facts=facts.facts, lines=lines,
         bound=roofline.bound if roofline else None,
-        bottleneck=f"{sens.bottleneck} ({sens.bound})" if sens and sens.bottleneck else None,
+        bottleneck=f"{sens.bottleneck} {sens.bound}" if sens and sens.bottleneck else None,
         roofline_fraction=roofline.fraction if roofline else None,
         predicted_duration_s=study.modeled.duration_s if study.modeled else None,
         measured_duration_s=profile.duration_s if profile is not None and study.measured else None,

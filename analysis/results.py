@@ -111,7 +111,7 @@ class KernelReport(BaseModel):
     facts: tuple[StaticFact, ...] = ()
     lines: tuple[LineReport, ...] = ()
     bound: Literal["memory", "compute", "latency"] | None = None
-    bottleneck: str | None = None  # the resource named by sensitivity analysis, e.g. "dram (throughput)"
+    bottleneck: str | None = None  # the resource named by sensitivity analysis, e.g. "dram throughput", "l2 latency"
     roofline_fraction: float | None = None  # achieved / attainable at this intensity
     predicted_duration_s: float | None = None  # from the model
     measured_duration_s: float | None = None  # from a measured profile matching this source

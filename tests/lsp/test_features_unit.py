@@ -128,3 +128,11 @@ def test_a_grid_smaller_than_one_wave_is_named_in_hover_and_lens():
 
 def test_plain_text_of_snippets():
     assert actions.plain_text("a ${1:b ${2:c}} $0 ${3|x,y|} \\$5") == "a b c  x $5"
+
+
+def test_line_hover_lists_advice_best_first():
+    weak = _advice(id="w", title="Weak idea", estimate=Estimate(speedup=1.02, formula="GPA Eq. 2"))
+    strong = _advice(id="s", title="Strong idea", estimate=Estimate(speedup=1.9, formula="GPA Eq. 2"))
+    _, view = _view(_result(weak, strong))
+    h = hover.build(view, 3, 6).contents.value
+    assert h.index("Strong idea") < h.index("Weak idea"), h
