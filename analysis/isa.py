@@ -209,9 +209,7 @@ def pipe(instr: Instruction) -> Pipe:
 
 
 def is_sync(instr: Instruction) -> bool:
-    # nvdisasm marks instructions that wait for other warps ("inter-warp-barrier"): that also
-    # covers barrier opcodes newer than this table.
-    return opcode_info(instr.opcode).sync or "inter-warp-barrier" in instr.attributes
+    return opcode_info(instr.opcode).sync
 
 
 def is_variable_latency(instr: Instruction) -> bool:

@@ -1,14 +1,13 @@
-"""SASS: the program as the GPU runs it, read from nvdisasm.
+"""SASS: the program as the GPU runs it, read from one nvdisasm listing.
 
-`nvdisasm -json -gi` gives opcodes, operands, predicates, attributes and line changes;
-text mode (`-gi -hex -c`) adds what JSON lacks: inline call chains and the 128-bit
-encodings whose top bits hold the sm_70+ control codes. Both are merged per PC here,
-so every later stage reads one `SassFunction` per function.
+`nvdisasm -gi -hex -c` prints, per instruction, its PC, its text (predicate, opcode,
+operands), its 128-bit encoding (whose top bits hold the sm_70+ control codes) and, where
+they change, its source line and inline call chain. Every later stage reads the
+`SassFunction`s parsed from it. (nvdisasm's JSON mode says nothing more that kernelscope
+uses, and each nvdisasm run costs ~0.3 s of start-up, so one listing is read, not two.)
 """
 
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict
 
@@ -57,7 +56,6 @@ class Instruction(BaseModel):
     defs: tuple[str, ...]  # registers written: R*, UR*, P*, UP* (64/128-bit widths expanded)
     uses: tuple[str, ...]  # registers read, including the predicate guard and address registers
     memory_space: str | None  # "global", "local", "shared", "constant", "generic" or None
-    attributes: tuple[str, ...]  # from nvdisasm JSON, e.g. "control-flow", "inter-warp-barrier"
     branch_target: int | None  # pc of the target for BRA/BRX/CALL/JMP when static
     location: SourceLocation | None  # innermost source line (the callee's, when inlined)
     inline_chain: tuple[SourceLocation, ...]  # call sites, innermost first; empty if not inlined
@@ -115,7 +113,6 @@ class SassModule(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     arch: str  # e.g. "sm_90"
-    producer: str  # nvdisasm's version string
     functions: tuple[SassFunction, ...]
 
     def function(self, mangled_name: str) -> SassFunction | None:
@@ -125,7 +122,6 @@ class SassModule(BaseModel):
 # ---- parsing nvdisasm output ------------------------------------------------------------------
 # Kept below the models: everything from here on is pure text -> model, except `disassemble`.
 
-import json  # noqa: E402
 import posixpath  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
@@ -146,23 +142,16 @@ class DisassemblyError(RuntimeError):
 
 def disassemble(cubin_path: Path, nvdisasm: Path, *, cancel: CancelToken | None = None,
                 cxxfilt: Path | None = None, timeout: float = 120.0) -> SassModule:
-    """Run nvdisasm in JSON and text mode on one cubin and merge the two listings per PC."""
-    def listing(flags: list[str]) -> str:
-        res = run_tool([str(nvdisasm), *flags, str(cubin_path)], timeout=timeout, cancel=cancel)
-        if res.returncode != 0:
-            # No temp path in the text: the same broken nvdisasm gives the same message for every file (shown once).
-            last = (res.stderr.strip().splitlines() or [f"exit status {res.returncode}"])[-1]
-            raise DisassemblyError(f"{nvdisasm} {' '.join(flags)} failed: {last}. Reinstall nvdisasm "
-                                   f"(`pip install nvidia-cuda-nvdisasm`) or point kernelscope.analysis.nvccPath "
-                                   f"at a complete CUDA toolkit.")
-        return res.stdout
-
-    # nvdisasm spends ~0.3 s initialising before it decodes anything, whatever the cubin's
-    # size, so the two listings run side by side rather than one after the other.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        json_listing = pool.submit(listing, ["-json", "-gi"])
-        text_listing = pool.submit(listing, ["-gi", "-hex", "-c"])
-        module = parse_nvdisasm(json_listing.result(), text_listing.result())
+    """Run `nvdisasm -gi -hex -c` on one cubin and parse its listing."""
+    flags = ["-gi", "-hex", "-c"]
+    res = run_tool([str(nvdisasm), *flags, str(cubin_path)], timeout=timeout, cancel=cancel)
+    if res.returncode != 0:
+        # No temp path in the text: the same broken nvdisasm gives the same message for every file (shown once).
+        last = (res.stderr.strip().splitlines() or [f"exit status {res.returncode}"])[-1]
+        raise DisassemblyError(f"{nvdisasm} {' '.join(flags)} failed: {last}. Reinstall nvdisasm "
+                               f"(`pip install nvidia-cuda-nvdisasm`) or point kernelscope.analysis.nvccPath "
+                               f"at a complete CUDA toolkit.")
+    module = parse_nvdisasm(res.stdout)
     names = demangle([f.mangled_name for f in module.functions]
                      + [s.mangled_name for f in module.functions for s in f.subroutines],
                      cxxfilt=cxxfilt, cancel=cancel)
@@ -201,6 +190,7 @@ def with_demangled_names(module: SassModule, names: Mapping[str, str]) -> SassMo
 
 # -- text listing -------------------------------------------------------------------------------
 
+_TARGET = re.compile(r"^\s*\.target\s+sm_(\d+?)(\d)[a-z]?\s*$")
 _SECTION = re.compile(r"^//-+ \.text\.(\S+)\s+-+")
 _OTHER = re.compile(r"^\s*\.other\s+([^,\s]+),\s*@\"([^\"]*)\"")
 _TYPE_FN = re.compile(r"^\s*\.type\s+([^,\s]+),\s*@function")
@@ -233,8 +223,10 @@ def _loc(file: str, line: int | str) -> SourceLocation:
     return SourceLocation.model_construct(file=posixpath.normpath(file), line=int(line))
 
 
-def parse_text_listing(text: str) -> dict[str, _TextSection]:
-    """Sections of `nvdisasm -gi -hex -c` by function name: encodings, inline chains, labels."""
+def parse_text_listing(text: str) -> tuple[tuple[int, int], dict[str, _TextSection]]:
+    """`nvdisasm -gi -hex -c`: the target's (major, minor) and the sections by function name,
+    in listing order, with their instructions, encodings, inline chains and labels."""
+    target = (0, 0)
     sections: dict[str, _TextSection] = {}
     entries: set[str] = set()
     sec: _TextSection | None = None
@@ -264,6 +256,9 @@ def parse_text_listing(text: str) -> dict[str, _TextSection]:
                     block, block_open = [], True
                 block.append((m[1], m[2], m[3], m[4]))
             continue
+        if sec is None and (m := _TARGET.match(raw)) is not None:
+            target = (int(m[1]), int(m[2]))
+            continue
         if (m := _SECTION.match(raw)) is not None:
             sec = sections.setdefault(m[1], _TextSection(m[1]))
             current, block, block_open, pending_labels = (), [], False, []
@@ -283,7 +278,7 @@ def parse_text_listing(text: str) -> dict[str, _TextSection]:
     for name in entries:
         if name in sections:
             sections[name].is_entry = True
-    return sections
+    return target, sections
 
 
 def _chain(block: list[tuple[str, str, str | None, str | None]]) -> tuple[SourceLocation, ...]:
@@ -494,108 +489,54 @@ def decode_control(hi_word: int) -> ControlCode:
     return _CONTROL_CACHE.setdefault(bits, code)
 
 
-# -- merging JSON and text ----------------------------------------------------------------------
+# -- from the listing to the model --------------------------------------------------------------
 
+_LABEL_AFTER_SPACE = re.compile(r"(?<=[^,\s])\s+`\(")
 _STATIC_BRANCHES = frozenset({"BRA", "JMP", "CALL"})
 _INDIRECT_BRANCHES = frozenset({"BRX", "BRXU", "JMX", "JMXU"})
 
 
-def _files(meta: dict) -> list[str]:
-    dirs = meta.get("directories", [])
-    out = []
-    for f in meta.get("files", []):
-        d = f.get("dir-idx")
-        name = f.get("file", "")
-        out.append(posixpath.normpath(posixpath.join(dirs[d], name) if d is not None and d < len(dirs) else name))
-    return out
-
-
-def parse_nvdisasm(json_text: str, text_listing: str = "", *,
-                   names: Mapping[str, str] | None = None) -> SassModule:
-    """Merge `nvdisasm -json -gi` and `nvdisasm -gi -hex -c` output into a `SassModule`.
+def parse_nvdisasm(text_listing: str, *, names: Mapping[str, str] | None = None) -> SassModule:
+    """`nvdisasm -gi -hex -c` output as a `SassModule`.
 
     `names` maps mangled -> demangled names (see `demangle`); missing ones keep the mangled name.
-    The text listing may be empty: then inline chains, control codes and subroutine symbols
-    are absent and kernels are recognised by ending in EXIT rather than RET.
     """
-    doc = json.loads(json_text)
-    header, functions = doc[0], doc[1]
-    meta = doc[2] if len(doc) > 2 and isinstance(doc[2], dict) else {}
-    sm = header.get("SM", {}).get("version", {})
-    major, minor = int(sm.get("major", 0)), int(sm.get("minor", 0))
-    files = _files(meta)
-    sections = parse_text_listing(text_listing) if text_listing else {}
+    (major, minor), sections = parse_text_listing(text_listing)
     names = names or {}
-    fns = tuple(_function(f, sections.get(f["function-name"]), files, major, names) for f in functions)
-    return SassModule.model_construct(arch=f"sm_{major}{minor}", producer=header.get("Producer", ""),
-                                      functions=fns)
+    fns = tuple(_function(sec, major, names) for sec in sections.values())
+    return SassModule.model_construct(arch=f"sm_{major}{minor}", functions=fns)
 
 
-def _function(f: dict, sec: _TextSection | None, files: list[str], major: int,
-              names: Mapping[str, str]) -> SassFunction:
-    raw = f.get("sass-instructions", [])
-    size = 16 if major >= 7 else 8
-    start = int(f.get("start", 0))
-    tinstrs = sec.instrs if sec is not None and len(sec.instrs) == len(raw) else None
-    labels = sec.labels if sec is not None else {}
-    mangled = f["function-name"]
-    # nvdisasm prints a line only where it changes, so the last one is carried forward; but not
-    # into a subroutine ptxas appended to the section (e.g. libdevice's accurate pow), whose code
+def _function(sec: _TextSection, major: int, names: Mapping[str, str]) -> SassFunction:
+    # Lines come from `parse_text_listing`, which carries the last printed one forward but not
+    # into a subroutine ptxas appended to the section (e.g. libdevice's accurate pow): its code
     # without line records belongs to no line of the caller.
-    entries = {sec.labels[s] for s in sec.function_symbols if s != mangled and s in sec.labels} if sec else set()
-    instrs = []
-    loc: SourceLocation | None = None
-    for i, r in enumerate(raw):
-        t = tinstrs[i] if tinstrs is not None else None
-        pc = t.pc if t is not None else start + i * size
-        if pc in entries:
-            loc = None
-        if "source-line" in r:
-            fid = r.get("source-file-id", 0)
-            loc = _loc(files[fid] if fid < len(files) else str(fid), int(r["source-line"]))
-        elif loc is None and t is not None and t.inline:
-            loc = t.inline[0]
-        instrs.append(_instruction(i, pc, r, loc, t, labels, major))
-    subs = ()
-    if sec is not None:
-        subs = tuple(Subroutine.model_construct(mangled_name=s, name=names.get(s, s), pc=sec.labels[s])
-                     for s in sec.function_symbols if s != mangled and s in sec.labels)
-    if sec is not None:
-        is_kernel = sec.is_entry
-    else:  # no text listing: kernels end in EXIT, device functions return
-        is_kernel = any(x.opcode == "EXIT" for x in instrs) and not any(x.opcode == "RET" for x in instrs)
-    return SassFunction.model_construct(mangled_name=mangled, name=names.get(mangled, mangled),
-                                        is_kernel=is_kernel, instructions=tuple(instrs), subroutines=subs)
+    instrs = tuple(_instruction(i, t, sec.labels, major) for i, t in enumerate(sec.instrs))
+    subs = tuple(Subroutine.model_construct(mangled_name=s, name=names.get(s, s), pc=sec.labels[s])
+                 for s in sec.function_symbols if s != sec.name and s in sec.labels)
+    return SassFunction.model_construct(mangled_name=sec.name, name=names.get(sec.name, sec.name),
+                                        is_kernel=sec.is_entry, instructions=instrs, subroutines=subs)
 
 
-def _instruction(i: int, pc: int, r: dict, loc: SourceLocation | None, t: _TextInstr | None,
-                 labels: Mapping[str, int], major: int) -> Instruction:
-    opcode, *mods = r["opcode"].split(".")
+def _instruction(i: int, t: _TextInstr, labels: Mapping[str, int], major: int) -> Instruction:
+    head, _, rest = t.text.partition(" ")
+    pred = None
+    if head.startswith("@"):
+        pred = head[1:]
+        head, _, rest = rest.lstrip().partition(" ")
+        if pred in ("PT", "UPT"):
+            pred = None
+    opcode, *mods = head.split(".")
     mods_t = tuple(mods)
-    operands = split_operands(r.get("operands", ""))
-    pred = r.get("predicate")
-    pred = pred.lstrip("@") if pred else None
-    if pred in ("PT", "UPT"):
-        pred = None
+    # nvdisasm prints a return's target without a comma (`RET.REL.NODEC R2 `(kernel)`).
+    operands = split_operands(_LABEL_AFTER_SPACE.sub(", `(", rest))
     defs, uses = defs_and_uses(opcode, mods_t, operands, pred)
-    attrs = r.get("other-attributes") or {}
-    attributes = tuple(k for k, v in attrs.items() if str(v).lower() != "false") if isinstance(attrs, dict) \
-        else tuple(attrs)
-    inline_chain: tuple[SourceLocation, ...] = ()
-    if t is not None and t.inline:
-        # Trust the chain only where its innermost frame agrees with the JSON line.
-        if loc is None or (t.inline[0].line == loc.line):
-            inline_chain = t.inline[1:]
-    control = None
-    if major >= 7 and t is not None and len(t.words) >= 2:
-        control = decode_control(t.words[1])
-    text = t.text if t is not None else " ".join(
-        x for x in ((f"@{pred}" if pred else ""), r["opcode"], ", ".join(operands)) if x)
+    control = decode_control(t.words[1]) if major >= 7 and len(t.words) >= 2 else None
     return _construct(Instruction, dict(
-        index=i, pc=pc, opcode=opcode, modifiers=mods_t, predicate=pred, operands=operands,
-        defs=defs, uses=uses, memory_space=opcode_info(opcode).memory_space, attributes=attributes,
-        branch_target=_branch_target(opcode, operands, labels), location=loc,
-        inline_chain=inline_chain, control=control, text=text))
+        index=i, pc=t.pc, opcode=opcode, modifiers=mods_t, predicate=pred, operands=operands,
+        defs=defs, uses=uses, memory_space=opcode_info(opcode).memory_space,
+        branch_target=_branch_target(opcode, operands, labels), location=t.inline[0] if t.inline else None,
+        inline_chain=t.inline[1:], control=control, text=t.text))
 
 
 def _branch_target(opcode: str, operands: tuple[str, ...], labels: Mapping[str, int]) -> int | None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from kernelscope.analysis.cfg import EdgeKind, build_cfg
 from kernelscope.analysis.sass import parse_nvdisasm
+from _listing import text_listing
 from test_sass import build
 
 LOOPS = r"""
@@ -72,13 +71,11 @@ def test_nested_loops_have_depth_two(loops_module):
 
 
 def _listing(instrs: list[dict], name: str = "_Z1fv") -> str:
-    head = {"SM": {"version": {"major": 9, "minor": 0}}, "Producer": "test"}
-    return json.dumps([head, [{"function-name": name, "start": 0, "length": 16 * len(instrs),
-                               "sass-instructions": instrs}], {"directories": [], "files": []}])
+    return text_listing(instrs, name)
 
 
 def _bra(target: int, pred: str | None = None) -> dict:
-    d = {"opcode": "BRA", "operands": hex(target), "other-attributes": {"control-flow": "True"}}
+    d = {"opcode": "BRA", "operands": hex(target)}
     return d | ({"predicate": pred} if pred else {})
 
 
@@ -106,7 +103,7 @@ def test_no_branches_call_unreachable_and_indirect():
     cfg = build_cfg(straight.functions[0])
     assert len(cfg.blocks) == 1 and cfg.loops == () and cfg.edges == ()
 
-    ins = [{"opcode": "CALL.REL.NOINC", "operands": "0x40", "other-attributes": {"subroutine-call": "True"}},
+    ins = [{"opcode": "CALL.REL.NOINC", "operands": "0x40"},
            {"opcode": "EXIT"},
            _bra(0x20),  # trailing self-loop ptxas emits after EXIT: unreachable
            {"opcode": "NOP"},

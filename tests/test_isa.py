@@ -7,6 +7,7 @@ import pytest
 from kernelscope.analysis import isa
 from kernelscope.analysis.isa import Access, InstrClass, Pipe
 from kernelscope.analysis.sass import parse_nvdisasm
+from _listing import text_listing
 from test_sass import build
 
 SRC = r"""
@@ -62,10 +63,8 @@ def test_int_division_sequence_found(mix):
 
 
 def _ins(opcode: str, operands: str = "", pred: str | None = None):
-    d = {"opcode": opcode, "operands": operands} | ({"predicate": pred} if pred else {})
-    doc = f'[{{"SM":{{"version":{{"major":9,"minor":0}}}}}},[{{"function-name":"f","start":0,"length":16,' \
-          f'"sass-instructions":[{__import__("json").dumps(d)}]}}],{{}}]'
-    return parse_nvdisasm(doc).functions[0].instructions[0]
+    d = {"opcode": opcode, "operands": operands} | ({"predicate": f"@{pred}"} if pred else {})
+    return parse_nvdisasm(text_listing([d], "f")).functions[0].instructions[0]
 
 
 @pytest.mark.parametrize("opcode,operands,flops", [

@@ -20,7 +20,7 @@ def ins(index: int, opcode: str, defs: tuple[str, ...] = (), uses: tuple[str, ..
         line: int | None = None, modifiers: tuple[str, ...] = ()) -> Instruction:
     uses_all = uses + ((pred.lstrip("!"),) if pred else ())
     return Instruction(index=index, pc=index * 16, opcode=opcode, modifiers=modifiers, predicate=pred,
-                       operands=defs + uses, defs=defs, uses=uses_all, memory_space=space, attributes=(),
+                       operands=defs + uses, defs=defs, uses=uses_all, memory_space=space,
                        branch_target=target * 16 if target is not None else None,
                        location=SourceLocation(file="frag.cu", line=line if line is not None else 10 + index),
                        inline_chain=(), control=control, text=f"{opcode} {', '.join(defs + uses)}")

@@ -16,7 +16,7 @@ from kernelscope.analysis.sass import Instruction, SassFunction
 def ins(i: int, op: str, defs=(), uses=(), pred=None, target=None, mods=(), operands=(), space=None) -> Instruction:
     return Instruction(index=i, pc=16 * i, opcode=op, modifiers=tuple(mods), predicate=pred,
                        operands=tuple(operands), defs=tuple(defs), uses=tuple(uses), memory_space=space,
-                       attributes=(), branch_target=target, location=None, inline_chain=(), control=None,
+                       branch_target=target, location=None, inline_chain=(), control=None,
                        text=" ".join([op, *operands]))
 
 
