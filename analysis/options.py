@@ -6,6 +6,7 @@ Everything here is part of the cache key (see `AnalysisOptions.cache_key`).
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -51,5 +52,22 @@ class AnalysisOptions(BaseModel):
         return v if v.startswith("sm_") else f"sm_{v}"
 
     def cache_key(self, source_sha256: str, toolchain_version: str) -> str:
-        blob = f"{source_sha256}|{toolchain_version}|{self.model_dump_json()}"
+        blob = f"{source_sha256}|{toolchain_version}|{engine_fingerprint()}|{self.model_dump_json()}"
         return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def engine_fingerprint() -> str:
+    """A digest of the analysis engine's own code and data.
+
+    Part of every cache key: a result cached by another version of the emulator, advisor or arch
+    data must not be served after an upgrade, nor after an edit to a development install, where
+    the package version does not move. Hashing ~1 MB of files costs a few ms once per process.
+    """
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".toml", ".json", ".cpp", ".h") and p.is_file()):
+        h.update(f.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]

@@ -3,6 +3,7 @@ entries rebuilt, size bound, and two writers at once."""
 
 import json
 import os
+import sys
 import threading
 import time
 
@@ -113,3 +114,33 @@ async def test_editing_a_local_header_invalidates_the_cached_result(lsp, workspa
         again = await s.open("uses_header.cu")
         assert again["cache"] == "miss", "a changed header must not be served from the cache"
         assert (await s.stats())["compilerRuns"] == 2
+
+
+def test_a_changed_engine_is_a_new_cache_key(tmp_path):
+    # A result cached by another emulator or advisor must not be served after an upgrade (or an
+    # edit to a development install): the key covers the engine's own files. Checked on a copy.
+    import importlib.util
+    import shutil
+    from pathlib import Path
+
+    import kernelscope.analysis as engine
+
+    copy = tmp_path / "analysis"
+    shutil.copytree(Path(engine.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def load():
+        name = f"options_copy_{time.monotonic_ns()}"
+        spec = importlib.util.spec_from_file_location(name, copy / "options.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # pydantic resolves the annotations through it
+        spec.loader.exec_module(mod)  # options.py imports nothing from the package
+        return mod
+
+    before = load()
+    key = before.AnalysisOptions().cache_key("0" * 64, "13.0")
+    assert load().AnalysisOptions().cache_key("0" * 64, "13.0") == key  # deterministic
+    with open(copy / "emulator" / "engine.py", "a") as f:
+        f.write("\n# a different engine\n")
+    with open(copy / "data" / "arch_specs.toml", "a") as f:
+        f.write("\n")
+    assert load().AnalysisOptions().cache_key("0" * 64, "13.0") != key
