@@ -1,6 +1,6 @@
 -- Headless Neovim (0.7+) as the LSP client of kernelscope; driven by tests/editors/test_neovim.py.
 -- Everything Neovim itself received is written as JSON to $KS_OUT, errors included.
-local out_path = os.getenv("KS_OUT")
+local report = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/neovim_report.lua")
 local file = os.getenv("KS_FILE")
 local result = { finished = {}, events = {} }
 
@@ -63,8 +63,4 @@ local ok, err = pcall(function()
   vim.lsp.stop_client(id)
   vim.wait(5000, function() return vim.lsp.get_client_by_id(id) == nil end, 50)
 end)
-if not ok then result.error = tostring(err) end
-local f = io.open(out_path, "w")
-f:write(vim.fn.json_encode(result))
-f:close()
-vim.cmd("qa!")
+report(ok, err, result)

@@ -1,7 +1,7 @@
 -- Run after one of docs/neovim.md's setups was loaded as the init file (tests/editors/test_neovim.py
 -- extracts it verbatim); it only drives the editor and records what Neovim received, as JSON in $KS_OUT.
 -- Written against the API both Neovim 0.7 and 0.11 have.
-local out_path = os.getenv("KS_OUT")
+local report = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/neovim_report.lua")
 local file = os.getenv("KS_FILE")
 local timeout = tonumber(os.getenv("KS_TIMEOUT") or "120000")
 local result = {}
@@ -63,8 +63,4 @@ local ok, err = pcall(function()
   vim.lsp.stop_client(c.id)
   vim.wait(5000, function() return client() == nil end, 50)
 end)
-if not ok then result.error = tostring(err) end
-local f = io.open(out_path, "w")
-f:write(vim.fn.json_encode(result))
-f:close()
-vim.cmd("qa!")
+report(ok, err, result)
