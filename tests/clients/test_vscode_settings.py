@@ -7,11 +7,11 @@ will send by default is exactly what the server would assume anyway.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
+from _load import load_file
 from kernelscope.server.settings import SECTION, Settings, load_settings
 
 CLIENT = Path(__file__).resolve().parents[2] / "vscode-client"
@@ -20,10 +20,7 @@ PROPS: dict[str, dict[str, Any]] = PACKAGE["contributes"]["configuration"]["prop
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_settings", CLIENT / "scripts" / "gen_settings.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+    return load_file(CLIENT / "scripts" / "gen_settings.py")
 
 
 def test_package_json_is_generated_from_the_model():

@@ -3,12 +3,12 @@ plus a type-checked build. Needs node and npm; `npm ci` runs once per lock file 
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from _load import load_file
 
 CLIENT = Path(__file__).resolve().parents[2] / "vscode-client"
 
@@ -17,10 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("npm") is None or shutil.which("nod
 
 
 def _build_module():
-    spec = importlib.util.spec_from_file_location("vscode_build", CLIENT / "scripts" / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+    return load_file(CLIENT / "scripts" / "build.py")
 
 
 def test_extension_builds_and_its_unit_tests_pass():

@@ -12,7 +12,6 @@ Debian packages: see code_server.APT_PACKAGES.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import re
@@ -27,6 +26,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import code_server  # noqa: E402
+from _load import load_file  # noqa: E402
 from cdp import Browser, chromium_binary  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,10 +56,7 @@ def _kernelscope_executable() -> str:
 
 
 def build_vsix(out: Path) -> Path:
-    spec = importlib.util.spec_from_file_location("vscode_build", CLIENT / "scripts" / "build.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod.package(out / "kernelscope.vsix")
+    return load_file(CLIENT / "scripts" / "build.py").package(out / "kernelscope.vsix")
 
 
 # -- workbench helpers (JavaScript run in the page) ---------------------------------------------

@@ -3,10 +3,10 @@ entries rebuilt, size bound, and two writers at once."""
 
 import json
 import os
-import sys
 import threading
 import time
 
+from _load import load_file
 from kernelscope.analysis.results import AnalysisResult
 from kernelscope.server.cache import ResultCache
 
@@ -119,7 +119,6 @@ async def test_editing_a_local_header_invalidates_the_cached_result(lsp, workspa
 def test_a_changed_engine_is_a_new_cache_key(tmp_path):
     # A result cached by another emulator or advisor must not be served after an upgrade (or an
     # edit to a development install): the key covers the engine's own files. Checked on a copy.
-    import importlib.util
     import shutil
     from pathlib import Path
 
@@ -129,12 +128,7 @@ def test_a_changed_engine_is_a_new_cache_key(tmp_path):
     shutil.copytree(Path(engine.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
 
     def load():
-        name = f"options_copy_{time.monotonic_ns()}"
-        spec = importlib.util.spec_from_file_location(name, copy / "options.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod  # pydantic resolves the annotations through it
-        spec.loader.exec_module(mod)  # options.py imports nothing from the package
-        return mod
+        return load_file(copy / "options.py")  # options.py imports nothing from the package
 
     before = load()
     key = before.AnalysisOptions().cache_key("0" * 64, "13.0")

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from _gpu import gpu_absent
 from conftest import TIMEOUT, _plain  # tests/lsp/conftest.py (rootdir-relative import, as pytest loads it)
 
 REPORTS = Path(__file__).resolve().parents[2].parent / "shared" / "ncu-reports"
@@ -279,15 +280,8 @@ async def test_nothing_to_profile_says_which_setting(lsp):
 # -- on a GPU: a report of our own source -------------------------------------------------------
 
 def _gpu_absent() -> str | None:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return "no GPU: nvidia-smi not found (this test profiles examples/sgemm_naive.cu with ncu)"
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"no GPU: nvidia-smi failed ({e})"
-    if out.returncode != 0 or "GPU" not in out.stdout:
-        return "no GPU: nvidia-smi lists none"
+    if (why := gpu_absent()) is not None:
+        return f"{why} (this test profiles examples/sgemm_naive.cu with ncu)"
     if shutil.which("ncu") is None:
         return "ncu (Nsight Compute) not on PATH"
     return None

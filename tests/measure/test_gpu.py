@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _gpu import gpu_absent
 
 from kernelscope.analysis.measure.cupti import build_shim, find_cupti, run_cupti
 from kernelscope.analysis.measure.ncu import run_ncu
@@ -17,18 +18,7 @@ from kernelscope.analysis.measure.target import ProfileTarget
 from kernelscope.analysis.profile import StallReason
 
 
-def _gpu_present() -> str | None:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return "nvidia-smi not found: no NVIDIA driver/GPU on this machine"
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"nvidia-smi failed: {e}"
-    return None if out.returncode == 0 and "GPU" in out.stdout else "nvidia-smi lists no GPU"
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_gpu_present() is not None, reason=str(_gpu_present()))]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(gpu_absent() is not None, reason=str(gpu_absent()))]
 
 KERNEL = r"""
 #include <cstdio>
