@@ -77,6 +77,11 @@ class KernelscopeServer(LanguageServer):
             return super().start_io(stdin, stdout)
         rpc.serve_stdio(self)  # bounded framing, an error reply to every malformed request
 
+    def stop_work(self) -> None:
+        """Kill what the server started: compilers, and profiles (ncu and the user's program)."""
+        self.scheduler.shutdown()
+        self.measured.cancel_all()
+
     def report_server_error(self, error: Exception, source) -> None:
         # pygls shows a window/showMessage per failing notification; a broken client would flood the editor.
         log.error("%s: %s", getattr(source, "__name__", source), error)
@@ -267,9 +272,8 @@ class _ClientLogHandler(logging.Handler):
 
     def _send(self, params: types.LogMessageParams) -> None:
         # A failing write makes pygls log the failure and report it to us, which logs again: without
-        # this guard one broken pipe became an endless chain of log messages that each failed to send.
-        stop = getattr(self._server, "_stop_event", None)
-        if self._sending or (stop is not None and stop.is_set()):
+        # this guard one failed send became an endless chain of log messages that each failed to send.
+        if self._sending:
             return
         self._sending = True
         try:
@@ -319,8 +323,7 @@ async def did_change_configuration(ls: KernelscopeServer, params: types.DidChang
 
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: KernelscopeServer, params: None) -> None:
-    ls.scheduler.shutdown()  # kills running compilers
-    ls.measured.cancel_all()  # and running profiles (ncu and the user's program)
+    ls.stop_work()
 
 
 # -- documents ------------------------------------------------------------------------------

@@ -174,7 +174,7 @@ class _StdoutWriter(StdoutWriter):
 
 
 def serve_stdio(server: Any) -> None:
-    """`LanguageServer.start_io` with `read_messages` as its loop."""
+    """`LanguageServer.start_io` with `read_messages` as its loop; at exit, `server.stop_work()`."""
     server._stop_event = stop = threading.Event()
     reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
     server.protocol.set_writer(_StdoutWriter(sys.stdout.buffer))
@@ -190,13 +190,10 @@ def serve_stdio(server: Any) -> None:
     finally:
         stop.set()
         # Kill what we started (compilers, profiles) even on `exit` without `shutdown`...
-        for cleanup in (getattr(getattr(server, "scheduler", None), "shutdown", None),
-                        getattr(getattr(server, "measured", None), "cancel_all", None)):
-            if cleanup is not None:
-                try:
-                    cleanup()
-                except Exception:
-                    log.exception("cleanup at exit failed")
+        try:
+            server.stop_work()
+        except Exception:
+            log.exception("cleanup at exit failed")
         # ...then leave at once: pygls' own shutdown joins its thread pool, whose stdin reader stays
         # blocked until the client closes the pipe, and a client that waits for the process to exit
         # before closing it would wait forever. Analyses in flight die with the process.
