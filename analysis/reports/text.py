@@ -71,16 +71,23 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
     return out
 
 
-def grid_fill(k: KernelReport) -> str | None:
-    """How the launch fills the device, e.g. "the grid's 4 blocks fill 4 of 132 SMs (0.2 % of one wave)".
+def sms_used(k: KernelReport) -> tuple[int, int] | None:
+    """(SMs the grid's blocks occupy, SMs on the device) when the grid is smaller than one wave:
+    theoretical occupancy is per SM, and such a grid idles SMs however high it is."""
+    o, launch = k.occupancy, k.launch
+    if o is None or o.waves is None or o.sm_count is None or launch is None or o.waves >= 1:
+        return None
+    return min(launch.blocks, o.sm_count), o.sm_count
 
-    Theoretical occupancy is per SM; a grid smaller than one wave idles SMs however high it is."""
+
+def grid_fill(k: KernelReport) -> str | None:
+    """How the launch fills the device, e.g. "the grid's 4 blocks fill 4 of 132 SMs (0.2 % of one wave)"."""
     o, launch = k.occupancy, k.launch
     if o is None or o.waves is None or o.sm_count is None or launch is None:
         return None
-    if o.waves < 1:
+    if (used := sms_used(k)) is not None:
         return (f"the grid's {launch.blocks} block{'s' if launch.blocks != 1 else ''} fill "
-                f"{min(launch.blocks, o.sm_count)} of {o.sm_count} SMs ({100 * o.waves:.1f} % of one wave)")
+                f"{used[0]} of {used[1]} SMs ({100 * o.waves:.1f} % of one wave)")
     return f"{o.waves:.1f} waves of {o.active_blocks_per_sm * o.sm_count} blocks on {o.sm_count} SMs"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from kernelscope.analysis.reports.text import sms_used
 from kernelscope.analysis.results import KernelReport
 
 from ..tracking import ResultView
@@ -20,9 +21,8 @@ def title(view: ResultView, k: KernelReport) -> str:
         parts.append(f"{render.pct(k.roofline_fraction)} of roofline")
     if k.occupancy is not None:
         parts.append(f"occupancy {render.pct(k.occupancy.occupancy)} ({k.occupancy.limiter.replace('_', ' ')})")
-        o = k.occupancy
-        if o.waves is not None and o.waves < 1 and o.sm_count and k.launch is not None:
-            parts.append(f"grid fills {min(k.launch.blocks, o.sm_count)}/{o.sm_count} SMs")
+        if (used := sms_used(k)) is not None:
+            parts.append(f"grid fills {used[0]}/{used[1]} SMs")
     else:
         parts.append(f"{k.resources.registers} registers, occupancy n/a (launch unknown)")
     best = max((a.speedup for a in view.result.advice if a.kernel == k.mangled), default=None)

@@ -6,6 +6,8 @@ assumptions), because a modeled 30 % and a measured 30 % deserve different trust
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from kernelscope.analysis.advice import Advice
 from kernelscope.analysis.reports.text import grid_fill
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport
@@ -130,6 +132,11 @@ def line_hover(result: AnalysisResult, kernel: KernelReport, line: LineReport | 
     return "\n".join(out)
 
 
+def best_first(advice: Iterable[Advice]) -> list[Advice]:
+    """Advice as hovers list it: highest (verified, else estimated) speedup first."""
+    return sorted(advice, key=lambda a: -a.speedup)
+
+
 def kernel_summary(result: AnalysisResult, kernel: KernelReport) -> str:
     out = [f"### `{kernel.name}`", ""]
     facts = []
@@ -159,7 +166,7 @@ def kernel_summary(result: AnalysisResult, kernel: KernelReport) -> str:
             measured = pct(lr.share) if _has_measured_lines(kernel) else "n/a"
             out.append(f"| {lr.line} | {measured} | {pct(lr.modeled_share)} | {top} |" if both
                        else f"| {lr.line} | {pct(lr.share)} | {top} |")
-    mine = sorted((a for a in result.advice if a.kernel == kernel.mangled), key=lambda a: -a.speedup)
+    mine = best_first(a for a in result.advice if a.kernel == kernel.mangled)
     if mine:
         out += ["", "**Advice**", *(f"{advice_line(a)}, line {a.lines[0]}" for a in mine)]
     out += ["", f"Provenance: {provenance(result)}"]
