@@ -496,26 +496,22 @@ _STATIC_BRANCHES = frozenset({"BRA", "JMP", "CALL"})
 _INDIRECT_BRANCHES = frozenset({"BRX", "BRXU", "JMX", "JMXU"})
 
 
-def parse_nvdisasm(text_listing: str, *, names: Mapping[str, str] | None = None) -> SassModule:
-    """`nvdisasm -gi -hex -c` output as a `SassModule`.
-
-    `names` maps mangled -> demangled names (see `demangle`); missing ones keep the mangled name.
-    """
+def parse_nvdisasm(text_listing: str) -> SassModule:
+    """`nvdisasm -gi -hex -c` output as a `SassModule`; names stay mangled (see `with_demangled_names`)."""
     (major, minor), sections = parse_text_listing(text_listing)
-    names = names or {}
-    fns = tuple(_function(sec, major, names) for sec in sections.values())
-    return SassModule.model_construct(arch=f"sm_{major}{minor}", functions=fns)
+    return SassModule.model_construct(arch=f"sm_{major}{minor}",
+                                      functions=tuple(_function(sec, major) for sec in sections.values()))
 
 
-def _function(sec: _TextSection, major: int, names: Mapping[str, str]) -> SassFunction:
+def _function(sec: _TextSection, major: int) -> SassFunction:
     # Lines come from `parse_text_listing`, which carries the last printed one forward but not
     # into a subroutine ptxas appended to the section (e.g. libdevice's accurate pow): its code
     # without line records belongs to no line of the caller.
     instrs = tuple(_instruction(i, t, sec.labels, major) for i, t in enumerate(sec.instrs))
-    subs = tuple(Subroutine.model_construct(mangled_name=s, name=names.get(s, s), pc=sec.labels[s])
+    subs = tuple(Subroutine.model_construct(mangled_name=s, name=s, pc=sec.labels[s])
                  for s in sec.function_symbols if s != sec.name and s in sec.labels)
-    return SassFunction.model_construct(mangled_name=sec.name, name=names.get(sec.name, sec.name),
-                                        is_kernel=sec.is_entry, instructions=instrs, subroutines=subs)
+    return SassFunction.model_construct(mangled_name=sec.name, name=sec.name, is_kernel=sec.is_entry,
+                                        instructions=instrs, subroutines=subs)
 
 
 def _instruction(i: int, t: _TextInstr, labels: Mapping[str, int], major: int) -> Instruction:
