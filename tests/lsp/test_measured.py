@@ -1,8 +1,8 @@
 """Measured profiles in the editor, end to end over stdio: loadReport, profileNow (and its trust
 rules), the roofline and analyzeNow commands, verifyAdvice, and the measured-vs-modeled hover.
 
-The reports are real .ncu-rep files captured by others on real GPUs (/work/shared/ncu-reports,
-beside the repository; see its README). `naive_gemm.cu` in tests/data/lsp is ours, written with
+The reports are real .ncu-rep files captured by others on real GPUs (tests/data/ncu-reports;
+its README says where each came from). `naive_gemm.cu` in tests/data/lsp is ours, written with
 the signature of the GTX 1660 SUPER report's kernel, so the report matches it by mangled name.
 """
 
@@ -21,18 +21,11 @@ import pytest
 from lsprotocol import types
 
 from _gpu import gpu_absent
+from _reports import report
 from conftest import TIMEOUT, _plain  # tests/lsp/conftest.py (rootdir-relative import, as pytest loads it)
 
-REPORTS = Path(__file__).resolve().parents[2].parent / "shared" / "ncu-reports"
 NAIVE_GEMM_DECL = 4  # 0-based line of `__global__ void naive_gemm(`
 NAIVE_GEMM_INNER = 10  # 0-based line of `acc += A[row * K + k] * B[k * N + col];`
-
-
-def report(name: str) -> Path:
-    path = REPORTS / name
-    if not path.is_file():
-        pytest.skip(f"real report {name} not found in {REPORTS} (the shared test data sits beside the repository)")
-    return path
 
 
 async def command(s, name: str, *args: Any) -> Any:

@@ -1,5 +1,5 @@
 // kernelscope LSP fixture: a naive GEMM with the signature of the kernel in
-// /work/shared/ncu-reports/gtx1660s-naive-gemm.ncu-rep (naive_gemm, profiled on a GTX 1660 SUPER).
+// tests/data/ncu-reports/gtx1660s-naive-gemm.ncu-rep (naive_gemm, profiled on a GTX 1660 SUPER).
 #include <cuda_runtime.h>
 
 __global__ void naive_gemm(const float *A, const float *B, float *C, int M, int N, int K, float alpha, float beta) {
