@@ -6,11 +6,9 @@ The independent reads are `cuobjdump -sass` (opcodes, PCs, encodings) and `nvdis
 
 from __future__ import annotations
 
-import gc
 import json
 import posixpath
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -294,26 +292,14 @@ def test_split_operands_and_defs_uses():
     assert defs_and_uses("HMMA", ("16816", "F32"), ("R20", "R4", "R16", "RZ"), None)[0] == ("R20", "R21", "R22", "R23")
 
 
-def test_parse_speed_5000_instructions(captured):
-    """A 5,000-instruction listing must parse in well under 100 ms (the editor re-parses on save)."""
+def test_parses_a_5000_instruction_listing(captured):
+    """24 copies of saxpy's section, renamed: every instruction parsed, with its control bits. How fast
+    this is is measured by benchmarks/parse.py (no test asserts a time)."""
     text = (DATA / "nvdisasm_sm90.txt").read_text()
     sec = text[text.index("//--------------------- .text._Z5saxpyPKfPfii"):text.index("//--------------------- SYMBOLS")]
     big_text = "\t.target\tsm_90\n" + "".join(sec.replace("_Z5saxpyPKfPfii", f"_Z5big{k}v") for k in range(24))
-    best = min(_timed(lambda: parse_nvdisasm(big_text)) for _ in range(3))
     mod = parse_nvdisasm(big_text)
-    assert sum(len(f.instructions) for f in mod.functions) >= 5000
+    one = next(f for f in captured.functions if f.name == "_Z5saxpyPKfPfii")
+    assert [f.name for f in mod.functions] == [f"_Z5big{k}v" for k in range(24)]
+    assert sum(len(f.instructions) for f in mod.functions) == 24 * len(one.instructions) >= 5000
     assert all(x.control is not None for f in mod.functions for x in f.instructions)
-    assert best < 0.1, f"{best * 1000:.0f} ms"
-
-
-def _timed(fn) -> float:
-    # CPU time, not wall time: other jobs sharing the machine must not fail this test.
-    # Collector pauses caused by earlier tests' garbage are not the parser's cost either.
-    gc.collect()
-    gc.disable()
-    try:
-        t = time.process_time()
-        fn()
-        return time.process_time() - t
-    finally:
-        gc.enable()

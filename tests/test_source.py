@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import time
 from pathlib import Path
 
 import pytest
@@ -537,21 +536,13 @@ def test_broken_code_keeps_what_parses():
     assert any(lp.trip_count == 32 for lp in model.loops)
 
 
-def test_a_thousand_lines_parse_quickly():
+def test_a_thousand_lines_parse():
+    """How fast is measured by benchmarks/parse.py (no test asserts a time)."""
     text = "\n".join((EXAMPLES / name).read_text() for name in sorted(os.listdir(EXAMPLES)) if name.endswith(".cu"))
     while text.count("\n") < 1000:
         text += "\n" + text
-    lines = text.splitlines()[:1000]
-    source = "\n".join(lines)
-    best = min(_timed(parse_source, source) for _ in range(5))
-    # The target is well under 50 ms; the bound is loose so a busy CI machine does not flake.
-    assert best < 0.1, best
-
-
-def _timed(fn, arg) -> float:
-    start = time.perf_counter()
-    fn(arg)
-    return time.perf_counter() - start
+    model = parse_source("\n".join(text.splitlines()[:1000]))
+    assert model.kernel("sgemm_tiled") is not None
 
 
 def test_models_are_immutable():
