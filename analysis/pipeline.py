@@ -208,11 +208,12 @@ def _measured_profile(report_path: Path, source: Path) -> Profile:
 
 def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
            measured: Profile | None, resolved: ResolvedLaunch) -> _Study:
-    launch = resolved.launch
+    measured_kernel = measured.kernel(fn.mangled) if measured else None
+    # A measured launch is what really ran: occupancy, like the report, uses it over the source's.
+    launch = measured_kernel.launch if measured_kernel is not None else resolved.launch
     regs = fn.resources.registers if fn.resources else 0
     smem = fn.resources.static_smem if fn.resources else 0
     occ = occupancy(arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)
-    measured_kernel = measured.kernel(fn.mangled) if measured else None
     modeled = None
     if options.emulate and occ.active_blocks_per_sm > 0:
         # With a measurement too, the model still runs: hover shows both (the honesty check).

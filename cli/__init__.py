@@ -24,20 +24,26 @@ class UsageError(Exception):
 
 def _analysis_arguments(p: argparse.ArgumentParser) -> None:
     """The options of one analysis (`_options` reads them): `verify` must analyse exactly as `analyze` does."""
-    p.add_argument("--arch", default="sm_90", help="target architecture (default sm_90)")
-    p.add_argument("--device", default=None, help="named product for peaks, e.g. 'A100' (default: the arch's flagship)")
+    p.add_argument("--arch", default=None,
+                   help="target architecture (default sm_90, or the GPU of the report given with --profile)")
+    p.add_argument("--device", default=None,
+                   help="named product for peaks, e.g. 'A100' (default: the arch's flagship, or the report's GPU)")
     p.add_argument("--flags", default="", help='extra nvcc flags, e.g. "-O3 -std=c++17"')
     p.add_argument("--compile-commands", type=Path, default=None, help="compile_commands.json (file or directory)")
     p.add_argument("--nvcc", default=None, help="explicit nvcc path")
     p.add_argument("--arch-file", type=Path, default=None, help="TOML/JSON file overriding device specs")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr (it is off anyway when "
+                   "stderr is not a terminal)")
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kernelscope", description="CUDA kernel performance analysis.")
+    p.add_argument("--version", action="version", version=f"kernelscope {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    a = sub.add_parser("analyze", help="compile a .cu file, model its kernels and print findings")
-    a.add_argument("file", type=Path)
+    a = sub.add_parser("analyze", help="compile a .cu file (or every .cu in a directory), model its kernels "
+                                       "and print findings")
+    a.add_argument("file", type=Path, help="a .cu file, or a directory: every .cu in it, then a summary")
     _analysis_arguments(a)
     a.add_argument("--no-emulate", action="store_true", help="static facts only, no modeled profile")
     a.add_argument("--quick", action="store_true",
@@ -56,6 +62,23 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="print the Verification as JSON")
     v.set_defaults(no_emulate=False)
 
+    r = sub.add_parser("profile", usage="kernelscope profile FILE.cu [--remote ssh:HOST|srun:ARGS] [options] "
+                                        "[-- PROGRAM ARGS]", help="build and run the program under Nsight Compute (ncu), locally or remotely, "
+                                       "and print the analysis with the measured profile")
+    r.add_argument("file", type=Path, help="the .cu file to report on (built with -lineinfo when no program is given)")
+    _analysis_arguments(r)
+    r.add_argument("--remote", default=None, metavar="ssh:HOST|srun:ARGS",
+                   help="run on a GPU machine: 'ssh:gpu01' or 'srun:-p gpu -N1' (the directory must be shared)")
+    r.add_argument("--ncu", default="ncu", help="ncu executable (default: ncu on PATH)")
+    r.add_argument("--kernel-regex", default=None, help="profile only kernels whose name matches")
+    r.add_argument("--launch-count", type=int, default=1, help="launches profiled per kernel (default 1)")
+    r.add_argument("--timeout", type=float, default=600.0, help="seconds before ncu and the program are killed")
+    r.add_argument("--output", type=Path, default=None, metavar="REPORT", help="keep the .ncu-rep here")
+    r.add_argument("--json", action="store_true", help="print the result as JSON")
+    # The program and its arguments come after `--` (main() splits them off before parsing:
+    # argparse's REMAINDER would also swallow this command's own options).
+    r.set_defaults(no_emulate=False, program=[])
+
     i = sub.add_parser("import", help="read an Nsight Compute report (.ncu-rep) into the profile model")
     i.add_argument("report", type=Path)
     i.add_argument("--source", type=Path, default=None, help="the .cu the report was captured from")
@@ -68,7 +91,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _options(args: argparse.Namespace):
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kernelscope")
+    except PackageNotFoundError:  # run from a tree that was never installed
+        return "unknown (not installed)"
+
+
+def _options(args: argparse.Namespace, *, arch: str | None = None, device: str | None = None):
     from kernelscope.analysis.options import AnalysisOptions
     from pydantic import ValidationError
 
@@ -77,22 +109,82 @@ def _options(args: argparse.Namespace):
     except ValueError as e:
         raise UsageError(f"--flags: {e}") from None
     try:
-        return AnalysisOptions(arch=args.arch, device=args.device, nvcc_path=args.nvcc, flags=flags,
-                               compile_commands=args.compile_commands, arch_file=args.arch_file,
+        return AnalysisOptions(arch=args.arch or arch or "sm_90", device=args.device or device, nvcc_path=args.nvcc,
+                               flags=flags, compile_commands=args.compile_commands, arch_file=args.arch_file,
                                emulate=not args.no_emulate)
     except ValidationError as e:
         raise UsageError("; ".join(f"--{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
 
 
-def _analyze(args: argparse.Namespace) -> int:
+def _report_device(args: argparse.Namespace, report: Path) -> tuple[str | None, str | None]:
+    """(arch, device) of the GPU a report was captured on, unless the user named one: the report's
+    numbers belong to that GPU, so the model beside them must use its specs (a T4 is not a GTX 1660)."""
+    if args.arch or args.device:
+        return None, None
+    from kernelscope.analysis.arch import ArchSpecError, load_arch_specs
+    from kernelscope.analysis.measure.ncu_report import load_ncu_report
+
+    prov = load_ncu_report(report).provenance
+    try:
+        return prov.arch, load_arch_specs(args.arch_file).device(prov.device).name
+    except ArchSpecError:  # a GPU the catalogue lacks: its arch's flagship, and the header says which
+        return prov.arch, None
+
+
+def _progress(args: argparse.Namespace, label: str):
+    """Progress on stderr, one rewritten line, only for a person watching a terminal."""
+    if args.quiet or args.json or not sys.stderr.isatty():
+        return None
+
+    def show(stage: str, fraction: float) -> None:
+        sys.stderr.write(f"\r\033[K{label}: {stage} ({fraction:.0%})")
+        sys.stderr.flush()
+
+    return show
+
+
+def _end_progress(show) -> None:
+    if show is not None:
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, label: str | None = None):
     from kernelscope.analysis.pipeline import analyze
+
+    arch, device = _report_device(args, report) if report else (None, None)
+    show = _progress(args, label or source.name)
+    try:
+        return analyze(source.resolve(), _options(args, arch=arch, device=device), measured_report=report,
+                       depth="quick" if getattr(args, "quick", False) else "full", progress=show)
+    finally:
+        _end_progress(show)
+
+
+def _print_messages(result) -> None:
+    for m in result.messages:
+        if m.severity in ("error", "warning"):
+            col = f"{m.column}:" if m.column else ""
+            line = f"{m.line}:" if m.line else ""
+            print(f"{m.file}:{line}{col} {m.severity}: {m.message}", file=sys.stderr)
+
+
+def _exit_code(result) -> int:
+    errors = [m for m in result.messages if m.severity == "error"]
+    if errors and not result.kernels:
+        return EXIT_COMPILE_ERROR
+    return EXIT_COMPILE_ERROR if errors and not result.device_only else EXIT_OK
+
+
+def _analyze(args: argparse.Namespace) -> int:
     from kernelscope.analysis.reports.text import render_text
 
     source: Path = args.file
+    if source.is_dir():
+        return _analyze_directory(args, source)
     if not source.is_file():
         raise UsageError(f"{source}: no such file")
-    result = analyze(source.resolve(), _options(args), measured_report=args.profile,
-                     depth="quick" if args.quick else "full")
+    result = _analyze_file(args, source, args.profile)
     if args.html:
         from kernelscope.analysis.reports.html import render_html
 
@@ -100,20 +192,43 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.sarif:
         from kernelscope.analysis.reports.sarif import render_sarif
 
-        args.sarif.write_text(render_sarif(result), encoding="utf-8")
-    errors = [m for m in result.messages if m.severity == "error"]
-    for m in result.messages:
-        if m.severity in ("error", "warning"):
-            col = f"{m.column}:" if m.column else ""
-            line = f"{m.line}:" if m.line else ""
-            print(f"{m.file}:{line}{col} {m.severity}: {m.message}", file=sys.stderr)
+        args.sarif.write_text(render_sarif(result, base=Path.cwd()), encoding="utf-8")
+    _print_messages(result)
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
         print(render_text(result))
-    if errors and not result.kernels:
-        return EXIT_COMPILE_ERROR
-    return EXIT_COMPILE_ERROR if errors and not result.device_only else EXIT_OK
+    return _exit_code(result)
+
+
+def _analyze_directory(args: argparse.Namespace, folder: Path) -> int:
+    """Every .cu directly in `folder`, each reported as for one file, then one summary line per file."""
+    from kernelscope.analysis.reports.text import render_text
+
+    if args.html or args.sarif or args.profile:
+        raise UsageError(f"{folder} is a directory: --html, --sarif and --profile take one file")
+    files = sorted(folder.glob("*.cu"))
+    if not files:
+        raise UsageError(f"{folder} is a directory with no .cu files; give a .cu file or a directory of them")
+    results, worst = [], EXIT_OK
+    for n, f in enumerate(files, start=1):
+        result = _analyze_file(args, f, None, label=f"[{n}/{len(files)}] {f.name}")
+        _print_messages(result)
+        results.append(result)
+        worst = max(worst, _exit_code(result))
+        if not args.json:
+            print(render_text(result) + "\n")
+    if args.json:
+        print("[" + ",\n".join(r.model_dump_json(indent=2) for r in results) + "]")
+        return worst
+    print(f"summary: {len(files)} file{'s' if len(files) != 1 else ''} in {folder}")
+    for f, r in zip(files, results):
+        state = "does not compile" if not r.compiled else (
+            f"{len(r.kernels)} kernel{'s' if len(r.kernels) != 1 else ''}, {len(r.advice)} advice")
+        best = max(r.advice, key=lambda a: a.speedup, default=None)
+        top = f"; best: {best.title} (est. {best.speedup:.2f}x, line {best.lines[0]})" if best and best.lines else ""
+        print(f"  {f.name}: {state}{top}")
+    return worst
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -125,7 +240,11 @@ def _verify(args: argparse.Namespace) -> int:
     if not source.is_file():
         raise UsageError(f"{source}: no such file")
     options = _options(args)
-    baseline = analyze(source.resolve(), options)
+    show = _progress(args, source.name)
+    try:
+        baseline = analyze(source.resolve(), options, progress=show)
+    finally:
+        _end_progress(show)
     if not baseline.compiled:
         for m in baseline.messages:
             if m.severity == "error":
@@ -146,6 +265,70 @@ def _verify(args: argparse.Namespace) -> int:
         for e in v.compiler_errors:
             print(f"  {e}")
     return EXIT_COMPILE_ERROR if v.status == "does_not_compile" else EXIT_OK
+
+
+def _profile(args: argparse.Namespace) -> int:
+    """`kernelscope profile FILE.cu [--remote ...] [-- PROGRAM ARGS]`: the measured path of the editor's
+    "Profile now" from a terminal. The program comes only from this command line (or is FILE.cu built
+    alone): nothing here runs a command taken from a project's configuration files."""
+    import tempfile
+
+    from kernelscope.analysis.measure.ncu import run_ncu
+    from kernelscope.analysis.measure.target import ProfileTarget
+    from kernelscope.analysis.reports.text import render_text
+
+    source: Path = args.file
+    if not source.is_file():
+        raise UsageError(f"{source}: no such file")
+    program = list(args.program)
+    remote = _remote(args.remote) if args.remote else None
+    with tempfile.TemporaryDirectory(prefix="kernelscope-profile-") as work:
+        if not program:
+            program = [str(_build(args, source, Path(work)))]
+        report = args.output or Path(work) / "profile.ncu-rep"
+        target = ProfileTarget(command=tuple(program), cwd=Path.cwd(), timeout_s=args.timeout,
+                               kernel_regex=args.kernel_regex, launch_count=args.launch_count, remote=remote)
+        run_ncu(target, ncu_path=args.ncu, report_path=report, source=source.resolve(),
+                on_warning=lambda w: print(f"kernelscope: {w}", file=sys.stderr))
+        result = _analyze_file(args, source, report)
+    _print_messages(result)
+    print(result.model_dump_json(indent=2) if args.json else render_text(result))
+    if args.output:
+        print(f"report kept at {args.output}", file=sys.stderr)
+    return _exit_code(result)
+
+
+def _remote(spec: str):
+    """'ssh:HOST' or 'srun:ARGS' as a RemoteWrapper over a shared filesystem (same paths on both sides)."""
+    from kernelscope.analysis.measure.target import RemoteWrapper
+
+    kind, _, rest = spec.partition(":")
+    if kind == "ssh" and rest.strip():
+        return RemoteWrapper(run=("ssh", rest.strip(), "cd {cwd} && {command}"))
+    if kind == "srun":
+        try:
+            extra = tuple(shlex.split(rest))
+        except ValueError as e:
+            raise UsageError(f"--remote: {e}") from None
+        return RemoteWrapper(run=("srun", *extra, "--chdir={cwd}", "{command}"))
+    raise UsageError(f"--remote {spec!r}: expected ssh:HOST or srun:ARGS (e.g. 'srun:-p gpu')")
+
+
+def _build(args: argparse.Namespace, source: Path, work: Path) -> Path:
+    """FILE.cu built alone (it needs a main()) with -lineinfo, so the report maps stalls to lines."""
+    from kernelscope.analysis.process import run_tool
+    from kernelscope.analysis.toolchain import locate_toolchain
+
+    options = _options(args)
+    toolchain = locate_toolchain(options.nvcc_path)
+    exe = work / source.stem
+    argv = [str(toolchain.nvcc), f"-arch={options.arch}", "-lineinfo", *options.flags, "-o", str(exe), str(source)]
+    built = run_tool(argv, env=toolchain.env, timeout=300)
+    if built.returncode != 0:
+        raise UsageError(f"{source} does not build as a program on its own (exit {built.returncode}):\n"
+                         f"{(built.stderr or built.stdout).strip()[-2000:]}\n"
+                         "Give the program to run after `--`, e.g. kernelscope profile gemm.cu -- ./build/app")
+    return exe
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -186,9 +369,32 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def _join_option_values(argv: list[str]) -> list[str]:
+    """`--flags "-O3"` as `--flags=-O3`: argparse takes a value starting with '-' for an option."""
+    out, it = [], iter(argv)
+    for a in it:
+        if a in _VALUE_OPTIONS:
+            nxt = next(it, None)
+            out.append(a if nxt is None else f"{a}={nxt}")
+        else:
+            out.append(a)
+    return out
+
+
+_VALUE_OPTIONS = {"--flags"}
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    handler = {"analyze": _analyze, "verify": _verify, "import": _import, "serve": _serve}[args.command]
+    argv = list(sys.argv[1:] if argv is None else argv)
+    program = argv[argv.index("--") + 1:] if "--" in argv else []
+    parser = _parser()
+    args = parser.parse_args(_join_option_values(argv[:len(argv) - len(program) - 1] if "--" in argv else argv))
+    if "--" in argv:
+        if args.command != "profile":
+            parser.error(f"`--` introduces the program to profile; `{args.command}` runs none")
+        args.program = program
+    handler = {"analyze": _analyze, "verify": _verify, "profile": _profile, "import": _import,
+               "serve": _serve}[args.command]
     known = _known_errors()
     try:
         return handler(args)

@@ -10,6 +10,7 @@ from html import escape
 from ..arch import load_arch_specs
 from ..results import AnalysisResult, KernelReport
 from .chart import roofline_chart
+from .text import advice_order, assumed_values, in_source_order, launch_source
 
 _CSS = """
 body{font:14px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -40,7 +41,15 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
     rows = [("registers", str(r.registers)), ("shared memory", f"{r.static_smem} B static"),
             ("spills", f"{r.spill_stores} B stores / {r.spill_loads} B loads")]
     if k.launch:
-        rows.append(("launch", f"grid {k.launch.grid}, block {k.launch.block}"))
+        rows.append(("launch", f"grid {k.launch.grid}, block {k.launch.block} [{launch_source(k)}]"))
+    if k.measured_duration_s is not None:
+        dev = result.profile.provenance.device if result.profile else "the report's device"
+        rows.append(("measured", f"{k.measured_duration_s * 1e6:.1f} µs on {dev}"))
+    if k.predicted_duration_s:
+        rows.append(("predicted", f"{k.predicted_duration_s * 1e6:.1f} µs (modeled, {result.device})"))
+    if assumed := assumed_values(k):
+        rows.append(("assumed", ", ".join(f"{a.name.replace('@', ' at ')} = {a.value}" for a in assumed)
+                     + " (defaults; see docs/emulator.md)"))
     if k.occupancy:
         o = k.occupancy
         rows.append(("occupancy", f"{_pct(o.occupancy)} ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps), "
@@ -69,7 +78,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
                        f"<td><div class=bar style='width:{max(1, int(share * 160))}px'></div></td>"
                        f"<td>{escape(reasons)}</td><td><code>{escape(text)}</code></td></tr>")
         out.append("</table>")
-    adv = [a for a in result.advice if a.kernel == k.mangled]
+    adv = advice_order(result, k)
     if adv:
         out.append("<h3>Advice</h3>")
     for a in adv:
@@ -97,6 +106,6 @@ def render_html(result: AnalysisResult, source_text: str | None = None) -> str:
     svg = _roofline(result)
     if svg:
         body.append(f"<figure>{svg}</figure>")
-    body += [_kernel(result, k, src) for k in result.kernels]
+    body += [_kernel(result, k, src) for k in in_source_order(result.kernels)]
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>kernelscope report</title>"
             f"<style>{_CSS}</style></head><body>" + "\n".join(body) + "</body></html>")

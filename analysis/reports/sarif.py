@@ -2,6 +2,8 @@
 
 Code-scanning UIs (GitHub, VS Code's SARIF viewer) show these like compiler warnings. Columns
 in SARIF are 1-based; `Advice` columns are 0-based characters, so they are shifted here.
+Paths are relative to `%SRCROOT%` (the directory given as `base`, normally the working directory)
+as GitHub code scanning expects: it matches results to files in the repository by relative path.
 """
 
 from __future__ import annotations
@@ -29,13 +31,27 @@ def _region(a: Advice) -> dict:
     return region
 
 
-def _fix(a: Advice, uri: str) -> list[dict]:
+def _location(source: str, base: Path | None) -> dict:
+    """An artifactLocation: relative to %SRCROOT% when the file is under `base`, else an absolute file URI."""
+    path = Path(source)
+    if base is not None and path.is_absolute():
+        try:
+            return {"uri": path.relative_to(base.resolve()).as_posix(), "uriBaseId": SRCROOT}
+        except ValueError:
+            pass
+    return {"uri": path.as_uri() if path.is_absolute() else path.as_posix()}
+
+
+SRCROOT = "%SRCROOT%"
+
+
+def _fix(a: Advice, uri: dict) -> list[dict]:
     if a.fix is None:
         return []
     return [{
         "description": {"text": a.fix.description},
         "artifactChanges": [{
-            "artifactLocation": {"uri": uri},
+            "artifactLocation": uri,
             "replacements": [{
                 "deletedRegion": {"startLine": e.line, "startColumn": e.col + 1, "endLine": e.end_line,
                                   "endColumn": e.end_col + 1},
@@ -45,8 +61,8 @@ def _fix(a: Advice, uri: str) -> list[dict]:
     }]
 
 
-def to_sarif(result: AnalysisResult) -> dict:
-    uri = Path(result.source).as_uri() if Path(result.source).is_absolute() else result.source
+def to_sarif(result: AnalysisResult, base: Path | None = None) -> dict:
+    uri = _location(result.source, base)
     rules: dict[str, dict] = {}
     for a in result.advice:
         rules.setdefault(a.optimizer, {
@@ -64,7 +80,7 @@ def to_sarif(result: AnalysisResult) -> dict:
             "level": _level(a),
             "message": {"text": a.message},
             "locations": [{
-                "physicalLocation": {"artifactLocation": {"uri": uri}, "region": _region(a)},
+                "physicalLocation": {"artifactLocation": uri, "region": _region(a)},
                 "logicalLocations": [{"name": a.kernel_name, "fullyQualifiedName": a.kernel, "kind": "function"}],
             }],
             "partialFingerprints": {"kernelscopeAdvice/v1": a.id},
@@ -74,7 +90,7 @@ def to_sarif(result: AnalysisResult) -> dict:
                 "hotspots": [h.model_dump() for h in a.hotspots],
             },
         }
-        related = [{"id": n, "physicalLocation": {"artifactLocation": {"uri": uri},
+        related = [{"id": n, "physicalLocation": {"artifactLocation": uri,
                                                   "region": {"startLine": ln}}, "message": {"text": f"line {ln}"}}
                    for n, ln in enumerate(a.lines[1:], start=1) if ln > 0]
         if related:
@@ -87,13 +103,15 @@ def to_sarif(result: AnalysisResult) -> dict:
         "tool": {"driver": {"name": "kernelscope", "semanticVersion": "0.1.0",
                             "informationUri": "https://github.com/kernelscope/kernelscope",
                             "rules": list(rules.values())}},
-        "artifacts": [{"location": {"uri": uri}, "hashes": {"sha-256": result.source_sha256}}],
+        "artifacts": [{"location": uri, "hashes": {"sha-256": result.source_sha256}}],
         "results": results,
         "properties": {"arch": result.arch, "device": result.device, "nvcc": version,
                        "provenance": result.profile.provenance.kind if result.profile else "static"},
     }
+    if "uriBaseId" in uri and base is not None:
+        run["originalUriBaseIds"] = {SRCROOT: {"uri": base.resolve().as_uri() + "/"}}
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
-def render_sarif(result: AnalysisResult) -> str:
-    return json.dumps(to_sarif(result), indent=2)
+def render_sarif(result: AnalysisResult, base: Path | None = None) -> str:
+    return json.dumps(to_sarif(result, base), indent=2)

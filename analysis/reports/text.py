@@ -18,7 +18,8 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
     out.append(f"  resources   {r.registers} registers, {r.static_smem} B static shared, {r.stack_frame} B stack, "
                f"{r.spill_stores}/{r.spill_loads} B spill stores/loads, {r.barriers} barrier(s)")
     if k.launch:
-        out.append(f"  launch      grid {k.launch.grid}, block {k.launch.block}, {k.launch.dynamic_smem} B dynamic shared")
+        out.append(f"  launch      grid {k.launch.grid}, block {k.launch.block}, {k.launch.dynamic_smem} B dynamic shared"
+                   f"  [{launch_source(k)}]")
     if k.occupancy:
         o = k.occupancy
         fill = grid_fill(k)
@@ -27,25 +28,42 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
                    f"{o.limiter.replace('_', ' ')}" + (f"; {fill}" if fill else ""))
     else:
         out.append("  occupancy   unknown (no launch configuration)")
+    measured = k.measured_duration_s is not None
+    if measured:
+        dev = result.profile.provenance.device if result.profile else "the report's device"
+        out.append(f"  measured    {k.measured_duration_s * 1e6:.1f} us  [measured on {dev}]")
     if k.bound or k.predicted_duration_s:
         # Two analyses answer "what limits it": the roofline (where the kernel sits) and the
-        # sensitivity sweep (which resource's latency or gap moves its time). Name each.
+        # sensitivity sweep (which resource's latency or gap moves its time). Name each, and say
+        # whether each number was measured or modeled: a report's figures sit beside the model's.
         parts = []
         if k.bound:
             roof = f" at {_pct(k.roofline_fraction)} of the ceiling" if k.roofline_fraction is not None else ""
-            parts.append(f"roofline: {k.bound}-bound{roof}")
+            parts.append(f"roofline: {k.bound}-bound{roof}" + (" [measured]" if measured else ""))
         if k.bottleneck:
             parts.append(f"sensitivity: bottleneck {k.bottleneck}")
         if k.predicted_duration_s:
-            parts.append(f"predicted {k.predicted_duration_s * 1e6:.1f} us")
-        kind = result.profile.provenance.kind if result.profile else "modeled"
-        out.append(f"  model       {'; '.join(parts)}  [{kind}]")
+            ratio = (f", {k.predicted_duration_s / k.measured_duration_s:.2f}x the measurement"
+                     if measured and k.measured_duration_s else "")
+            parts.append(f"predicted {k.predicted_duration_s * 1e6:.1f} us [modeled, {result.device}{ratio}]")
+        out.append(f"  model       {'; '.join(parts)}")
+    assumed = assumed_values(k)
+    if assumed:
+        out.append("  assumed     " + ", ".join(f"{a.name.replace('@', ' at ')} = {a.value}" for a in assumed)
+                   + " (defaults: give real values with a `// kernelscope:` annotation or the launch_hints setting;"
+                     " see docs/emulator.md)")
     mix = sorted(k.instruction_mix.items(), key=lambda kv: -kv[1])
     out.append("  mix         " + ", ".join(f"{name} {n}" for name, n in mix))
     has_samples = any(lr.share > 0 for lr in k.lines)
     ranked = sorted(k.lines, key=lambda lr: (lr.share if has_samples else lr.static_cost), reverse=True)[:_TOP_LINES]
     if ranked:
-        out.append("  top lines   " + ("share of stall samples" if has_samples else "static issue cost (no profile)"))
+        if has_samples:
+            basis = "share of stall samples" + (" [measured]" if measured else " [modeled]")
+        elif measured:
+            basis = "static issue cost (the report has no line information: compile with -lineinfo)"
+        else:
+            basis = "static issue cost (no profile)"
+        out.append("  top lines   " + basis)
         total_cost = sum(lr.static_cost for lr in k.lines) or 1.0
         for lr in ranked:
             share = lr.share if has_samples else lr.static_cost / total_cost
@@ -61,7 +79,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
         out.append("  facts")
         for f in facts:
             out.append(f"    line {f.line}: {f.kind.replace('_', ' ')}: {f.detail}")
-    advice = sorted((a for a in result.advice if a.kernel == k.mangled), key=lambda a: -a.speedup)[:_TOP_ADVICE]
+    advice = advice_order(result, k)[:_TOP_ADVICE]
     if advice:
         out.append("  advice")
         for a in advice:
@@ -69,6 +87,36 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
             out.append(f"    {a.id}  line {a.lines[0]}: {a.title} ({est}est. {a.estimate.speedup:.2f}x, "
                        f"{_pct(a.importance)} of samples) [{a.provenance}]")
     return out
+
+
+# Inputs the emulator fills in itself (latencies missing from the arch file, cache hit rates) are
+# the model's, not the user's program's: "assumed" names only what the user can give.
+_MODEL_INTERNAL = {"l2_hit_rate", "coalescing", "registers", "emulation", "time", "launch", "note"}
+
+
+def assumed_values(k: KernelReport) -> list:
+    """The launch dimensions, argument values and trip counts the model took from defaults (issue #14)."""
+    return [a for a in k.assumptions if a.source == "default" and "." not in a.name and a.name not in _MODEL_INTERNAL]
+
+
+def launch_source(k: KernelReport) -> str:
+    """Where the launch shown came from: "measured", "launch site", "annotation", "settings" or "assumed"."""
+    kinds = {a.source for a in k.assumptions if a.name in ("grid", "block")}
+    if k.measured_duration_s is not None:
+        return "measured"
+    if "default" in kinds:
+        return "assumed: no launch found; give one with `// kernelscope: grid=... block=...`"
+    return ", ".join(sorted(kinds)).replace("_", " ") or "from the source"
+
+
+def advice_order(result: AnalysisResult, k: KernelReport) -> list:
+    """A kernel's advice, largest estimated speedup first: the order of every report."""
+    return sorted((a for a in result.advice if a.kernel == k.mangled), key=lambda a: -a.speedup)
+
+
+def in_source_order(kernels) -> list[KernelReport]:
+    """Kernels as they appear in the file (the cubin lists them in reverse)."""
+    return sorted(kernels, key=lambda k: (k.line is None, k.line or 0))
 
 
 def sms_used(k: KernelReport) -> tuple[int, int] | None:
@@ -108,7 +156,7 @@ def render_text(result: AnalysisResult) -> str:
     elif not result.kernels:
         head.append("no kernels (__global__ functions) in this file")
     body: list[str] = []
-    for k in result.kernels:
+    for k in in_source_order(result.kernels):
         body.append("")
         body.extend(_kernel(result, k, source_lines))
     return "\n".join(head + body)

@@ -1,0 +1,161 @@
+"""The command line as a user meets it (issue #17): real nvcc, real reports, the real entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NAIVE_GEMM = REPO / "tests" / "data" / "lsp" / "naive_gemm.cu"
+GTX1660S = REPO / "tests" / "data" / "ncu-reports" / "gtx1660s-naive-gemm.ncu-rep"
+
+# Two kernels, declared a first then b (the cubin lists b first); `b` has no launch in the file.
+TWO_KERNELS = """\
+__global__ void first_kernel(float *x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * 2.0f;
+}
+
+__global__ void second_kernel(float *x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] + 1.0f;
+}
+
+void run(float *x) { first_kernel<<<8, 128>>>(x, 1024); }
+"""
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kernelscope.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("two")
+    (d / "two.cu").write_text(TWO_KERNELS)
+    return d / "two.cu"
+
+
+def test_version():
+    proc = cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"kernelscope {version('kernelscope')}"
+
+
+def test_flags_value_starting_with_a_dash_and_kernels_in_source_order(two):
+    proc = cli("analyze", str(two), "--quick", "--flags", "-O3")
+    assert proc.returncode == 0, proc.stderr
+    kernels = re.findall(r"^kernel (\w+)", proc.stdout, re.M)
+    assert kernels == ["first_kernel", "second_kernel"]
+
+
+def test_a_defaulted_launch_says_assumed(two):
+    out = cli("analyze", str(two), "--quick").stdout
+    first, second = out.split("kernel second_kernel")
+    launch_first = next(ln for ln in first.splitlines() if ln.strip().startswith("launch"))
+    launch_second = next(ln for ln in second.splitlines() if ln.strip().startswith("launch"))
+    assert "[launch site]" in launch_first and "assumed" not in launch_first
+    assert "[assumed:" in launch_second and "kernelscope: grid=" in launch_second
+    # the default's values are named too (issue #14: the JSON's `assumptions` said so, the text did not)
+    assert re.search(r"^  assumed +.*block = \(\d+, 1, 1\)", second, re.M)
+
+
+def test_progress_only_on_a_terminal(two):
+    piped = cli("analyze", str(two), "--quick")
+    assert "\r" not in piped.stderr
+    # the same run with stderr on a pseudo-terminal shows stages; --quiet silences them
+    seen = {}
+    for extra in ((), ("--quiet",)):
+        leader, follower = pty.openpty()
+        proc = subprocess.run([sys.executable, "-m", "kernelscope.cli", "analyze", str(two), "--quick", *extra],
+                              stdout=subprocess.PIPE, stderr=follower, text=True, timeout=600)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        os.close(leader)
+        assert proc.returncode == 0
+        seen[extra] = b"".join(chunks).decode(errors="replace")
+    assert "two.cu: compile" in seen[()] and "model first_kernel" in seen[()]
+    assert "compile" not in seen[("--quiet",)]
+
+
+def test_a_directory_analyses_every_cu_with_a_summary(two, tmp_path):
+    (tmp_path / "a.cu").write_text(TWO_KERNELS)
+    (tmp_path / "broken.cu").write_text("__global__ void k( {\n")
+    (tmp_path / "notes.txt").write_text("not CUDA")
+    proc = cli("analyze", str(tmp_path), "--quick", "--no-emulate")
+    assert proc.returncode == 1  # one file does not compile
+    summary = proc.stdout[proc.stdout.index("summary: 2 files"):]
+    assert "a.cu: 2 kernels" in summary and "broken.cu: does not compile" in summary
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = cli("analyze", str(empty))
+    assert proc.returncode == 2 and "is a directory with no .cu files" in proc.stderr
+
+
+def test_sarif_paths_are_relative_to_the_working_directory(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "k.cu").write_text((REPO / "examples" / "stencil_double_const.cu").read_text())
+    proc = cli("analyze", "src/k.cu", "--quick", "--sarif", "out.sarif", "--html", "out.html", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads((tmp_path / "out.sarif").read_text())["runs"][0]
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
+    locs = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]]
+    assert locs and all(loc == {"uri": "src/k.cu", "uriBaseId": "%SRCROOT%"} for loc in locs)
+    # the HTML lists the advice in the text report's order
+    text_ids = re.findall(r"^    ([0-9a-f]{12})  line", proc.stdout, re.M)
+    html = (tmp_path / "out.html").read_text()
+    titles = re.findall(r"<div class=advice><b>(.*?)</b>", html)
+    text_titles = [re.search(rf"{i}  line \d+: (.*?) \(", proc.stdout).group(1) for i in text_ids]
+    assert titles[:len(text_titles)] == text_titles and len(text_titles) >= 2
+
+
+def test_profile_report_shows_its_own_device_launch_and_duration():
+    """The GTX 1660 SUPER report: the measured 4789.8 us, its 32x32 launch (not the source's 16x16)
+    and the GTX 1660 SUPER's specs, each labelled, with the model's prediction beside them."""
+    proc = cli("analyze", str(NAIVE_GEMM), "--quick", "--profile", str(GTX1660S))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.splitlines()[0].endswith(f"(sm_75, GTX 1660 SUPER, {out.splitlines()[0].split(', ', 2)[2]}")
+    assert "launch      grid (32, 32, 1), block (32, 32, 1), 0 B dynamic shared  [measured]" in out
+    assert "of 1024 threads" in out and "on 22 SMs" in out  # occupancy from the measured block
+    assert "measured    4789.8 us  [measured on NVIDIA GeForce GTX 1660 SUPER]" in out
+    predicted = re.search(r"predicted ([\d.]+) us \[modeled, GTX 1660 SUPER, ([\d.]+)x the measurement\]", out)
+    assert predicted and abs(float(predicted.group(1)) / 4789.8 - float(predicted.group(2))) < 0.01
+    assert "static issue cost (no profile)" not in out and "the report has no line information" in out
+    assert "[measured]\n" not in out.split("measured    ")[1].split("\n")[1]  # the model line is not "measured"
+
+
+def test_profile_command_arguments_and_missing_ncu(tmp_path):
+    (tmp_path / "k.cu").write_text(TWO_KERNELS)
+    bad = cli("profile", str(tmp_path / "k.cu"), "--remote", "rsh:host", "--", "/bin/true")
+    assert bad.returncode == 2 and "expected ssh:HOST or srun:ARGS" in bad.stderr
+    # A project file naming a profile command is never run from the CLI: the program comes
+    # only from the command line (the editor runs such a command only in a trusted workspace).
+    (tmp_path / ".kernelscope.toml").write_text(f'[profile]\ncommand = "touch {tmp_path / "ran"}"\n')
+    proc = cli("profile", "k.cu", "--ncu", str(tmp_path / "no-ncu"), "--", "/bin/true", "--size", "4", cwd=tmp_path)
+    assert proc.returncode == 2 and "no-ncu" in proc.stderr and "Nsight Compute" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "ran").exists()
+
+
+def test_profile_without_a_program_needs_a_main(tmp_path):
+    (tmp_path / "k.cu").write_text(TWO_KERNELS)  # no main(): it cannot be built alone
+    proc = cli("profile", str(tmp_path / "k.cu"), "--ncu", str(tmp_path / "no-ncu"))
+    assert proc.returncode == 2 and "does not build as a program on its own" in proc.stderr
+    assert "kernelscope profile gemm.cu -- ./build/app" in proc.stderr
