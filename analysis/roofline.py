@@ -231,6 +231,11 @@ def _fmt_rate(v: float, unit: str) -> str:
     return f"{v:.3g} {unit}"
 
 
+def _short(name: str) -> str:
+    """A demangled name without its parameter list: the chart's labels must fit beside a point."""
+    return name.split("(")[0]
+
+
 def _marker(level: str, cx: float, cy: float) -> tuple[str, str]:
     """One marker shape per memory level, so the points of one kernel read apart at a glance."""
     if level == "l2":
@@ -243,7 +248,7 @@ def _marker(level: str, cx: float, cy: float) -> tuple[str, str]:
 
 
 def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *, title: str | None = None,
-                 width: int = 760, height: int = 480, precisions: Sequence[str] | None = None) -> str:
+                 width: int = 720, height: int = 500, precisions: Sequence[str] | None = None) -> str:
     """A self-contained log-log roofline: labelled axes, ceilings, ridge points, kernel points, trajectories."""
     shown_p = list(precisions) if precisions else sorted(
         {k.precision for k in kernels} | {"fp32", "fp64"}, key=lambda p: [c.name for c in model.compute].index(p)
@@ -268,7 +273,9 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
     y_hi = 10 ** math.ceil(math.log10(top * 1.5))
     y_lo = 10 ** math.floor(math.log10(max(min(ys, default=top / 1e4), 1.0)) - 0.5)
     y_lo = min(y_lo, y_hi / 1e3)
-    ml, mr, mt, mb = 78, 150, 40 if title else 20, 56
+    # Text is sized for the editor's panel, which scales the chart down to its width (often
+    # ~500 px, a factor 0.7): 14 px text there reads as 10 px, the smallest comfortable size.
+    ml, mr, mt, mb = 86, 190, 44 if title else 20, 60
     pw, ph = width - ml - mr, height - mt - mb
 
     def X(v: float) -> float:
@@ -278,10 +285,10 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
         return mt + ph - (math.log10(v) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo)) * ph
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-           f'font-family="Helvetica, Arial, sans-serif" font-size="11" role="img" aria-label="Roofline">',
+           f'font-family="Helvetica, Arial, sans-serif" font-size="14" role="img" aria-label="Roofline">',
            f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>']
     if title:
-        out.append(f'<text x="{width / 2:.1f}" y="22" text-anchor="middle" font-size="14" font-weight="bold">{escape(title)}</text>')
+        out.append(f'<text x="{width / 2:.1f}" y="22" text-anchor="middle" font-size="17" font-weight="bold">{escape(title)}</text>')
     out.append(f'<g class="grid" stroke="#e6e6e6" stroke-width="1">')
     for e in range(round(math.log10(x_lo)), round(math.log10(x_hi)) + 1):
         out.append(f'<line x1="{X(10 ** e):.1f}" y1="{mt}" x2="{X(10 ** e):.1f}" y2="{mt + ph}"/>')
@@ -290,13 +297,13 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
     out.append('</g>')
     out.append(f'<g class="axes" stroke="#333" fill="#333"><rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none"/>')
     for e in range(round(math.log10(x_lo)), round(math.log10(x_hi)) + 1):
-        out.append(f'<text x="{X(10 ** e):.1f}" y="{mt + ph + 16}" text-anchor="middle" stroke="none">{10.0 ** e:g}</text>')
+        out.append(f'<text x="{X(10 ** e):.1f}" y="{mt + ph + 18}" text-anchor="middle" stroke="none">{10.0 ** e:g}</text>')
     for e in range(round(math.log10(y_lo)), round(math.log10(y_hi)) + 1):
         out.append(f'<text x="{ml - 6}" y="{Y(10 ** e) + 4:.1f}" text-anchor="end" stroke="none">{_fmt_rate(10.0 ** e, "")}</text>')
-    out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 14}" text-anchor="middle" stroke="none" font-size="12">'
+    out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 14}" text-anchor="middle" stroke="none" font-size="15">'
                f'Operational intensity (operations / byte)</text>')
-    out.append(f'<text x="16" y="{mt + ph / 2:.1f}" text-anchor="middle" stroke="none" font-size="12" '
-               f'transform="rotate(-90 16 {mt + ph / 2:.1f})">Performance (operations / s)</text></g>')
+    out.append(f'<text x="18" y="{mt + ph / 2:.1f}" text-anchor="middle" stroke="none" font-size="15" '
+               f'transform="rotate(-90 18 {mt + ph / 2:.1f})">Performance (operations / s)</text></g>')
     # Bandwidth slopes run from the left edge to the ridge with the highest shown roof.
     out.append('<g class="ceilings">')
     for m in mem:
@@ -347,12 +354,33 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
                      next((p for p in k.points if p.performance > 0), None))
         if named is not None:  # one name per kernel; the marker shape tells the level
             out.append(f'<text class="kernel-label" x="{X(named.intensity) + 8:.1f}" y="{Y(named.performance) - 7:.1f}" '
-                       f'fill="{color}" font-weight="bold">{escape(k.name)}</text>')
+                       f'fill="{color}" font-weight="bold">{escape(_short(k.name))}</text>')
+    # A kernel with no arithmetic has no operational intensity, so no place on this chart: say so
+    # where its point would be expected, with what the bandwidth alone says (see `classify`).
+    for i, k in enumerate(k for k in kernels if not any(p.performance > 0 for p in k.points)):
+        lines = [f"{_short(k.name)}: no floating-point work, so no point here"]
+        if k.bound and k.fraction is not None and k.binding_level:
+            lines.append(f"({k.bound}-bound at {100 * k.fraction:.0f} % of "
+                         f"{_LABEL[MemoryLevel(k.binding_level)]} bandwidth)")
+        y = mt + 20 + 36 * i
+        out.append(f'<text class="no-point" x="{ml + 8}" y="{y}" font-size="13" fill="#555">'
+                   + "".join(f'<tspan x="{ml + 8}" dy="{0 if j == 0 else 16}">{escape(t)}</tspan>'
+                             for j, t in enumerate(lines)) + '</text>')
     out.append('</g>')
-    # Legend: point shapes per level.
-    ly = mt + ph - 70
-    out.append(f'<g class="legend" font-size="10"><text x="{ml + pw + 6}" y="{ly}" font-weight="bold">points</text>')
-    for i, (lv, shape) in enumerate((("dram", "●"), ("l2", "■"), ("l1", "◆"), ("shared", "▲"))):
-        out.append(f'<text x="{ml + pw + 6}" y="{ly + 14 * (i + 1)}">{shape} {_LABEL[MemoryLevel(lv)]} intensity</text>')
+    # Legend: point shapes per level, and the trajectory's line when one is drawn.
+    entries = [f"{shape} {_LABEL[MemoryLevel(lv)]} intensity"
+               for lv, shape in (("dram", "●"), ("l2", "■"), ("l1", "◆"), ("shared", "▲"))]
+    has_trajectory = any(len(k.trajectory) > 1 for k in kernels)
+    ly = mt + ph - 18 * (len(entries) + (3 if has_trajectory else 0)) - 4
+    out.append(f'<g class="legend" font-size="13"><text x="{ml + pw + 6}" y="{ly}" font-weight="bold">points</text>')
+    for i, text in enumerate(entries):
+        out.append(f'<text x="{ml + pw + 6}" y="{ly + 18 * (i + 1)}">{text}</text>')
+    if has_trajectory:
+        y = ly + 18 * (len(entries) + 1) + 4
+        out.append(f'<line class="legend-trajectory" x1="{ml + pw + 6}" y1="{y - 4}" x2="{ml + pw + 30}" y2="{y - 4}" '
+                   f'stroke="#333" stroke-dasharray="4 3"/>'
+                   f'<text x="{ml + pw + 34}" y="{y}">SM-scaling</text>'
+                   f'<text x="{ml + pw + 34}" y="{y + 16}">trajectory (DRAM,</text>'
+                   f'<text x="{ml + pw + 34}" y="{y + 32}">modeled, fewer SMs)</text>')
     out.append('</g></svg>')
     return "\n".join(out)

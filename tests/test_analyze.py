@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -249,3 +250,38 @@ def test_a_grid_smaller_than_one_wave_is_reported(analysed):
     assert grid_fill(k) == f"the grid's 4 blocks fill 4 of 132 SMs ({100 * k.occupancy.waves:.1f} % of one wave)"
     (big,) = analysed["sgemm_naive.cu"].kernels
     assert big.occupancy.waves > 1 and grid_fill(big).endswith("on 132 SMs")
+
+
+def _chart(result: AnalysisResult) -> ET.Element:
+    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.reports.chart import roofline_chart
+
+    return ET.fromstring(roofline_chart(result, load_arch_specs()))
+
+
+_SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_roofline_says_why_a_kernel_without_arithmetic_has_no_point():
+    """strided_copy only moves memory: no operations per byte, so the chart says so instead of
+    leaving the kernel out silently (issue #17, item 4)."""
+    result = analyze((REPO / "examples" / "strided_access.cu").resolve(), AnalysisOptions(), depth="quick")
+    (rl,) = result.rooflines
+    assert not rl.points and rl.bound == "memory"
+    notes = ["".join(t.itertext()) for t in _chart(result).iter(f"{_SVG}text") if t.get("class") == "no-point"]
+    assert len(notes) == 1 and notes[0].startswith("strided_copy: no floating-point work")
+    assert f"at {100 * rl.fraction:.0f} % of DRAM bandwidth" in notes[0]
+
+
+def test_roofline_text_is_readable_and_the_trajectory_is_in_the_legend():
+    result = analyze((REPO / "examples" / "sgemm_naive.cu").resolve(), AnalysisOptions())  # full: what-if runs
+    root = _chart(result)
+    assert any(rl.trajectory for rl in result.rooflines)
+    assert any(el.get("class") == "legend-trajectory" for el in root.iter(f"{_SVG}line"))
+    legend = next(g for g in root.iter(f"{_SVG}g") if g.get("class") == "legend")
+    assert "SM-scaling" in "".join(legend.itertext())
+    # The editor scales the chart to its panel (~0.7 at 500 px): no text is set below 13 px.
+    sizes = [float(el.get("font-size")) for el in root.iter() if el.get("font-size")]
+    assert min(sizes) >= 13 and float(root.get("font-size")) >= 13
+    labels = [t.text for t in root.iter(f"{_SVG}text") if t.get("class") == "kernel-label"]
+    assert labels == ["sgemm_naive"]
