@@ -282,10 +282,15 @@ def _profile(args: argparse.Namespace) -> int:
         raise UsageError(f"{source}: no such file")
     program = list(args.program)
     remote = _remote(args.remote) if args.remote else None
+    if remote is not None and not program:
+        raise UsageError("with --remote, give the program after `--` (built where the GPU machine sees it), "
+                         "e.g. kernelscope profile gemm.cu --remote ssh:gpu01 -- ./build/app")
     with tempfile.TemporaryDirectory(prefix="kernelscope-profile-") as work:
         if not program:
             program = [str(_build(args, source, Path(work)))]
-        report = args.output or Path(work) / "profile.ncu-rep"
+        # srun writes the report on the shared filesystem, so it goes beside the program, not in /tmp
+        shared = remote is not None and not remote.fetch
+        report = args.output or (Path.cwd() / f"{source.stem}.ncu-rep" if shared else Path(work) / "profile.ncu-rep")
         target = ProfileTarget(command=tuple(program), cwd=Path.cwd(), timeout_s=args.timeout,
                                kernel_regex=args.kernel_regex, launch_count=args.launch_count, remote=remote)
         run_ncu(target, ncu_path=args.ncu, report_path=report, source=source.resolve(),
@@ -293,8 +298,8 @@ def _profile(args: argparse.Namespace) -> int:
         result = _analyze_file(args, source, report)
     _print_messages(result)
     print(result.model_dump_json(indent=2) if args.json else render_text(result))
-    if args.output:
-        print(f"report kept at {args.output}", file=sys.stderr)
+    if args.output or shared:
+        print(f"report kept at {report}", file=sys.stderr)
     return _exit_code(result)
 
 
@@ -304,7 +309,9 @@ def _remote(spec: str):
 
     kind, _, rest = spec.partition(":")
     if kind == "ssh" and rest.strip():
-        return RemoteWrapper(run=("ssh", rest.strip(), "cd {cwd} && {command}"))
+        host = rest.strip()
+        # ncu writes the report in the remote /tmp and scp copies it back
+        return RemoteWrapper(run=("ssh", host, "cd {cwd} && {command}"), fetch=("scp", f"{host}:{{remote}}", "{local}"))
     if kind == "srun":
         try:
             extra = tuple(shlex.split(rest))

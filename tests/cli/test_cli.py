@@ -159,3 +159,12 @@ def test_profile_without_a_program_needs_a_main(tmp_path):
     proc = cli("profile", str(tmp_path / "k.cu"), "--ncu", str(tmp_path / "no-ncu"))
     assert proc.returncode == 2 and "does not build as a program on its own" in proc.stderr
     assert "kernelscope profile gemm.cu -- ./build/app" in proc.stderr
+
+
+def test_profile_remote_needs_the_program(tmp_path):
+    (tmp_path / "k.cu").write_text(TWO_KERNELS)
+    proc = cli("profile", str(tmp_path / "k.cu"), "--remote", "ssh:gpu01")
+    assert proc.returncode == 2 and "with --remote, give the program after `--`" in proc.stderr
+    # `--` belongs to `profile` only
+    proc = cli("analyze", str(tmp_path / "k.cu"), "--", "./app")
+    assert proc.returncode == 2 and "runs none" in proc.stderr
