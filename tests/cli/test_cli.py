@@ -118,6 +118,9 @@ def test_sarif_paths_are_relative_to_the_working_directory(tmp_path):
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
     locs = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]]
     assert locs and all(loc == {"uri": "src/k.cu", "uriBaseId": "%SRCROOT%"} for loc in locs)
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = REPO / "tests" / "data" / "sarif" / "sarif-2.1.0-rtm.5.json"
+    jsonschema.validate(json.loads((tmp_path / "out.sarif").read_text()), json.loads(schema.read_text()))
     # the HTML lists the advice in the text report's order
     text_ids = re.findall(r"^    ([0-9a-f]{12})  line", proc.stdout, re.M)
     html = (tmp_path / "out.html").read_text()
