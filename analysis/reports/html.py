@@ -55,7 +55,8 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
         rows.append(("occupancy", f"{_pct(o.occupancy)} ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps), "
                                   f"limited by {o.limiter.replace('_', ' ')}"))
     if k.bound:
-        rows.append(("bound", f"{k.bound}" + (f", {_pct(k.roofline_fraction)} of roofline" if k.roofline_fraction else "")))
+        rows.append(("bound", f"{k.bound}" + (f", {_pct(k.roofline_fraction)} of roofline" if k.roofline_fraction else "")
+                     + (" [measured]" if k.measured_duration_s is not None else " [modeled]")))
     if k.instruction_mix:
         rows.append(("instruction mix", ", ".join(f"{n} {c}" for n, c in sorted(k.instruction_mix.items(),
                                                                                 key=lambda kv: -kv[1]))))
