@@ -125,9 +125,13 @@ def _report_device(args: argparse.Namespace, report: Path) -> tuple[str | None, 
     from kernelscope.analysis.measure.ncu_report import load_ncu_report
 
     prov = load_ncu_report(report).provenance
+    catalog = load_arch_specs(args.arch_file)
     try:
-        return prov.arch, load_arch_specs(args.arch_file).device(prov.device).name
-    except ArchSpecError:  # a GPU the catalogue lacks: its arch's flagship, and the header says which
+        return prov.arch, catalog.device(prov.device).name
+    except ArchSpecError:  # a GPU the catalogue lacks: its arch's default device, and we say so
+        stand_in = catalog.default_device(prov.arch).name
+        print(f"kernelscope: the report's GPU ({prov.device}) is not in the device catalogue; the model uses the "
+              f"{stand_in}'s specs ({prov.arch}). Add the GPU with --arch-file (docs/arch-specs.md).", file=sys.stderr)
         return prov.arch, None
 
 

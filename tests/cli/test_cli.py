@@ -171,3 +171,19 @@ def test_profile_remote_needs_the_program(tmp_path):
     # `--` belongs to `profile` only
     proc = cli("analyze", str(tmp_path / "k.cu"), "--", "./app")
     assert proc.returncode == 2 and "runs none" in proc.stderr
+
+
+def test_a_report_from_a_gpu_outside_the_catalogue_says_which_specs_stand_in():
+    from kernelscope.analysis.arch import ArchSpecError, load_arch_specs
+
+    report = REPO / "tests" / "data" / "ncu-reports" / "rtx3080-monte-carlo-pi.ncu-rep"
+    proc = cli("analyze", str(REPO / "tests" / "data" / "lsp" / "saxpy.cu"), "--quick", "--no-emulate",
+               "--profile", str(report))
+    assert proc.returncode == 0, proc.stderr
+    catalog = load_arch_specs()
+    try:
+        expected = catalog.device("GeForce RTX 3080").name  # if a later catalogue lists it, it is used
+    except ArchSpecError:
+        expected = catalog.default_device("sm_86").name
+        assert f"the model uses the {expected}'s specs (sm_86)" in proc.stderr
+    assert f"(sm_86, {expected}, " in proc.stdout.splitlines()[0]
