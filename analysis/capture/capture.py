@@ -1,0 +1,281 @@
+"""Build the user's program with `-cudart shared`, run it against the stand-in runtime
+(`runtime/capture_cudart.cpp`, compiled with the machine's g++ and cached like the CUPTI shim),
+and read back every launch it made.
+
+This executes user code: callers gate it on a trusted workspace or a user-level setting, exactly
+as they gate `profile` (server/settings.py). Bounded: a time limit (the program stops itself with
+SIGALRM, then its process group is killed), a cap on launches recorded per kernel, and an empty
+network namespace where `unshare` allows one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..process import CancelToken, ToolTimeout, run_tool
+from .layout import kparam_sizes
+
+RUNTIME_DIR = Path(__file__).parent / "runtime"
+RUNTIME_SOURCE = RUNTIME_DIR / "capture_cudart.cpp"
+EXPORTS = RUNTIME_DIR / "exports.map"
+CAPTURE_FORMAT = 1  # bump when a record's meaning changes: cached captures are keyed by it
+
+
+class CaptureError(Exception):
+    def __init__(self, message: str, hint: str = "", output: str = ""):
+        super().__init__(message)
+        self.hint = hint
+        self.output = output
+
+
+@dataclass(frozen=True)
+class CapturedLaunch:
+    kernel: str  # mangled device name
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    stream: int
+    api: str  # "<<<>>>", "cudaLaunchKernel", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel"
+    args: tuple[bytes, ...] | None  # one entry per parameter, None when the layout is unknown
+    allocation_bytes: tuple[int | None, ...]  # per argument: size of the cudaMalloc it points into
+
+    def scalar(self, index: int, size: int | None = None, signed: bool = True) -> int | None:
+        """Argument `index` read as a little-endian integer (the CUDA ABI on x86-64 and aarch64)."""
+        if self.args is None or index >= len(self.args):
+            return None
+        raw = self.args[index]
+        if size is not None and len(raw) != size or len(raw) not in (1, 2, 4, 8):
+            return None
+        return int.from_bytes(raw, "little", signed=signed)
+
+    def real(self, index: int) -> float | None:
+        if self.args is None or index >= len(self.args) or len(self.args[index]) not in (4, 8):
+            return None
+        raw = self.args[index]
+        return struct.unpack("<f" if len(raw) == 4 else "<d", raw)[0]
+
+
+@dataclass(frozen=True)
+class Capture:
+    launches: tuple[CapturedLaunch, ...]
+    counts: dict[str, int]  # mangled name -> launches made (above the recording cap too)
+    finished: bool  # False: the program was stopped (time limit) or crashed; what it recorded stands
+    exit_code: int
+    output: str  # the program's last output, for messages
+
+    def of(self, kernel: str) -> tuple[CapturedLaunch, ...]:
+        """Launches of a kernel by mangled name or by base name."""
+        return tuple(x for x in self.launches if x.kernel == kernel or _base(x.kernel) == kernel)
+
+    def configurations(self, kernel: str) -> dict[tuple, int]:
+        """(grid, block, shared bytes, argument bytes) -> launches recorded with it."""
+        out: dict[tuple, int] = {}
+        for x in self.of(kernel):
+            key = (x.grid, x.block, x.shared_bytes, x.args)
+            out[key] = out.get(key, 0) + 1
+        return out
+
+
+def _base(mangled: str) -> str:
+    from ..measure.ncu_report import mangled_base_name
+
+    return mangled_base_name(mangled)
+
+
+def parse_records(lines: Iterable[str], sizes: dict[str, tuple[int, ...]]) -> tuple[tuple[CapturedLaunch, ...], dict[str, int], bool]:
+    """The runtime's JSON lines -> launches, launch counts per kernel, and whether it reached its end."""
+    names: dict[str, str] = {}
+    allocations: list[tuple[int, int]] = []
+    launches: list[CapturedLaunch] = []
+    counts: dict[str, int] = {}
+    ended = False
+    for raw in lines:
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a killed program
+        t = rec.get("t")
+        if t == "register":
+            names[rec["stub"]] = rec["name"]
+        elif t == "malloc":
+            allocations.append((_ptr(rec["ptr"]), int(rec["size"])))
+        elif t == "launch":
+            name = rec.get("name") or names.get(rec["stub"], rec["stub"])
+            args = tuple(bytes.fromhex(h) for h in rec["args"]) if rec.get("args") is not None else None
+            launches.append(CapturedLaunch(
+                kernel=name, grid=tuple(rec["grid"]), block=tuple(rec["block"]), shared_bytes=int(rec["smem"]),
+                stream=_ptr(rec["stream"]), api=rec["api"], args=args,
+                allocation_bytes=tuple(_allocation(a, allocations) for a in args) if args is not None else ()))
+            counts[name] = counts.get(name, 0) + 1
+        elif t == "count":
+            name = names.get(rec["stub"], rec["stub"])
+            counts[name] = int(rec["launches"])
+        elif t == "end":
+            ended = True
+    return tuple(launches), counts, ended
+
+
+def _ptr(text: str) -> int:
+    return 0 if text in ("(nil)", "0") else int(text, 16)
+
+
+def _allocation(raw: bytes, allocations: Sequence[tuple[int, int]]) -> int | None:
+    """Bytes from the pointer to the end of the recorded allocation it points into, if any."""
+    if len(raw) != 8:
+        return None
+    p = int.from_bytes(raw, "little")
+    for base, size in reversed(allocations):  # the latest allocation wins when freed memory is reused
+        if base <= p < base + max(size, 1):
+            return base + size - p
+    return None
+
+
+# --- building -------------------------------------------------------------------------------------
+
+
+def _cache_dir() -> Path:
+    try:
+        from platformdirs import user_cache_dir
+
+        return Path(user_cache_dir("kernelscope")) / "capture"
+    except ImportError:
+        return Path.home() / ".cache" / "kernelscope" / "capture"
+
+
+def cuda_include(nvcc: Path) -> Path:
+    """The CUDA headers next to nvcc (a toolkit) or in the NVIDIA wheel."""
+    candidates = [Path(nvcc).resolve().parent.parent / "include"]
+    try:
+        import nvidia
+
+        candidates += [Path(r) / "cu13" / "include" for r in nvidia.__path__]
+    except ImportError:
+        pass
+    for c in candidates:
+        if (c / "cuda_runtime_api.h").is_file():
+            return c
+    raise CaptureError("No cuda_runtime_api.h next to nvcc or in the nvidia wheel", hint="pip install nvidia-cuda-runtime")
+
+
+def build_runtime(nvcc: Path, *, out_dir: Path | None = None, cancel: CancelToken | None = None) -> Path:
+    """The stand-in runtime as `<cache>/<key>/libcudart.so.13`, built once per source and headers."""
+    include = cuda_include(nvcc)
+    key = hashlib.sha256(b"\0".join([RUNTIME_SOURCE.read_bytes(), EXPORTS.read_bytes(),
+                                     (include / "cuda_runtime_api.h").read_bytes()])).hexdigest()[:16]
+    out = (out_dir or _cache_dir()) / f"runtime-{key}" / "libcudart.so.13"
+    if out.is_file():
+        return out
+    gxx = shutil.which("g++") or shutil.which("c++")
+    if gxx is None:
+        raise CaptureError("Launch capture needs a C++ compiler (g++) to build its runtime", hint="apt-get install g++")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"libcudart.{secrets.token_hex(4)}.tmp")
+    # the version script names the node the program's imports ask for (`cudaMalloc@libcudart.so.13`)
+    argv = [gxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-I", str(include), f"-Wl,--version-script={EXPORTS}",
+            "-Wl,-soname,libcudart.so.13", "-o", str(tmp), str(RUNTIME_SOURCE)]
+    result = run_tool(argv, timeout=300, cancel=cancel)
+    if result.returncode != 0 or not tmp.is_file():
+        raise CaptureError("Building the capture runtime failed", output=result.stderr[-4000:])
+    tmp.replace(out)  # atomic: a concurrent build never sees half a library
+    return out
+
+
+def build_program(nvcc: Path, source: Path, out: Path, arch: str, flags: Sequence[str] = (),
+                  cancel: CancelToken | None = None, timeout: float = 300) -> None:
+    """The whole program, host code included, linked against a shared cudart we can stand in for."""
+    env = {**os.environ, "PATH": f"{Path(nvcc).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    argv = [str(nvcc), f"-arch={arch}", "-cudart", "shared", *flags, "-o", str(out), str(source)]
+    result = run_tool(argv, cwd=source.parent, env=env, timeout=timeout, cancel=cancel)
+    if result.returncode != 0:
+        raise CaptureError(f"Building {source.name} as a program failed (capture needs a main())",
+                           hint="Check the file compiles with nvcc on its own, or set a capture command",
+                           output=(result.stdout + result.stderr)[-4000:])
+
+
+# --- running --------------------------------------------------------------------------------------
+
+
+def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "sm_90", flags: Sequence[str] = (),
+                    argv: Sequence[str] = (), time_limit: float = 20.0, launches_per_kernel: int = 64,
+                    sm_count: int = 132, cache_dir: Path | None = None, cancel: CancelToken | None = None) -> Capture:
+    """Build `source` with its main(), run it with the stand-in runtime, and return its launches.
+    Captures are cached by the program's inputs, the arguments and the limits."""
+    cache = cache_dir or _cache_dir()
+    runtime = build_runtime(nvcc, out_dir=cache, cancel=cancel)
+    # nvcc embeds a random module id in every binary, so two builds of one source never share a
+    # digest; the key is what the binary is built from (the source and its quoted includes), how,
+    # and how it is run
+    digest = hashlib.sha256(b"\0".join([*_inputs(source), runtime.read_bytes(), json.dumps(
+        [str(nvcc), arch, list(flags), list(argv), time_limit, launches_per_kernel, sm_count, CAPTURE_FORMAT]).encode()
+    ])).hexdigest()[:24]
+    cached = cache / "runs" / f"{digest}.jsonl"
+    if cached.is_file():
+        meta, sizes_line, *lines = cached.read_text().splitlines()
+        m = json.loads(meta)
+        launches, counts, ended = parse_records(lines, {k: tuple(v) for k, v in json.loads(sizes_line).items()})
+        return Capture(launches, counts, ended and m["exit"] == 0, m["exit"], m["output"])
+    with tempfile.TemporaryDirectory(prefix="kernelscope-capture-") as tmpdir:
+        tmp = Path(tmpdir)
+        binary = tmp / "program"
+        build_program(nvcc, source, binary, arch, flags, cancel=cancel)
+        dump = run_tool([str(cuobjdump), "-elf", str(binary)], timeout=120, cancel=cancel)
+        sizes = kparam_sizes(dump.stdout)
+        params = tmp / "params.txt"
+        params.write_text("".join(f"{k} {' '.join(map(str, v))}\n" for k, v in sizes.items()))
+        records = tmp / "records.jsonl"
+        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "CUDA_INJECTION64_PATH")}
+        env.update({
+            "LD_LIBRARY_PATH": f"{runtime.parent}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
+            "LD_PRELOAD": str(runtime),  # wins over an rpath to the real runtime
+            "KERNELSCOPE_CAPTURE_OUT": str(records), "KERNELSCOPE_CAPTURE_PARAMS": str(params),
+            "KERNELSCOPE_CAPTURE_CAP": str(launches_per_kernel),
+            "KERNELSCOPE_CAPTURE_SECONDS": str(max(1, int(time_limit))), "KERNELSCOPE_CAPTURE_SMS": str(sm_count),
+            "KERNELSCOPE_CAPTURE_CC": arch.removeprefix("sm_").rstrip("a"),
+        })
+        run = [str(binary), *argv]
+        if (unshare := shutil.which("unshare")) and _unshare_works(unshare):
+            run = [unshare, "--user", "--net", "--map-current-user", *run]  # no network for user code
+        try:
+            result = run_tool(run, cwd=source.parent, env=env, timeout=time_limit + 5, cancel=cancel)
+            code, output = result.returncode, (result.stdout + result.stderr)[-2000:]
+        except ToolTimeout:
+            code, output = -9, f"stopped after {time_limit + 5:g} s"
+        lines = records.read_text().splitlines() if records.is_file() else []
+        if not lines:
+            raise CaptureError(f"{source.name} ran but the capture runtime recorded nothing",
+                               hint="The program may load libcudart itself or link it statically", output=output)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        part = cached.with_suffix(f".{secrets.token_hex(4)}.tmp")
+        part.write_text("\n".join([json.dumps({"exit": code, "output": output}), json.dumps(sizes), *lines]) + "\n")
+        part.replace(cached)
+        launches, counts, ended = parse_records(lines, sizes)
+        return Capture(launches, counts, ended and code == 0, code, output)
+
+
+def _inputs(source: Path, depth: int = 0) -> list[bytes]:
+    """The source and the files it includes with quotes, recursively (bounded depth)."""
+    text = source.read_bytes()
+    out = [text]
+    if depth < 8:
+        for m in re.finditer(rb'^\s*#\s*include\s*"([^"]+)"', text, re.M):
+            f = source.parent / m.group(1).decode(errors="replace")
+            if f.is_file():
+                out += _inputs(f, depth + 1)
+    return out
+
+
+def _unshare_works(unshare: str) -> bool:
+    try:
+        return run_tool([unshare, "--user", "--net", "--map-current-user", "true"], timeout=10).returncode == 0
+    except (OSError, ToolTimeout):
+        return False
