@@ -25,6 +25,20 @@ class LaunchHint(BaseModel):
                                    description="Values of kernel parameters or variables, e.g. {\"n\": 16777216}.")
 
 
+class CapturedKernel(BaseModel):
+    """A kernel's launch as the program made it, recorded by launch capture (analysis/capture/):
+    its most frequent configuration, that launch's argument bytes, and how often it launched."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem: int = 0
+    args: tuple[str, ...] = ()  # hex bytes per parameter, in declaration order
+    launches: int = 1  # over all configurations, including those beyond the recording cap
+    configurations: int = 1
+
+
 class AnalysisOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -36,6 +50,8 @@ class AnalysisOptions(BaseModel):
     arch_file: Path | None = Field(None, description="A TOML/JSON file overriding or adding device specs (empirical ceilings).")
     launch_hints: dict[str, LaunchHint] = Field(default_factory=dict,
                                                 description="Per-kernel launch and trip-count hints, keyed by kernel name.")
+    captured: dict[str, CapturedKernel] = Field(default_factory=dict,
+                                                description="Launches recorded by launch capture, keyed by kernel name; they take precedence over folded launch sites.")
     default_trip_count: int = Field(64, ge=1, description="Trip count assumed for loops whose bound is unknown.")
     l2_hit_rate: float | None = Field(None, ge=0.0, le=1.0,
                                       description="Fraction of global loads served by L2 (default: derived from access pattern).")

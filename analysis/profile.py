@@ -54,7 +54,7 @@ class Assumption(BaseModel):
 
     name: str  # e.g. "grid", "trip_count@line 30", "l2_hit_rate"
     value: str
-    source: Literal["sass", "launch_site", "annotation", "settings", "default", "measured"]
+    source: Literal["sass", "captured", "launch_site", "annotation", "settings", "default", "measured"]
     detail: str = ""
 
 

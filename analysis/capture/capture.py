@@ -210,6 +210,7 @@ def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "s
                     sm_count: int = 132, cache_dir: Path | None = None, cancel: CancelToken | None = None) -> Capture:
     """Build `source` with its main(), run it with the stand-in runtime, and return its launches.
     Captures are cached by the program's inputs, the arguments and the limits."""
+    source = source.resolve()
     cache = cache_dir or _cache_dir()
     runtime = build_runtime(nvcc, out_dir=cache, cancel=cancel)
     # nvcc embeds a random module id in every binary, so two builds of one source never share a

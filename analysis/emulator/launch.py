@@ -1,6 +1,7 @@
 """Resolve what the emulator must know but the binary does not say: launch shape and trip counts.
 
 Order of sources, each value recorded as an `Assumption` naming where it came from:
+0. captured: what the program really launched, recorded by launch capture (analysis/capture/);
 1. facts: a launch site whose <<<grid, block, smem>>> folds to constants, a loop whose bound folds;
 2. hints: `AnalysisOptions.launch_hints[kernel]` (settings), then an annotation comment above
    the kernel, e.g. `// kernelscope: grid=4096 block=256 n=1<<24 trip=128`;
@@ -14,6 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..capture.hints import scalar_value
 from ..options import AnalysisOptions, LaunchHint
 from ..profile import Assumption, LaunchConfig
 from ..sass import Instruction
@@ -93,6 +95,18 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
                     if v is not None:
                         values[p.name] = v
                         origin[p.name] = ("launch_site", f"argument `{arg.strip()}` of the launch at line {sites[0].line}")
+    # what the program really launched (launch capture) outranks what the source folds to
+    # (a template instance's demangled name starts with its return type: `void scale<128>(...)`)
+    cap = options.captured.get(short.split()[-1]) or options.captured.get(kernel_name)
+    cap_detail = (f"launch capture: the most frequent of {cap.configurations} configuration(s), "
+                  f"{cap.launches} launch(es)") if cap is not None else ""
+    cap_fn = fn or (source.kernel(short.split()[-1]) if source is not None else None)
+    if cap is not None and cap_fn is not None:
+        for p, raw in zip(cap_fn.params, cap.args):
+            v = scalar_value(raw, p.type_text) if p.name and not p.is_pointer else None
+            if v is not None:
+                values[p.name] = v
+                origin[p.name] = ("captured", cap_detail)
     # every kernel argument the model reads as a constant (address analysis, loop bounds) is a
     # value it did not observe in the binary, so it is listed with where it came from
     if fn is not None:
@@ -101,7 +115,14 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
                 src_kind, detail = origin[p.name]
                 out.append(Assumption(name=p.name, value=str(values[p.name]), source=src_kind, detail=detail))
 
+    captured = {"block": cap.block, "grid": cap.grid, "dynamic_smem": cap.dynamic_smem} if cap is not None else {}
+    if cap is not None:
+        out.append(Assumption(name="launches", value=str(cap.launches), source="captured", detail=cap_detail))
+
     def pick(name: str, from_site, from_hint, from_ann, default, default_detail: str):
+        if name in captured:
+            out.append(Assumption(name=name, value=str(captured[name]), source="captured", detail=cap_detail))
+            return captured[name]
         if from_site is not None:
             out.append(Assumption(name=name, value=str(from_site), source="launch_site"))
             return from_site
