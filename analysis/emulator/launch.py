@@ -172,12 +172,46 @@ def fold_bound(text: str, values: dict[str, int]) -> int | None:
 
 
 
-def loop_step(body: list[Instruction], latch: Instruction) -> tuple[str, int | None]:
-    """How far the SASS loop's counter moves per iteration: ("const", k), ("grid", None) or ("?", None).
+# blockDim.xyz and gridDim.xyz in the constant bank (sm_70+: c[0x0][0x0..0x8], c[0x0][0xc..0x14];
+# ptxas writes blockDim.x's offset 0 as `c[0x0][RZ]`)
+_GRID_DIM = re.compile(r"c\[0x0\]\[(RZ|0x(0|4|8|c|10|14))\]")
+_IMM = re.compile(r"-?(0x[0-9a-fA-F]+|\d+)")
 
-    The latch's predicate comes from an ISETP comparing a counter; the counter's update in the
-    body is `IADD3 Rc, Rc, k` (k = source step × unroll factor) or an add of a uniform
-    non-constant (blockDim·gridDim: a grid-stride loop).
+
+def _imm(text: str) -> int:
+    """A SASS immediate as the signed 32-bit value the ALU adds (`0xfffffff0` is -16)."""
+    v = int(text, 0)
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def _grid_dims(op: str, at: int, fn: list[Instruction], depth: int = 4) -> frozenset[int]:
+    """The dimensions (0 = x, 1 = y, 2 = z) of the blockDim/gridDim values operand `op` of
+    instruction `at` is made of: the register's nearest definition before `at` (else any, for a
+    loop-carried value) is followed through `depth` instructions."""
+    m = _GRID_DIM.search(op)
+    if m:
+        off = 0 if m.group(1) == "RZ" else int(m.group(1), 16)
+        return frozenset({off // 4 % 3})
+    reg = op.lstrip("-|~").split(".")[0]
+    if depth == 0 or not reg or reg in ("RZ", "URZ") or _IMM.fullmatch(reg):
+        return frozenset()
+    before = [x for x in fn if x.index < at and reg in x.defs]
+    d = before[-1] if before else next((x for x in fn if reg in x.defs), None)
+    if d is None:
+        return frozenset()
+    return frozenset().union(*(_grid_dims(o.replace(".reuse", ""), d.index, fn, depth - 1) for o in d.operands[1:]))
+
+
+def loop_step(body: list[Instruction], latch: Instruction,
+              fn: list[Instruction] | None = None) -> tuple[str, int | None]:
+    """How the SASS loop's counter moves per iteration.
+
+    ("const", k): added k (k = source step × unroll factor); ("mul", f): multiplied by f
+    (`s *= 2`: `IMAD.SHL`/`SHF.L`); ("shr", f): divided by f (`s >>= 1`: `SHF.R`);
+    ("grid", d): added blockDim.d·gridDim.d (a grid-stride loop over dimension d = 0, 1, 2), only
+    when the stride is read from the grid dimensions (`fn`, the whole function, traces a stride
+    register to them);
+    ("?", None) otherwise: a stride held in a register is not taken for a grid stride.
     """
     pred = (latch.predicate or "").lstrip("!")
     if not pred:
@@ -185,52 +219,73 @@ def loop_step(body: list[Instruction], latch: Instruction) -> tuple[str, int | N
     setp = next((x for x in reversed(body) if pred in x.defs and x.opcode in ("ISETP", "UISETP")), None)
     if setp is None:
         return "?", None
+    scope = list(fn) if fn is not None else list(body)
     counters = [u for u in setp.uses if u.startswith("R") and u != "RZ"]
     for c in counters:
-        upd = next((x for x in body if c in x.defs and x.opcode in ("IADD3", "IADD", "IMAD", "VIADD")), None)
+        upd = next((x for x in body if c in x.defs and x.opcode in ("IADD3", "IADD", "IMAD", "VIADD", "SHF")), None)
         if upd is None:
             continue
         srcs = [o.replace(".reuse", "") for o in upd.operands[1:]]
         others = [o for o in srcs if o.lstrip("-") != c and o not in ("RZ", "PT") and not o.startswith("P")]
-        imms = [o for o in others if re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)", o)]
-        if upd.opcode in ("IADD3", "IADD", "VIADD") and len(imms) == 1 and len(others) == 1:
-            return "const", abs(int(imms[0], 0))
-        if any(o.startswith("c[") or o.startswith("UR") for o in others) or upd.opcode == "IMAD":
-            return "grid", None
-        if others:  # a register holding a loop-invariant stride
-            return "grid", None
+        imms = [o for o in others if _IMM.fullmatch(o)]
+        mods = upd.modifiers
+        if upd.opcode == "SHF" and len(imms) == 1:
+            f = 1 << _imm(imms[0])
+            return ("shr", f) if "R" in mods else ("mul", f)
+        if upd.opcode == "IMAD" and "SHL" in mods and len(imms) == 1:
+            return "mul", _imm(imms[0])
+        if upd.opcode == "IMAD" and "IADD" in mods and len(imms) == 1 and len(others) == 2:
+            others = [o for o in others if o != "0x1"]  # IMAD.IADD Rc, Rc, 0x1, k: an add
+        if upd.opcode in ("IADD3", "IADD", "VIADD", "IMAD") and len(imms) == 1 and len(others) == 1:
+            if upd.opcode != "IMAD" or "IADD" in mods:
+                return "const", abs(_imm(imms[0]))
+        dims = frozenset().union(*(_grid_dims(o, upd.index, scope) for o in others if not _IMM.fullmatch(o)))
+        if len(dims) == 1:
+            return "grid", next(iter(dims))
+        return "?", None
     return "?", None
 
 
 def resolve_trip(*, info_trip: int | None, bound_value: int | None, step: tuple[str, int | None],
                  launch: LaunchConfig, trip_hint: int | None, default: int, unroll: int | None,
-                 where: str) -> tuple[int, Assumption]:
+                 where: str, bound_source: str = "launch_site", hint_source: str = "settings"
+                 ) -> tuple[int, Assumption]:
     """SASS trip count of one loop and the assumption that names its source.
 
     A bound, a hint and the default count source iterations. One SASS iteration runs `k` of
     them when the counter's step is the constant k, else `unroll` (the loop's replicated body,
     `LoopInfo.unroll_factor`): a grid-stride loop unrolled by 4 covers four strides per trip.
+    A geometric counter (`s *= f` up to the bound, `s >>= 1` down from it) runs log_f(bound)
+    trips. `bound_source`/`hint_source` say where the bound's values and the hint came from.
     """
     kind, k = step
-    per_iter = k if kind == "const" and k else max(1, unroll or 1)
+    name = f"trip_count@{where}"
+    if kind in ("mul", "shr") and k and k > 1 and info_trip is None:
+        # a halving loop starts from its bound (`s = blockDim.x / 2`); without one, blockDim
+        n, src, what = ((bound_value, bound_source, f"bound {bound_value}") if bound_value is not None
+                        else (launch.threads_per_block, "launch_site", f"blockDim {launch.threads_per_block}"))
+        t = max(1, math.ceil(math.log(max(2, n), k) - 1e-9))
+        verb = "multiplied" if kind == "mul" else "divided"
+        return t, Assumption(name=name, value=str(t), source=src,
+                             detail=f"counter {verb} by {k} per iteration over {what}")
+    per_iter = k if kind == "const" and k else max(1, unroll or 1)  # a grid step's k is its dimension
     per = f", {per_iter} per SASS iteration" if per_iter > 1 else ""
     if info_trip is not None:  # the program builder already divided by the unroll factor
         t = max(1, info_trip)
-        return t, Assumption(name=f"trip_count@{where}", value=str(t), source="sass",
-                             detail="constant loop bound")
+        return t, Assumption(name=name, value=str(t), source="sass", detail="constant loop bound")
     if bound_value is not None:
         if kind == "grid":
-            t = max(1, math.ceil(bound_value / (launch.blocks * launch.threads_per_block * per_iter)))
-            return t, Assumption(name=f"trip_count@{where}", value=str(t), source="annotation",
+            d = k if k is not None else 0
+            t = max(1, math.ceil(bound_value / (launch.block[d] * launch.grid[d] * per_iter)))
+            return t, Assumption(name=name, value=str(t), source=bound_source,
                                  detail=f"grid-stride loop over {bound_value} elements{per}")
         t = max(1, bound_value // per_iter if kind == "const" else math.ceil(bound_value / per_iter))
-        return t, Assumption(name=f"trip_count@{where}", value=str(t), source="annotation",
-                             detail=f"bound {bound_value}{per}")
+        return t, Assumption(name=name, value=str(t), source=bound_source, detail=f"bound {bound_value}{per}")
     if trip_hint is not None:
         t = max(1, math.ceil(trip_hint / per_iter))
-        return t, Assumption(name=f"trip_count@{where}", value=str(t), source="settings",
+        return t, Assumption(name=name, value=str(t), source=hint_source,
                              detail=f"{trip_hint} iterations{per}" if per else "")
     t = max(1, math.ceil(default / per_iter))
-    return t, Assumption(name=f"trip_count@{where}", value=str(t), source="default",
+    return t, Assumption(name=name, value=str(t), source="default",
                          detail=f"unknown bound, {default} iterations{per}; set launch_hints trip_count or "
                                 "`// kernelscope: trip=...`")

@@ -12,6 +12,7 @@ hot loop. `what_if` predicts other block sizes and SM counts (the roofline traje
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Literal
@@ -103,6 +104,22 @@ def _cfg_loops(kernel: FunctionProgram) -> list[LoopSpec]:
     return out
 
 
+_DIMS = re.compile(r"\b(blockDim|gridDim)\.([xyz])\b")
+
+
+def _fold_loop_bound(text: str, resolved, launch: LaunchConfig) -> tuple[int | None, str]:
+    """A source loop bound folded over the kernel's known values and launch dimensions, and the
+    source of the least certain value it used; a bound of the source's own constants is `sass`
+    (nvcc folds those too)."""
+    dims = {"blockDim": launch.block, "gridDim": launch.grid}
+    folded = _DIMS.sub(lambda m: str(dims[m.group(1)]["xyz".index(m.group(2))]), text)
+    used = set(re.findall(r"[A-Za-z_]\w*", folded))
+    used |= {{"blockDim": "block", "gridDim": "grid"}[m.group(1)] for m in _DIMS.finditer(text)}
+    sources = {a.source for a in resolved.assumptions if a.name in used}
+    src = next((s for s in ("default", "settings", "annotation", "launch_site") if s in sources), "sass")
+    return fold_bound(folded, resolved.values), src
+
+
 def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
             source: SourceModel | None = None, program: Program | None = None, *,
             launch: LaunchConfig | None = None, settings: EmulationSettings = DEFAULT_SETTINGS) -> Prepared:
@@ -157,22 +174,30 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     # modeled), and never more than `max_trip_count`: the loop before it stops only once fewer
     # source iterations than its own unroll factor remain, whatever the bound or hint says
     left: dict[tuple[int, int | None], int] = {}
+    short = kernel.name.split("(")[0].split("<")[0].split("::")[-1].split()[-1]
+    hint = options.launch_hints.get(short) or options.launch_hints.get(kernel.name)
+    hint_source = "settings" if hint is not None and hint.trip_count else "annotation"
     for L in decoded.loops:
         info = infos.get(L.info_index) if L.info_index is not None else None
         header = fn.instructions[L.header]
         line = info.header_line if info and info.header_line else header.line
-        bound = None
+        bound, bound_source = None, "launch_site"
         sl = None
         if src is not None:
             if info is not None and info.source_line is not None:
                 sl = next((x for x in src.loops if x.header_line == info.source_line), None)
+            if sl is None and L.latches:
+                # the latch's compare-and-branch carries the loop header's line; the header
+                # block's first instruction may carry an inner loop's (a 2-D grid-stride nest)
+                latch_line = fn.instructions[L.latches[-1]].line
+                sl = next((x for x in src.loops if x.header_line == latch_line), None)
             if sl is None and line is not None:
                 sl = src.loop_at(line)
             if sl is not None and sl.bound_text:
-                bound = fold_bound(sl.bound_text.strip(), resolved.values)
+                bound, bound_source = _fold_loop_bound(sl.bound_text.strip(), resolved, cfg_launch)
         body = [fn.instructions[i] for i in sorted(L.body)]
         latch = fn.instructions[L.latches[-1]] if L.latches else header
-        step = loop_step(body, latch)
+        step = loop_step(body, latch, list(fn.instructions))
         if bound is not None and sl is not None and step[0] == "const":
             key = (sl.index, L.parent)
             if key in left:
@@ -180,7 +205,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
         trip, a = resolve_trip(info_trip=info.trip_count if info else None, bound_value=bound,
                                step=step, launch=cfg_launch, trip_hint=resolved.trip_hint,
                                default=options.default_trip_count, unroll=info.unroll_factor if info else None,
-                               where=f"line {line}")
+                               where=f"line {line}", bound_source=bound_source, hint_source=hint_source)
         if info is not None and info.role == "remainder" and info.max_trip_count is not None:
             cap = f"remainder of the unrolled loop at line {line}: at most {info.max_trip_count} trips"
             if trip > info.max_trip_count:

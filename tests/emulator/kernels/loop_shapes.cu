@@ -1,0 +1,81 @@
+// One kernel per loop shape, launched from main() with literal values so that the launch site
+// folds (tests/emulator/test_trip_counts.py). Written for kernelscope's tests.
+__global__ void count_up(float* x, int n) {
+  float s = 0;
+  for (int i = 0; i < n; ++i)
+    s += x[i] * 2.0f;
+  x[threadIdx.x] = s;
+}
+
+__global__ void count_le(float* x, int n) {
+  float s = 0;
+  for (int i = 1; i <= n; ++i)
+    s += x[i] * 2.0f;
+  x[threadIdx.x] = s;
+}
+
+__global__ void count_down(float* x, int n) {
+  float s = 0;
+  for (int i = n - 1; i >= 0; --i)
+    s += x[i] * 2.0f;
+  x[threadIdx.x] = s;
+}
+
+__global__ void stride_k(float* x, int n) {
+  float s = 0;
+  for (int i = 0; i < n; i += 3)
+    s += x[i] * 2.0f;
+  x[threadIdx.x] = s;
+}
+
+__global__ void bound_blockdim(float* x) {
+  float s = 0;
+  for (int i = 0; i < blockDim.x; ++i)
+    s += x[i] * 2.0f;
+  x[threadIdx.x] = s;
+}
+
+__global__ void grid_stride(float* x, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    x[i] = x[i] * 2.0f + 1.0f;
+}
+
+__global__ void grid_stride_2d(float* x, int w, int h) {
+  for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < h; y += blockDim.y * gridDim.y)
+    for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < w; c += blockDim.x * gridDim.x)
+      x[y * w + c] = x[y * w + c] * 2.0f + 1.0f;
+}
+
+__global__ void halving(float* x) {
+  __shared__ float sh[1024];
+  sh[threadIdx.x] = x[threadIdx.x];
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    __syncthreads();
+    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+  }
+  x[threadIdx.x] = sh[0];
+}
+
+__global__ void doubling(float* x) {
+  __shared__ float sh[1024];
+  sh[threadIdx.x] = x[threadIdx.x];
+  for (unsigned s = 1; s < blockDim.x; s *= 2) {
+    __syncthreads();
+    if (threadIdx.x % (2 * s) == 0) sh[threadIdx.x] += sh[threadIdx.x + s];
+  }
+  x[threadIdx.x] = sh[0];
+}
+
+int main() {
+  float* x = 0;
+  count_up<<<8, 128>>>(x, 1000);
+  count_le<<<8, 128>>>(x, 1000);
+  count_down<<<8, 128>>>(x, 1000);
+  stride_k<<<8, 128>>>(x, 1000);
+  bound_blockdim<<<8, 128>>>(x);
+  grid_stride<<<8, 128>>>(x, 100000);
+  grid_stride_2d<<<dim3(8, 4), dim3(32, 4)>>>(x, 512, 256);
+  halving<<<8, 256>>>(x);
+  doubling<<<8, 256>>>(x);
+  return 0;
+}
