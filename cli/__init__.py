@@ -53,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--sarif", type=Path, default=None, metavar="OUT", help="also write SARIF 2.1.0")
     a.add_argument("--profile", type=Path, default=None, metavar="REPORT",
                    help="use a measured .ncu-rep for this file instead of the modeled profile")
+    a.add_argument("--capture", action="store_true",
+                   help="build the file's main() and run it against kernelscope's stand-in CUDA runtime (no GPU) to "
+                        "record the launches and argument values it really makes (runs your program; docs/emulator.md)")
+    a.add_argument("--capture-args", default="", metavar="ARGS", help="command-line arguments for the captured program")
 
     v = sub.add_parser("verify", help="apply one advice's fix to a shadow copy, recompile and re-model it")
     v.add_argument("file", type=Path)
@@ -157,9 +161,17 @@ def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, l
     from kernelscope.analysis.pipeline import analyze
 
     arch, device = _report_device(args, report) if report else (None, None)
+    options = _options(args, arch=arch, device=device)
+    if getattr(args, "capture", False):  # the user's own command line: their program may run
+        from kernelscope.analysis.capture.run import with_capture
+
+        captured = with_capture(source, options, argv=shlex.split(args.capture_args))
+        if captured.message and not args.quiet:
+            print(f"kernelscope: {captured.message}", file=sys.stderr)
+        options = captured.options
     show = _progress(args, label or source.name)
     try:
-        return analyze(source.resolve(), _options(args, arch=arch, device=device), measured_report=report,
+        return analyze(source.resolve(), options, measured_report=report,
                        depth="quick" if getattr(args, "quick", False) else "full", progress=show)
     finally:
         _end_progress(show)

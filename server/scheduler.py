@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 
 from kernelscope.analysis import pipeline
 from kernelscope.analysis.errors import USER_ERRORS
+from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.measure.errors import MeasurementError, StaleReportError
 from kernelscope.analysis.process import CancelToken, Cancelled
 from kernelscope.analysis.results import AnalysisResult
@@ -266,6 +267,8 @@ class Scheduler:
         if job.report is not None:
             # A measured result depends on the report file as well; a replaced report is a new key.
             digest = hashlib.sha256(f"{digest}\0{await self._in_thread(_file_identity, job.report)}".encode()).hexdigest()
+        if settings.capture.enabled:  # captured launches are inputs of the model too
+            digest = hashlib.sha256(f"{digest}\0{settings.capture.model_dump_json()}".encode()).hexdigest()
         key = settings.analysis.cache_key(digest, toolchain.version)
         cache = self._cache()
         hit = cache.get_memory(key)
@@ -312,7 +315,7 @@ class Scheduler:
         log.info("analysing %s (%s)", path, job.reason)
         try:
             return await loop.run_in_executor(
-                self._pool, lambda: analyze(path, settings.analysis, cancel=job.token, progress=report,
+                self._pool, lambda: analyze(path, _with_capture(path, settings, job.token), cancel=job.token, progress=report,
                                             toolchain=toolchain, on_partial=partial, measured_report=job.report))
         finally:
             job.in_executor = False
@@ -334,3 +337,18 @@ def _file_identity(path: Path) -> str:
     except OSError:
         return f"{path}:missing"  # analyze raises the ReportError; nothing is cached
     return f"{path.resolve()}:{st.st_mtime_ns}:{st.st_size}"
+
+
+def _with_capture(path: Path, settings: Settings, cancel) -> AnalysisOptions:
+    """The analysis options, with the launches the file's main() makes when capture is on (the
+    setting reaches here only from user-level settings or a trusted workspace: settings.py)."""
+    if not settings.capture.enabled:
+        return settings.analysis
+    from kernelscope.analysis.capture.run import with_capture
+
+    c = settings.capture
+    outcome = with_capture(path, settings.analysis, argv=c.args, time_limit=c.timeout_s,
+                           launches_per_kernel=c.launches_per_kernel, cancel=cancel)
+    if outcome.message:
+        log.info("%s: %s", path.name, outcome.message)
+    return outcome.options

@@ -69,6 +69,16 @@ class ProfileCommand(_Camel):
                              kernel_regex=self.kernel_regex, remote=self.remote)
 
 
+class CaptureSettings(_Camel):
+    """Launch capture (docs/emulator.md): build the open file's main() and run it against
+    kernelscope's stand-in CUDA runtime, which records launches instead of running them (no GPU)."""
+
+    enabled: bool = Field(False, description="Capture the launches of single-file programs with a main() on every analysis. Runs the program: from a workspace file it waits until the workspace is trusted.")
+    args: tuple[str, ...] = Field((), description="Command-line arguments for the captured program.")
+    timeout_s: float = Field(20.0, gt=0, le=600, description="Stop the captured program after this many seconds; the launches it made so far are used.")
+    launches_per_kernel: int = Field(64, ge=1, le=100_000, description="Launches recorded per kernel; later ones are only counted.")
+
+
 class CacheSettings(_Camel):
     directory: Path | None = Field(None, description="Where analysis results and the server log are kept (default: the user cache dir, e.g. ~/.cache/kernelscope).")
     max_megabytes: float = Field(256.0, gt=0, description="Size bound of the on-disk result cache; the least recently used entries go first.")
@@ -81,6 +91,7 @@ class Settings(_Camel):
     analysis: AnalysisOptions = Field(default_factory=AnalysisOptions,
                                       description="What an analysis computes; part of the cache key.")
     profile: ProfileCommand | None = Field(None, description="Measured backend: the program to profile. Only run from a trusted workspace when it comes from a workspace file.")
+    capture: CaptureSettings = Field(default_factory=CaptureSettings, description="Launch capture: the real launches of the file's own main(), without a GPU.")
     cache: CacheSettings = Field(default_factory=CacheSettings, description="Result cache.")
     max_concurrent_analyses: int = Field(2, ge=1, le=64, description="Analyses (compiles) that may run at once, across all files.")
     analyze_on_open: bool = Field(True, description="Analyse a file when it is opened.")
@@ -300,6 +311,9 @@ def without_untrusted_commands(settings: Settings, trusted: bool) -> tuple[Setti
     """
     if trusted:
         return settings, []
+    if settings.capture.enabled and settings.from_workspace_file("capture.enabled"):  # it runs the program
+        held, others = without_untrusted_commands(settings.model_copy(update={"capture": CaptureSettings()}), trusted)
+        return held, ["capture.enabled", *others]
     dropped = [name for name in COMMAND_SETTINGS if settings.from_workspace_file(name)]
     update: dict[str, Any] = {to_snake(n.split(".", 1)[1]): None for n in dropped}
     if settings.from_workspace_file("analysis.flags") and any(
