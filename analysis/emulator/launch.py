@@ -107,6 +107,8 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
             if v is not None:
                 values[p.name] = v
                 origin[p.name] = ("captured", cap_detail)
+                if fn is None:  # a template instance: the listing below does not see its parameters
+                    out.append(Assumption(name=p.name, value=str(v), source="captured", detail=cap_detail))
     # every kernel argument the model reads as a constant (address analysis, loop bounds) is a
     # value it did not observe in the binary, so it is listed with where it came from
     if fn is not None:
