@@ -3,7 +3,8 @@
 Blocks follow the classic leader rules on SASS: the entry, every static branch target,
 every subroutine entry and call target, and the instruction after a BRA/BRX/JMP/JMX/EXIT/RET
 (predicated or not: a predicated branch falls through, and starting a block there keeps
-blocks single-exit). CALL is not an edge: the callee returns to the next instruction.
+blocks single-exit). CALL is not an edge: the callee returns to the next instruction, except
+a `CALL.REL.NOINC` to a local label (`isa.call_is_jump`), which is a branch: a loop's exit.
 BSSY/BSYNC only mark where divergent threads reconverge; they are recorded in
 `reconvergence`, not turned into edges.
 
@@ -18,6 +19,7 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict
 
+from .isa import call_is_jump
 from .sass import Instruction, SassFunction, SourceLocation
 
 _ENDS_FLOW = frozenset({"EXIT", "RET", "KILL", "RTT"})
@@ -122,6 +124,10 @@ class CFG(BaseModel):
         return max(inner, key=lambda lp: lp.depth) if inner else None
 
 
+def _is_static(ins: Instruction) -> bool:
+    return ins.opcode in _STATIC or call_is_jump(ins)
+
+
 def _is_conditional(ins: Instruction) -> bool:
     # `BRA.U !UP0, 0x..` and `BRA.DIV UR4, 0x..` carry their condition as an operand.
     if ins.predicate is not None:
@@ -142,12 +148,12 @@ def build_cfg(fn: SassFunction) -> CFG:
     pc_to_index = {x.pc: x.index for x in ins}
     entry_indices = [0] + [pc_to_index[s.pc] for s in fn.subroutines if s.pc in pc_to_index]
     entry_indices += [pc_to_index[x.branch_target] for x in ins
-                      if x.opcode == "CALL" and x.branch_target in pc_to_index]
+                      if x.opcode == "CALL" and not call_is_jump(x) and x.branch_target in pc_to_index]
     leaders = set(entry_indices)
     for x in ins:
-        if x.opcode in _STATIC and x.branch_target in pc_to_index:
+        if _is_static(x) and x.branch_target in pc_to_index:
             leaders.add(pc_to_index[x.branch_target])
-        if (x.opcode in _STATIC or x.opcode in _INDIRECT or x.opcode in _ENDS_FLOW) and x.index + 1 < n:
+        if (_is_static(x) or x.opcode in _INDIRECT or x.opcode in _ENDS_FLOW) and x.index + 1 < n:
             leaders.add(x.index + 1)
     starts = sorted(leaders)
     block_of = [0] * n
@@ -167,7 +173,7 @@ def build_cfg(fn: SassFunction) -> CFG:
         falls = e < n
         if _never_executes(last):
             pass
-        elif last.opcode in _STATIC:
+        elif _is_static(last):
             if last.branch_target in pc_to_index:
                 edges.append(Edge(src=b, dst=block_of[pc_to_index[last.branch_target]], kind=EdgeKind.TAKEN))
             falls = falls and _is_conditional(last)

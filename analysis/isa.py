@@ -212,6 +212,19 @@ def is_sync(instr: Instruction) -> bool:
     return opcode_info(instr.opcode).sync
 
 
+def call_is_jump(instr: Instruction) -> bool:
+    """A `CALL.REL.NOINC` to a local `.L_x_` label, not to a named subroutine, never returns.
+
+    ptxas ends register-blocked loops (sm_80, CUDA 12) with `@P0 CALL.REL.NOINC <after the
+    next BRA>; BRA <loop head>`: the call is the loop's exit jump. A call that returns targets
+    a subroutine nvdisasm names (`$__internal_..._slowpath`, a `-G` build's `$_Z...` callee,
+    or another function), which ends with `RET`.
+    """
+    if instr.opcode != "CALL" or "REL" not in instr.modifiers:
+        return False
+    return any(op.strip("`()").startswith(".L") for op in instr.operands)
+
+
 def is_variable_latency(instr: Instruction) -> bool:
     """Whether the result arrives through a scoreboard barrier rather than after a fixed stall.
 

@@ -109,7 +109,7 @@ def _kind(ins: Instruction) -> int:
     if op in ("EXIT", "KILL"):
         return K_EXIT
     if op == "CALL":
-        return K_CALL
+        return K_BRA if isa.call_is_jump(ins) else K_CALL
     if op == "RET":
         return K_RET
     if op == "BAR" and not ins.modifiers[:1] == ("ARV",):
@@ -283,5 +283,23 @@ def _assign_loops(k: DecodedKernel) -> None:
             k.branch_role[s] = B_NOT_TAKEN
         elif not cond and t != s:
             k.branch_role[s] = B_JUMP
+        elif cond and _early_out(k, s, t):
+            k.branch_role[s] = B_JUMP
         else:
             k.branch_role[s] = B_NOT_TAKEN
+
+
+def _early_out(k: DecodedKernel, s: int, t: int) -> bool:
+    """Whether the conditional forward branch at `s` skips an early-out path to reach the work.
+
+    Guards are assumed to pass, so a conditional branch falls through, except where the
+    fall-through side is the guard's failing path: loop-free code that leaves (an unpredicated
+    EXIT/RET or a jump past the target, e.g. `K <= 0: store zeros, exit`) while the target
+    side holds a loop. Falling through there would emulate the kernel's empty case only.
+    """
+    if not s < t or k.fn[t] != k.fn[s] or any(s < L.header < t for L in k.loops):
+        return False
+    leaves = any(k.instr[j].predicate is None and (k.kind[j] in (K_EXIT, K_RET) or
+                                                   (k.kind[j] == K_BRA and k.target[j] >= t))
+                 for j in range(s + 1, t))
+    return leaves and any(L.header >= t and k.fn[L.header] == k.fn[s] for L in k.loops)

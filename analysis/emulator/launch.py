@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ..capture.hints import scalar_value
+from ..isa import call_is_jump
 from ..options import AnalysisOptions, LaunchHint
 from ..profile import Assumption, LaunchConfig
 from ..sass import Instruction
@@ -204,6 +205,69 @@ def _grid_dims(op: str, at: int, fn: list[Instruction], depth: int = 4) -> froze
     return frozenset().union(*(_grid_dims(o.replace(".reuse", ""), d.index, fn, depth - 1) for o in d.operands[1:]))
 
 
+def _exit_compare(body: list[Instruction], latch: Instruction) -> tuple[Instruction, Instruction | None]:
+    """The branch that decides whether the loop goes on, and the ISETP defining its predicate.
+
+    The latch when it is predicated; an unconditional latch (`@P0 CALL.REL.NOINC exit; BRA
+    head`) leaves through the last predicated branch of the body instead."""
+    test = latch if latch.predicate else next(
+        (x for x in reversed(body) if x.predicate and (x.opcode == "BRA" or call_is_jump(x))), latch)
+    pred = (test.predicate or "").lstrip("!")
+    if not pred:
+        return test, None
+    return test, next((x for x in reversed(body) if pred in x.defs and x.opcode in ("ISETP", "UISETP")), None)
+
+
+_COMPARE = {"LT": lambda a, b: a < b, "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b,
+            "GE": lambda a, b: a >= b, "NE": lambda a, b: a != b, "EQ": lambda a, b: a == b}
+_MAX_COUNTED = 1 << 16  # a counted loop longer than this is left to the bound/hint path
+
+
+def counted_trip(body: list[Instruction], latch: Instruction, fn: list[Instruction],
+                 header: int) -> int | None:
+    """Trips of a loop whose SASS counter runs from a constant to an immediate bound, else None.
+
+    The counter's initial value is its last definition before the header (`MOV Rc, RZ`,
+    `MOV Rc, 0x..`, `IMAD.MOV.U32 Rc, RZ, RZ, 0x..`); the loop goes on while the exit test
+    (ISETP against an immediate, read before or after the update as the SASS orders them)
+    says so. This is what the hardware runs, whatever unroll factor the source suggests.
+    """
+    test, setp = _exit_compare(body, latch)
+    if setp is None or len(setp.operands) < 5 or setp.operands[-1] not in ("PT", "UPT"):
+        return None
+    op = next((m for m in setp.modifiers if m in _COMPARE), None)
+    a, b = (o.replace(".reuse", "") for o in setp.operands[2:4])
+    if op is None or not _IMM.fullmatch(b):
+        return None
+    kind, k = loop_step(body, latch, fn)
+    upd = next((x for x in body if a in x.defs), None)
+    if kind != "const" or not k or upd is None:
+        return None
+    init_def = next((x for x in reversed(fn) if x.index < header and a in x.defs), None)
+    if init_def is None or init_def.opcode not in ("MOV", "IMAD", "UMOV", "CS2R") or init_def.predicate:
+        return None
+    src = init_def.operands[-1] if init_def.opcode != "CS2R" else "RZ"
+    if init_def.opcode == "IMAD" and "MOV" not in init_def.modifiers:
+        return None
+    if src not in ("RZ", "URZ") and not _IMM.fullmatch(src):
+        return None
+    init = 0 if src in ("RZ", "URZ") else _imm(src)
+    unsigned = "U32" in setp.modifiers
+    bound = int(b, 0) if unsigned else _imm(b)
+    # the step's sign: the update's immediate (loop_step reports its magnitude)
+    imm = next(o for o in upd.operands[1:] if _IMM.fullmatch(o.replace(".reuse", "")))
+    step = _imm(imm) if upd.opcode != "IMAD" else _imm(upd.operands[-1])
+    after = upd.index < setp.index
+    goes_on = (test is latch) != (test.predicate or "").startswith("!")  # back edge taken / exit not taken
+    for n in range(1, _MAX_COUNTED):
+        v = init + (n if after else n - 1) * step
+        if unsigned:
+            v &= 0xFFFFFFFF
+        if _COMPARE[op](v, bound) != goes_on:
+            return n
+    return None
+
+
 def loop_step(body: list[Instruction], latch: Instruction,
               fn: list[Instruction] | None = None) -> tuple[str, int | None]:
     """How the SASS loop's counter moves per iteration.
@@ -215,20 +279,18 @@ def loop_step(body: list[Instruction], latch: Instruction,
     register to them);
     ("?", None) otherwise: a stride held in a register is not taken for a grid stride.
     """
-    pred = (latch.predicate or "").lstrip("!")
-    if not pred:
-        return "?", None
-    setp = next((x for x in reversed(body) if pred in x.defs and x.opcode in ("ISETP", "UISETP")), None)
+    setp = _exit_compare(body, latch)[1]
     if setp is None:
         return "?", None
     scope = list(fn) if fn is not None else list(body)
-    counters = [u for u in setp.uses if u.startswith("R") and u != "RZ"]
+    counters = [u for u in setp.uses if u.lstrip("U").startswith("R") and u not in ("RZ", "URZ")]
     for c in counters:
-        upd = next((x for x in body if c in x.defs and x.opcode in ("IADD3", "IADD", "IMAD", "VIADD", "SHF")), None)
+        upd = next((x for x in body if c in x.defs and x.opcode in ("IADD3", "UIADD3", "IADD", "IMAD", "VIADD", "SHF")), None)
         if upd is None:
             continue
         srcs = [o.replace(".reuse", "") for o in upd.operands[1:]]
-        others = [o for o in srcs if o.lstrip("-") != c and o not in ("RZ", "PT") and not o.startswith("P")]
+        others = [o for o in srcs if o.lstrip("-") != c and o not in ("RZ", "URZ", "PT", "UPT")
+                  and not o.startswith(("P", "UP"))]
         imms = [o for o in others if _IMM.fullmatch(o)]
         mods = upd.modifiers
         if upd.opcode == "SHF" and len(imms) == 1:
@@ -238,7 +300,7 @@ def loop_step(body: list[Instruction], latch: Instruction,
             return "mul", _imm(imms[0])
         if upd.opcode == "IMAD" and "IADD" in mods and len(imms) == 1 and len(others) == 2:
             others = [o for o in others if o != "0x1"]  # IMAD.IADD Rc, Rc, 0x1, k: an add
-        if upd.opcode in ("IADD3", "IADD", "VIADD", "IMAD") and len(imms) == 1 and len(others) == 1:
+        if upd.opcode in ("IADD3", "UIADD3", "IADD", "VIADD", "IMAD") and len(imms) == 1 and len(others) == 1:
             if upd.opcode != "IMAD" or "IADD" in mods:
                 return "const", abs(_imm(imms[0]))
         dims = frozenset().union(*(_grid_dims(o, upd.index, scope) for o in others if not _IMM.fullmatch(o)))

@@ -27,7 +27,7 @@ from ..program import FunctionProgram, Program
 from ..source import SourceModel
 from .decode import REASONS, DecodedKernel, LoopSpec, decode
 from .engine import Engine, EngineConfig, EngineRun
-from .launch import fold_bound, loop_step, resolve_launch, resolve_trip
+from .launch import counted_trip, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import PCSampler, TrafficCounter, Utilization
 from .memory import memory_shapes, param_offsets
 from .units import RESOURCES, MachineModel, machine_from_arch
@@ -202,7 +202,9 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
             key = (sl.index, L.parent)
             if key in left:
                 bound = left[key]
-        trip, a = resolve_trip(info_trip=info.trip_count if info else None, bound_value=bound,
+        counted = counted_trip(body, latch, list(fn.instructions), L.header)
+        trip, a = resolve_trip(info_trip=counted if counted is not None else (info.trip_count if info else None),
+                               bound_value=bound,
                                step=step, launch=cfg_launch, trip_hint=resolved.trip_hint,
                                default=options.default_trip_count, unroll=info.unroll_factor if info else None,
                                where=f"line {line}", bound_source=bound_source, hint_source=hint_source)

@@ -1,0 +1,94 @@
+"""Control flow as the hardware runs it (issue 20 item 1): CALL.REL.NOINC loop exits, subroutine
+calls that return, and guards whose fall-through side is an early-out path.
+
+Kernels in tests/emulator/kernels/, compiled by the real nvcc; branch targets are nvdisasm's own
+(`Instruction.branch_target`, from the label it prints).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.cfg import EdgeKind
+from kernelscope.analysis.emulator.decode import B_EXIT, B_JUMP, K_BRA, K_CALL, decode
+from kernelscope.analysis.emulator.model import emulate_detailed
+from kernelscope.analysis.isa import call_is_jump
+from kernelscope.analysis.options import AnalysisOptions
+
+from _build import build_example
+
+KERNELS = Path(__file__).parent / "kernels"
+M = N = K = 1024  # the launch in gemm_register_blocked.cu's main()
+
+
+def _target(name: str):
+    cat = load_arch_specs()
+    arch = cat.arch(name)
+    return arch, cat.default_device(arch)
+
+
+@pytest.fixture(scope="module")
+def gemm_sm80(toolchain):
+    return build_example(KERNELS / "gemm_register_blocked.cu", toolchain, arch="sm_80")
+
+
+@pytest.fixture(scope="module")
+def gemm_sm90(toolchain):
+    return build_example(KERNELS / "gemm_register_blocked.cu", toolchain, arch="sm_90")
+
+
+def test_call_rel_noinc_to_a_local_label_is_a_loop_exit_edge(gemm_sm80):
+    (k,) = gemm_sm80.kernels
+    ins = k.sass.instructions
+    calls = [x for x in ins if x.opcode == "CALL"]
+    assert calls and all(call_is_jump(x) and x.predicate for x in calls), [x.text for x in calls]
+    cfg = k.cfg
+    pc_to_index = {x.pc: x.index for x in ins}
+    for c in calls:
+        src, dst = cfg.block_of[c.index], cfg.block_of[pc_to_index[c.branch_target]]
+        edges = {(e.dst, e.kind) for e in cfg.edges if e.src == src}
+        assert (dst, EdgeKind.TAKEN) in edges  # nvdisasm's target, taken
+        assert (src + 1, EdgeKind.FALLTHROUGH) in edges  # predicated: falls through to the back branch
+    # the K loop is found, and the call leaves it
+    assert any(cfg.block_of[c.index] in L.body and cfg.block_of[pc_to_index[c.branch_target]] not in L.body
+               for c in calls for L in cfg.loops)
+    img = decode([(k.sass.mangled_name, ins)], None, {})
+    slots = [s for s in range(len(img.kind)) if img.instr[s].opcode == "CALL"]
+    assert all(img.kind[s] == K_BRA and img.branch_role[s] == B_EXIT for s in slots)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_register_blocked_gemm_executes_every_flop(arch, toolchain, request):
+    prog = request.getfixturevalue(f"gemm_{arch.replace('_', '')}")
+    (k,) = prog.kernels
+    emu = emulate_detailed(prog, k, *_target(arch), AnalysisOptions())
+    flops = emu.profile.flops.get("fp32", 0.0)
+    # 2·M·N·K FFMA FLOPs; the epilogue adds none (a store per output)
+    assert 0.99 <= flops / (2 * M * N * K) <= 1.02, flops
+
+
+def test_early_out_guard_is_skipped_to_reach_the_loop(gemm_sm90):
+    # sm_90: `@P0 BRA <loop>` over a `K <= 0` path that stores zeros and jumps to the end. Falling
+    # through (guards pass) would emulate the empty case: 0 FLOPs.
+    (k,) = gemm_sm90.kernels
+    ins = k.sass.instructions
+    img = decode([(k.sass.mangled_name, ins)], None, {})
+    first_loop = min(L.header for L in img.loops)
+    guards = [s for s in range(first_loop) if img.kind[s] == K_BRA and img.instr[s].predicate]
+    assert guards and img.target[guards[0]] <= first_loop
+    assert img.branch_role[guards[0]] == B_JUMP
+
+
+def test_subroutine_call_returns(toolchain):
+    prog = build_example(KERNELS / "divide.cu", toolchain)
+    (k,) = prog.kernels
+    ins = k.sass.instructions
+    (call,) = [x for x in ins if x.opcode == "CALL"]
+    assert not call_is_jump(call)  # the division slow path: a `$__internal_...` subroutine
+    assert any(x.opcode == "RET" for x in ins)
+    img = decode([(k.sass.mangled_name, ins)], None, {})
+    s = next(s for s in range(len(img.kind)) if img.instr[s].opcode == "CALL")
+    assert img.kind[s] == K_CALL and img.instr[img.target[s]].pc == call.branch_target
