@@ -116,7 +116,7 @@ def _fold_loop_bound(text: str, resolved, launch: LaunchConfig) -> tuple[int | N
     used = set(re.findall(r"[A-Za-z_]\w*", folded))
     used |= {{"blockDim": "block", "gridDim": "grid"}[m.group(1)] for m in _DIMS.finditer(text)}
     sources = {a.source for a in resolved.assumptions if a.name in used}
-    src = next((s for s in ("default", "settings", "annotation", "launch_site") if s in sources), "sass")
+    src = next((s for s in ("default", "settings", "annotation", "launch_site", "captured") if s in sources), "sass")
     return fold_bound(folded, resolved.values), src
 
 
