@@ -7,10 +7,11 @@ its results' ready times feed the warp's next earl_t. When no warp can issue, ti
 earliest next ready time (lines 8–11): nothing is stepped cycle by cycle.
 
 Control flow (SAAKE §4.4): back edges follow trip counts with a per-warp iteration counter;
-a conditional branch that leaves a loop is taken once the loop has run its trips; any other
-conditional branch falls through (predicated paths are emulated in lexical order, all lanes
-on); predicated EXITs are not taken (guards are assumed to pass). CALL runs the callee's
-slots and RET returns. BAR.SYNC holds a warp until the block's live warps arrived.
+a conditional branch that leaves a loop is taken once the loop has run its trips; an early-out
+guard is jumped over to the work (`decode._early_out`); any other conditional branch falls
+through (predicated paths are emulated in lexical order, all lanes on); predicated EXITs are
+not taken (guards are assumed to pass). CALL runs the callee's slots and RET returns; a
+`CALL.REL.NOINC` to a local label is decoded as the branch it is (`isa.call_is_jump`). BAR.SYNC holds a warp until the block's live warps arrived.
 
 Instruction fetch: a warp moving to a new 128 B code line fetches it through the
 `InstructionCache` (L0 per SMSP, L1 per SM); a line not resident holds the warp for the miss
