@@ -157,6 +157,19 @@ def kernel_line(ins: Instruction) -> int | None:
     return ins.line
 
 
+#: the estimators whose number comes from the samples on the advice's own lines
+_LINE_LOCAL = ("GPA Eq. 2", "GPA Eq. 4", "GPA Eq. 5", "Starlight Eq. 3")
+
+
+def amdahl_bounded(estimate: Estimate, share: float) -> Estimate:
+    """A line-local change cannot save more than the time on its lines: S ≤ 1/(1 − share) (Amdahl)."""
+    bound = 1.0 / (1.0 - share) if share < 1.0 else float("inf")
+    if estimate.speedup <= bound + 1e-9:
+        return estimate
+    return estimate.model_copy(update={"speedup": max(1.0, bound), "formula": estimate.formula + ", ≤ 1/(1−share)",
+                                       "inputs": {**estimate.inputs, "share": share}})
+
+
 def pct(x: float) -> str:
     return f"{100 * x:.1f} %" if x < 0.1 else f"{100 * x:.0f} %"
 
@@ -179,6 +192,8 @@ class Optimizer:
                detail: str = "", title: str | None = None, hotspots: Sequence[Hotspot] = (), fix: Fix | None = None,
                columns: tuple[int, int] | None = None, static: bool = False) -> Advice:
         prov = "static" if static or ctx.profile is None else ctx.provenance
+        if estimate.formula.startswith(_LINE_LOCAL):
+            estimate = amdahl_bounded(estimate, importance)
         return Advice(id=advice_id(self.name, ctx.kernel, lines[0] if lines else 0, detail), optimizer=self.name,
                       title=title or self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
                       columns=columns, hotspots=tuple(hotspots), importance=max(0.0, min(1.0, importance)),

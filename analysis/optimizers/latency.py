@@ -96,7 +96,8 @@ class CodeReordering(Optimizer):
         hs = hotspots(edges)
         by_line: dict[int, float] = defaultdict(float)
         for e in edges:
-            by_line[e.use_line or 0] += e.samples
+            # the line in the user's kernel (an inlined header's call site), never the header's own line
+            by_line[kernel_line(ctx.instructions[e.use_index]) or 0] += e.samples
         lines = [ln for ln in sorted(by_line, key=lambda ln: -by_line[ln]) if ln][:5]
         msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) are memory or execution "
                f"dependency stalls; the hottest: {describe_edge(hs[0])} ({pct(hs[0].samples / ctx.total)}). Load "

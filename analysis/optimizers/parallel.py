@@ -86,9 +86,10 @@ class BlockIncrease(Optimizer):
             return []
         line = ctx.function_model.name_span.start.line if ctx.function_model is not None else 0
         site = _block_arg(ctx)
-        how = (f"Use more, smaller blocks — e.g. {blocks * k} blocks of {max(ctx.arch.warp_size, threads // k)} "
-               f"threads — or more threads in the grid with less work each." if k > 1 and _one_dimensional(ctx) else
-               "Use more, smaller tiles, or more threads in the grid with less work each." if k > 1 else
+        # Splitting the same threads into smaller blocks neither grows the thread count nor adds a
+        # wave, so the advice is always more threads in the grid (each with less work).
+        how = ("Put more threads in the grid, each with less work (e.g. smaller tiles), so that every SM gets "
+               f"a block: at least {sms} blocks." if k > 1 else
                "Put more threads in the grid, each with less work (the blocks are already one warp).")
         msg = (f"The launch has {blocks} block{'s' if blocks != 1 else ''} of {threads} threads for {sms} SMs "
                f"({ctx.device.name}): {sms - blocks} SMs get no work ({provenance_note(ctx)}). {how} "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections import defaultdict
 
 from .. import estimators
@@ -56,6 +58,17 @@ class RegisterReuse(Optimizer):
                             estimate=est, message=msg, static=True)]
 
 
+#: a division or modulo whose divisor is not a literal power of two (those compile to shifts/masks)
+_DIVISION = re.compile(r"[^/*]\s*[/%]\s*(?!(?:0x)?(?:1|2|4|8|16|32|64|128|256|512|1024|2048|4096)u?\b)[\w(.]")
+_INDEX = re.compile(r"^[^/%]*\b(blockIdx|threadIdx|blockDim|gridDim)\.[xyz]\b[^/%]*$")
+
+
+def _index_only(text: str) -> bool:
+    """A line computing only a thread index from the built-ins: no division or math call."""
+    code = text.split("//")[0]
+    return bool(_INDEX.search(code)) and "(" not in code.split("=", 1)[-1].replace("(size_t)", "").replace("(int)", "")
+
+
 class StrengthReduction(Optimizer):
     """GPA: execution-dependency stalls on long-latency arithmetic (SFU, conversions, FP64, division)."""
 
@@ -77,16 +90,22 @@ class StrengthReduction(Optimizer):
             for ins in ctx.instructions[lo:hi + 1]:
                 if ins.index not in counted and (ln := kernel_line(ins)) is not None:
                     by_line[ln] += ctx.cost_by_index.get(ins.index, 0.0)
+        # Precondition: the line must be hot, and a line whose only arithmetic is the global index
+        # (`blockIdx.x*blockDim.x+threadIdx.x`, one IMAD) has nothing to reduce.
+        by_line = {ln: s for ln, s in by_line.items() if s / ctx.total >= 0.01 and not _index_only(ctx.line_text(ln))}
         m = sum(by_line.values())
         if m <= 0 or m / ctx.total < 0.01:
             return []
         lines = sorted(by_line, key=lambda ln: -by_line[ln])
+        divides = any(_DIVISION.search(ctx.line_text(ln)) for ln in lines)
         est = estimators.stall_elimination(ctx.total, m)
         ops = sorted({ctx.instructions[e.def_index].opcode for e in edges}) or ["integer division"]
         msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) wait on long-latency "
                f"arithmetic ({', '.join(ops)}) at line {lines[0]}"
                + (f"; the hottest: {describe_edge(hotspots(edges)[0])}" if edges else "") + ". Look for a cheaper "
-               f"equivalent: multiply by a reciprocal instead of dividing, use float constants and float math "
+               + ("equivalent: multiply by a reciprocal instead of dividing (the divisor is not a constant power of "
+                  "two, which the compiler would already shift), " if divides else "equivalent: ") +
+               f"use float constants and float math "
                f"functions in float code so no FP64 conversion is needed, or hoist the computation out of the loop. "
                f"Est. {est.speedup:.2f}× (GPA Eq. 2).")
         return [self.advice(ctx, lines=lines, importance=m / ctx.total, estimate=est, message=msg,

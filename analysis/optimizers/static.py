@@ -130,7 +130,11 @@ class MissingRestrict(Optimizer):
         fm = ctx.function_model
         if fm is None:
             return []
-        params = [p for p in fm.params if p.is_pointer and not p.is_restrict and p.name]
+        pointers = [p for p in fm.params if p.is_pointer and p.name]
+        params = [p for p in pointers if not p.is_restrict]
+        # Precondition: aliasing needs two pointers, and matters only if one of them is written.
+        if len(pointers) < 2 or not any(_written(ctx, p.name) for p in pointers):
+            return []
         loads = [i for i in ctx.instructions if i.opcode in ("LDG", "LD") and "CONSTANT" not in i.modifiers
                  and i.memory_space in ("global", "generic", None)]
         if not params or not loads:
@@ -306,18 +310,16 @@ class ContendedAtomics(Optimizer):
                  and i.memory_space in ("global", "generic", None) and i.index not in dep]
         if not atoms:
             return []
-        est, share = _estimate(ctx, atoms)
-        if ctx.profile is not None and ctx.device is not None and ctx.profile.duration_s > 0:
-            # Same-address atomics serialize in the L2 slice owning the address, about one per clock
-            # (an assumption stated in the estimate). Neither the emulator nor PC sampling shows that
-            # queue, so model it: the kernel takes at least N_atomics / f_clk; reducing per warp first
-            # divides N by the warp size.
-            n = ctx.profile.launch.blocks * ctx.profile.launch.threads_per_block * len(atoms)
-            serial = n / ctx.device.clock_hz
-            t = ctx.profile.duration_s
-            before, after = max(t, serial), max(t, serial / 32)
-            est = estimators.modeled_ratio(before, after, "same-address atomics at 1/clock, warp-aggregated")
-            share = 1 - t / before if before > t else share
+        # Precondition: the compiler has not already reduced. `REDUX` (sm_80+ warp reduction) or a
+        # shared-memory atomic (`ATOMS`) ahead of the global one is exactly the aggregation this
+        # advice would ask for.
+        if any(i.opcode in ("REDUX", "ATOMS") or (i.opcode in ("ATOM", "RED") and i.memory_space == "shared")
+               for i in ctx.instructions):
+            return []
+        # GPA Eq. 2 over the samples on the atomics, like every line-local advice: the baseline is the
+        # kernel's own predicted (or measured) time, and contention is whatever the profile charges
+        # the atomics (the emulator models the L2 atomic unit's throughput).
+        est, share = _estimate(ctx, atoms, 31 / 32)
         if est is None or est.speedup <= 1.0:
             return []
         lines = sorted({kernel_line(i) for i in atoms if kernel_line(i)})
@@ -326,7 +328,7 @@ class ContendedAtomics(Optimizer):
                f"the grid updates the same word and the updates serialize in L2. {pct(share)} of this kernel's "
                f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them. Reduce within the "
                f"warp (__shfl_down_sync / __reduce_add_sync) or block (shared memory) first, then issue one atomic "
-               f"per block. Est. {est.speedup:.2f}× (GPA Eq. 2).")
+               f"per block. Est. {est.speedup:.2f}× (GPA Eq. 2, 31 of 32 atomics removed).")
         return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg)]
 
 
