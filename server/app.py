@@ -43,7 +43,7 @@ from kernelscope.analysis.reports.chart import provenance_kind
 
 from . import progress, rpc
 from .cache import ResultCache
-from .features import actions, diagnostics, hover, lens, measured, render, roofline
+from .features import actions, diagnostics, hover, inlay, lens, measured, render, roofline
 from .scheduler import Outcome, Scheduler
 from .settings import (SECTION, Settings, load_settings, merge_user_layers, read_workspace_file,
                        without_untrusted_commands)
@@ -225,6 +225,8 @@ class KernelscopeServer(LanguageServer):
         ws = self.client_capabilities.workspace
         if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)
+        if ws is not None and ws.inlay_hint is not None and ws.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
 
     def publish(self, uri: str) -> int:
         view = self.view(uri)
@@ -383,7 +385,17 @@ def on_hover(ls: KernelscopeServer, params: types.HoverParams) -> types.Hover | 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
 def on_code_lens(ls: KernelscopeServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     view = ls.view(params.text_document.uri)
-    return lens.build(view, params.text_document.uri) if view is not None else []
+    if view is None or not ls.settings.code_lens:
+        return []
+    return lens.build(view, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+def on_inlay_hint(ls: KernelscopeServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    view = ls.view(params.text_document.uri)
+    if view is None or not ls.settings.inlay_hints:
+        return []
+    return inlay.build(view, params.range)
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,

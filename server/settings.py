@@ -98,6 +98,8 @@ class Settings(_Camel):
     analyze_on_save: bool = Field(True, description="Analyse a file when it is saved.")
     debounce_ms: int = Field(150, ge=0, le=10_000, description="Saves closer together than this are merged into one analysis.")
     log_level: str = Field("info", description="Server log level: debug, info, warning or error.")
+    inlay_hints: bool = Field(True, description="Inlay hint at the end of each hot line: its share of the kernel's samples and top stall reason.")
+    code_lens: bool = Field(True, description="Code lens above each kernel: bound, roofline, occupancy, best fix.")
     #: where each leaf value came from, by dotted camelCase path; filled by `load_settings`, never read from input
     origins: dict[str, Origin] = Field(default_factory=dict, exclude=True)
 

@@ -20,12 +20,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..arch import ArchSpec, DeviceSpec
+from ..isa import call_is_jump
 from ..occupancy import Occupancy, occupancy
 from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from ..program import FunctionProgram, Program
 from ..source import SourceModel
-from .decode import REASONS, DecodedKernel, LoopSpec, decode
+from .decode import REASONS, DecodedKernel, LoopSpec, callee_name, decode
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import PCSampler, TrafficCounter, Utilization
@@ -107,6 +108,27 @@ def _cfg_loops(kernel: FunctionProgram) -> list[LoopSpec]:
 _DIMS = re.compile(r"\b(blockDim|gridDim)\.([xyz])\b")
 
 
+def _callees(kernel: FunctionProgram, program: Program | None) -> list:
+    """The SASS functions the kernel calls, transitively (a `-G` build's device functions and
+    `fminf`, the division slow path of another section), so that CALL runs them; a callee in
+    the kernel's own section is already in its instructions."""
+    if program is None:
+        return []
+    others = {f.mangled: f.sass for f in program.functions if f.mangled != kernel.mangled}
+    names = list(others)
+    out, seen, todo = [], {kernel.mangled}, [kernel.sass]
+    while todo:
+        for ins in todo.pop().instructions:
+            if ins.opcode != "CALL" or call_is_jump(ins):
+                continue
+            name = callee_name(ins, names)
+            if name is not None and name not in seen:
+                seen.add(name)
+                out.append(others[name])
+                todo.append(others[name])
+    return out
+
+
 def _fold_loop_bound(text: str, resolved, launch: LaunchConfig) -> tuple[int | None, str]:
     """A source loop bound folded over the kernel's known values and launch dimensions, and the
     source of the least certain value it used; a bound of the source's own constants is `sass`
@@ -152,8 +174,12 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     if sfn is not None:
         params = param_offsets(arch.compute_capability[0],
                                [(p.name, p.is_pointer, p.type_text) for p in sfn.params], resolved.values)
+    callees = _callees(kernel, program)
     shapes = memory_shapes(fn.mangled_name, fn.instructions, cfg_launch.block, cfg_launch.grid, hit, arch.warp_size,
                            params)
+    for c in callees:  # a callee's parameters arrive in registers: its addresses are not followed
+        shapes.update(memory_shapes(c.mangled_name, c.instructions, cfg_launch.block, cfg_launch.grid, hit,
+                                    arch.warp_size, {}))
     if settings.unknown_access == "uncoalesced":
         from .memory import global_shape
         shapes = {k: (global_shape(list(range(0, 32 * 128, 128)), 4, v.l2_hit_rate) if v.pattern == "unknown" else v)
@@ -165,7 +191,8 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     assumptions.append(Assumption(name="l2_hit_rate", value="per access (reuse across blocks)" if hit is None else f"{hit:g}",
                                   source="default" if hit is None else "settings"))
     loops = _cfg_loops(kernel)
-    decoded = decode([(fn.mangled_name, fn.instructions)], loops, shapes)
+    decoded = decode([(fn.mangled_name, fn.instructions)] + [(c.mangled_name, c.instructions) for c in callees],
+                     loops, shapes)
     # trip counts per loop
     infos = {li.index: li for li in kernel.loops}
     full: list[LoopSpec] = []

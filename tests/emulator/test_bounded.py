@@ -1,0 +1,100 @@
+"""Analysis cost bounded on every loop shape (issue 13): the engine's work, counted in
+warp-instructions issued, does not grow with the trip count, and the hot loop stays on top.
+
+Kernels in tests/emulator/kernels/bounded_shapes.cu (written for these tests), compiled by the
+real nvcc; trip counts of 10^7 come from the launch sites in its main(). No wall clock is read:
+cost is `Emulation.issues`, against the engine's guard `EngineConfig.max_issues`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.emulator.engine import EngineConfig
+from kernelscope.analysis.emulator.model import DEFAULT_SETTINGS, emulate_detailed, sensitivity
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.source import parse_source
+
+from _build import build_example
+
+FILE = Path(__file__).parent / "kernels" / "bounded_shapes.cu"
+GUARD = EngineConfig(blocks=1, warps_per_block=1).max_issues
+#: a sampled emulation of one of these small kernels issues a few 10^4 warp-instructions; the
+#: guard is 5·10^6, so a bound of 10^5 fails long before the guard would hide a runaway loop
+BOUND = 100_000
+
+#: kernel -> the source lines of its hot loop (a callee's lines count for the loop that calls it)
+HOT = {
+    "nbody": {3, 4, 5, 6, 7, 8, 16, 17, 18},
+    "recursive_in_loop": {24, 25, 26, 31},
+    "until_break": {38, 39, 40},
+    "nest3": {49},
+    "grid_stride": {54, 55},
+    "loop_in_callee": {60},
+}
+
+
+@pytest.fixture(scope="module")
+def built(toolchain):
+    cat = load_arch_specs()
+    arch = cat.arch("sm_90")
+    return build_example(FILE, toolchain), parse_source(FILE.read_text()), arch, cat.default_device(arch)
+
+
+def _kernel(program, name):
+    return next(k for k in program.kernels if k.name.split("(")[0] == name)
+
+
+@pytest.mark.parametrize("name", sorted(HOT))
+def test_every_loop_shape_is_sampled_and_the_hot_loop_is_on_top(built, name):
+    program, source, arch, device = built
+    e = emulate_detailed(program, _kernel(program, name), arch, device, AnalysisOptions(), source)
+    assert e.issues < BOUND, (name, e.issues, e.loop_trips, e.emulated_trips)
+    assert not any(a.name == "emulation" for a in e.profile.provenance.assumptions)  # the guard was not hit
+    assert any(t > 8 for t in e.loop_trips)  # the shape's loop really is long ...
+    assert e.emulated_trips != e.loop_trips  # ... and was sampled
+    top = max(e.profile.lines, key=lambda ln: sum(ln.samples.values()))
+    assert top.line in HOT[name], (name, top.line)
+
+
+def test_cost_is_flat_in_the_trip_count(built):
+    """n-body's j loop calls a __noinline__ function: before the fix a CALL reset the loop's
+    iteration counter, so the loop never ended and every run hit the 5·10^6 guard."""
+    program, source, arch, device = built
+    k = _kernel(program, "nbody")
+    issues = [emulate_detailed(program, k, arch, device, AnalysisOptions(launch_hints={"nbody": {"values": {"n": n}}}),
+                               source).issues for n in (1_000, 16_384, 131_072)]
+    assert issues[0] == issues[1] == issues[2] < BOUND
+
+
+def test_sampled_time_and_line_shares_match_the_unsampled_emulation(built):
+    """The shortcut is honest on a small trip count: predicted time and per-line shares within 5 %,
+    with the callee's cost charged to the sampled loop's iterations."""
+    program, source, arch, device = built
+    k = _kernel(program, "nbody")
+    opts = AnalysisOptions(launch_hints={"nbody": {"values": {"n": 256}}})
+    sampled = emulate_detailed(program, k, arch, device, opts, source)
+    full = emulate_detailed(program, k, arch, device, opts, source,
+                            settings=DEFAULT_SETTINGS.model_copy(update={"sample_loops": False}))
+    assert sampled.issues < full.issues
+    assert sampled.prediction.seconds == pytest.approx(full.prediction.seconds, rel=0.05)
+
+    def shares(e):
+        tot = sum(sum(ln.samples.values()) for ln in e.profile.lines)
+        return {ln.line: sum(ln.samples.values()) / tot for ln in e.profile.lines}
+
+    s, f = shares(sampled), shares(full)
+    for line, share in f.items():
+        if share > 0.05:
+            assert s.get(line, 0.0) == pytest.approx(share, abs=0.05), line
+
+
+def test_sensitivity_of_a_loop_with_calls_is_bounded(built):
+    program, source, arch, device = built
+    rep = sensitivity(program, _kernel(program, "nbody"), arch, device, AnalysisOptions(), source)
+    assert rep.kernel_region.resources
+    hot = max(rep.loops, key=lambda r: r.share)
+    assert hot.line in HOT["nbody"] and hot.share > 0.5, [(r.line, r.share) for r in rep.loops]
