@@ -37,6 +37,9 @@ from .decode import (B_BACK, B_EXIT, B_JUMP, GLOBAL_ROUTE, K_BAR, K_BRA, K_CALL,
 from .units import (INF, POLICIES, RES_ID, RESOURCES, SCOPE, THROTTLE_REASON, BlockBarrier, InstructionCache,
                     MachineModel, MemoryHierarchy, Pipe, ResourceParams, WarpScheduler, WarpState)
 
+#: recursion deeper than this is cut: the deeper CALL falls through (an assumption on the result)
+MAX_CALL_DEPTH = 8
+
 _WAIT = R[StallReason.wait]
 _BARRIER = R[StallReason.barrier]
 _BRANCH = R[StallReason.branch_resolving]
@@ -91,6 +94,7 @@ class EngineRun:
     active_smsps: int
     issues: int
     truncated: bool
+    recursion_cut: bool = False  # a CALL deeper than MAX_CALL_DEPTH fell through
 
 
 def bucket_scales(k: DecodedKernel, emul_trip: list[int], warmup: int, cooldown: int | list[int] = 1) -> list[float]:
@@ -201,6 +205,7 @@ class Engine:
             self._prepare(w, -1.0, 0, False)
             self.sched_of[w.wid].park(w)
 
+        self.recursion_cut = False
         wall = [0.0] * n_buckets
         self.wall = wall
         t = 0.0
@@ -246,7 +251,8 @@ class Engine:
         extrapolated = sum(wb * sc for wb, sc in zip(wall, scales)) + idle_pending + tail
         run = EngineRun(cycles=extrapolated, emulated_cycles=emulated, wall_by_bucket=tuple(wall),
                         bucket_scale=tuple(scales), warps_emulated=len(warps), warps_on_sm=total_warps,
-                        active_smsps=active_smsps, issues=issues, truncated=truncated)
+                        active_smsps=active_smsps, issues=issues, truncated=truncated,
+                        recursion_cut=self.recursion_cut)
         for lst in self.listeners:
             lst.on_end(run)
         return run
@@ -346,10 +352,13 @@ class Engine:
                 if not predicated:
                     return self._exit(w, t, sched)
             elif kind == K_CALL:
-                if target >= 0:
+                # a recursion deeper than MAX_CALL_DEPTH returns at once (docs/emulator.md, budget)
+                if target >= 0 and len(w.call_stack) < MAX_CALL_DEPTH:
                     w.call_stack.append(i + 1)
                     nxt = target
                     branched = True
+                elif target >= 0:
+                    self.recursion_cut = True
             elif kind == K_RET:
                 if w.call_stack:
                     nxt = w.call_stack.pop()
@@ -359,7 +368,9 @@ class Engine:
         if nxt >= self.n_slots:
             return self._exit(w, t, sched)
         loop_of = self.k.loop_of
-        if loop_of[nxt] != loop_of[i]:  # leaving loops resets their counters (nested loops restart)
+        # leaving loops resets their counters (nested loops restart); a call does not leave its
+        # loop: the callee runs inside the caller's iteration (its cost is charged there)
+        if loop_of[nxt] != loop_of[i] and kind != K_CALL:
             chain_n = self.k.loop_chain[nxt]
             for L in self.k.loop_chain[i]:
                 if L not in chain_n:
@@ -480,8 +491,10 @@ class Engine:
                     b = L + 1
                     break
             w.bucket = b
-        else:
+        elif not w.call_stack:
             w.bucket = 0
+        # else: in a callee outside any loop of its own, the warp keeps its call site's bucket, so
+        # the callee's cost is scaled with the caller's loop like the rest of that iteration
 
     def _release(self, warps: list[WarpState], t: float) -> None:
         """All live warps of a block arrived: they may go on after the barrier latency."""

@@ -456,6 +456,11 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None) -> Emulation
     if truncated:
         assumptions.append(Assumption(name="emulation", value="truncated", source="default",
                                       detail="the emulation hit its instruction guard; the time is a lower bound"))
+    if any(w.run.recursion_cut for w, _ in waves):
+        from .engine import MAX_CALL_DEPTH
+        assumptions.append(Assumption(name="recursion_depth", value=str(MAX_CALL_DEPTH), source="default",
+                                      detail="recursive calls deeper than this are not emulated; deeper "
+                                             "levels cost nothing in the modeled time"))
     prov = Provenance(kind="modeled", device=prep.device.name, arch=prep.arch.name, tool=TOOL,
                       tool_version=TOOL_VERSION, time=datetime.now(timezone.utc), assumptions=tuple(assumptions))
     profile = KernelProfile(kernel=prep.kernel.mangled, name=prep.kernel.name, launch=prep.launch,

@@ -1,0 +1,114 @@
+"""Analysis time against the trip count, per loop shape, as a ratio to a bare `nvcc -cubin`.
+
+    python benchmarks/scaling.py [--repeat 1]
+
+For each kernel of tests/emulator/kernels/bounded_shapes.cu, a file launching only that kernel
+with a loop bound of 10^2, 10^4 and 10^6 (n-body: n = 1k, 16k, 128k; the 3-deep nest: n³ of
+about those) is analysed by the full CLI (`kernelscope analyze --json`, quick stage and second
+stage) and compiled by bare `nvcc -cubin`, in the same run. Targets (issue 13): analysis ≤ 5×
+nvcc, and flat: the largest trip count within 1.2× of the smallest. Then the sampled emulation
+against an unsampled one at the small trip counts (≤ 5 % in time and in the largest per-line
+share difference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHAPES = REPO / "tests" / "emulator" / "kernels" / "bounded_shapes.cu"
+#: kernel -> (launch arguments with {n}, trip counts)
+LAUNCH = {
+    "nbody": ("(float4*)0, (float3*)0, {n}", (1_024, 16_384, 131_072)),
+    "recursive_in_loop": ("(int*)0, {n}", (100, 10_000, 1_000_000)),
+    "until_break": ("(const float*)0, (float*)0, {n}", (100, 10_000, 1_000_000)),
+    "nest3": ("(float*)0, {n}", (5, 22, 100)),
+    "grid_stride": ("(const float*)0, (float*)0, {n}", (100 * 16384, 10_000 * 16384, 131_000 * 16384)),  # int n: 131,000 trips at most
+    "loop_in_callee": ("(const float*)0, (float*)0, {n}", (100, 10_000, 1_000_000)),
+}
+
+
+def _time(argv: list[str], env=None) -> float:
+    t = time.perf_counter()
+    subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    return time.perf_counter() - t
+
+
+def _file(tmp: Path, kernel: str, n: int) -> Path:
+    body = SHAPES.read_text().split("int main()")[0]
+    args = LAUNCH[kernel][0].format(n=n)
+    f = tmp / f"{kernel}_{n}.cu"
+    f.write_text(f"{body}int main() {{\n  {kernel}<<<64, 256>>>({args});\n  return 0;\n}}\n")
+    return f
+
+
+def _errors() -> None:
+    sys.path.insert(0, str(REPO / "tests" / "emulator"))
+    from _build import build_example
+
+    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.emulator.model import DEFAULT_SETTINGS, emulate_detailed
+    from kernelscope.analysis.options import AnalysisOptions
+    from kernelscope.analysis.source import parse_source
+    from kernelscope.analysis.toolchain import locate_toolchain
+
+    cat = load_arch_specs()
+    arch = cat.arch("sm_90")
+    dev = cat.default_device(arch)
+    program = build_example(SHAPES, locate_toolchain())
+    source = parse_source(SHAPES.read_text())
+    full_settings = DEFAULT_SETTINGS.model_copy(update={"sample_loops": False})
+    print(f"\n{'kernel':20} {'n':>5} {'time err':>9} {'line share err':>15} {'issues s/u':>14}")
+    for k in program.kernels:
+        name = k.name.split("(")[0]
+        for n in (64, 256):
+            opts = AnalysisOptions(launch_hints={name: {"values": {"n": n}}})
+            s = emulate_detailed(program, k, arch, dev, opts, source)
+            u = emulate_detailed(program, k, arch, dev, opts, source, settings=full_settings)
+            if u.issues > 2_000_000:
+                continue
+
+            def shares(e):
+                tot = sum(sum(ln.samples.values()) for ln in e.profile.lines) or 1.0
+                return {ln.line: sum(ln.samples.values()) / tot for ln in e.profile.lines}
+
+            a, b = shares(s), shares(u)
+            line_err = max(abs(a.get(x, 0.0) - b.get(x, 0.0)) for x in set(a) | set(b))
+            t_err = s.prediction.seconds / u.prediction.seconds - 1
+            print(f"{name:20} {n:5} {t_err:+9.1%} {line_err:15.1%} {s.issues:>7}/{u.issues:<7}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    from kernelscope.analysis.toolchain import locate_toolchain
+
+    tc = locate_toolchain()
+    cli = [sys.executable, "-m", "kernelscope.cli", "analyze", "--json"]
+    print(f"{'kernel':20} {'n':>9} {'nvcc s':>7} {'analyze s':>9} {'ratio':>6}")
+    worst, flat = 0.0, 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for kernel, (_, trips) in LAUNCH.items():
+            ratios = []
+            for n in trips:
+                f = _file(Path(tmp), kernel, n)
+                bare = [str(tc.nvcc), "-arch=sm_90", "-cubin", "-o", str(Path(tmp) / "x.cubin"), str(f)]
+                nv = statistics.median(_time(bare, tc.env) for _ in range(args.repeat))
+                full = statistics.median(_time(cli + [str(f)]) for _ in range(args.repeat))
+                ratios.append(full / nv)
+                print(f"{kernel:20} {n:9} {nv:7.2f} {full:9.2f} {full / nv:6.2f}")
+            worst, flat = max(worst, *ratios), max(flat, ratios[-1] / ratios[0])
+    print(f"\nworst analyze/nvcc {worst:.2f} (target <= 5); worst largest/smallest trip {flat:.2f} (target <= 1.2)")
+    _errors()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
