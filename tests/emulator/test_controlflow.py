@@ -92,3 +92,31 @@ def test_subroutine_call_returns(toolchain):
     img = decode([(k.sass.mangled_name, ins)], None, {})
     s = next(s for s in range(len(img.kind)) if img.instr[s].opcode == "CALL")
     assert img.kind[s] == K_CALL and img.instr[img.target[s]].pc == call.branch_target
+
+
+def test_debug_build_runs_its_callees(toolchain, examples_dir, tmp_path):
+    # `-G` keeps every device function as its own SASS function, reached by CALL.ABS.NOINC
+    import math
+
+    from kernelscope.analysis import isa
+    from kernelscope.analysis.compile import compile_cuda
+    from kernelscope.analysis.emulator.model import EmulationSettings
+    from kernelscope.analysis.program import build_program
+    from kernelscope.analysis.sass import disassemble
+    from kernelscope.analysis.source import parse_source
+
+    src = examples_dir / "noinline_call.cu"
+    res = compile_cuda(src, arch="sm_90", user_flags=["-G"], toolchain=toolchain, workdir=tmp_path)
+    assert res.success, [m.message for m in res.errors]
+    prog = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), parse_source(src.read_text()), str(src), {})
+    (k,) = prog.kernels
+    callee = next(f for f in prog.functions if f.mangled == "_Z11smooth_stepfff")
+    emu = emulate_detailed(prog, k, *_target("sm_90"), AnalysisOptions(), settings=EmulationSettings(sample_loops=False))
+    ran = {p.function for p in emu.profile.pcs if p.executed}
+    assert {"_Z11smooth_stepfff", "fminf", "fmaxf"} <= ran
+    # the kernel itself has no FP32 arithmetic under -G: every FLOP is the callee's, once per iteration
+    assert sum(isa.flops(x) for x in k.sass.instructions) == 0
+    (trips,) = emu.loop_trips
+    threads = emu.profile.launch.blocks * emu.profile.launch.threads_per_block
+    expected = sum(isa.flops(x) for x in callee.sass.instructions) * trips * threads
+    assert math.isclose(emu.profile.flops["fp32"], expected, rel_tol=0.02)
