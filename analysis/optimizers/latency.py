@@ -26,6 +26,26 @@ def _loop_is_rolled_in_sass(ctx: MatchContext, loop) -> bool:
     return False
 
 
+def _sass_unroll_copies(ctx: MatchContext, loop) -> int:
+    """How many copies of one iteration the compiler laid out in the SASS loop body: the most
+    instructions of one (line, opcode) between a backward branch in the loop and its target."""
+    by_pc = {i.pc: i for i in ctx.instructions}
+    copies = 1
+    for ins in ctx.instructions:
+        if ins.opcode != "BRA" or ins.branch_target is None or ins.branch_target > ins.pc:
+            continue
+        tgt = by_pc.get(ins.branch_target)
+        ln = kernel_line(ins)
+        if tgt is None or ln is None or not loop.span.contains_line(ln):
+            continue
+        counts: dict[tuple[int | None, str], int] = defaultdict(int)
+        for i in ctx.instructions[tgt.index: ins.index + 1]:
+            if i.opcode not in ("BRA", "NOP", "ISETP", "IADD3", "IMAD", "MOV") and i.memory_space != "constant":
+                counts[(kernel_line(i), i.opcode)] += 1
+        copies = max(copies, max(counts.values(), default=1))
+    return copies
+
+
 class LoopUnrolling(Optimizer):
     """GPA: global-memory and execution-dependency stalls whose def and use sit in the same loop."""
 
@@ -57,6 +77,8 @@ class LoopUnrolling(Optimizer):
                                if (ln := kernel_line(i)) is not None and loop.span.contains_line(ln))
             est = estimators.latency_hiding(ctx.total, m, scope_active, scope=f"loop at line {loop.header_line}")
             factor = 4 if loop.trip_count is None or loop.trip_count > 4 else loop.trip_count
+            if _sass_unroll_copies(ctx, loop) >= factor:
+                continue  # the SASS body already holds `factor` iterations: the pragma would not add any
             line = loop.header_line
             indent = ctx.indentation(line)
             if loop.unroll is not None:  # `#pragma unroll 1` written: change its factor in place

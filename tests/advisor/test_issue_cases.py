@@ -91,3 +91,19 @@ def test_line_local_estimates_respect_amdahl(path, toolchain, tmp_path):
             assert a.estimate.speedup <= bound + 1e-6, (a.optimizer, a.estimate, a.importance)
         assert all(0 <= ln <= _lines(r) for ln in a.lines), (a.optimizer, a.lines)
         assert a.estimate.speedup < 20.0 or a.importance > 0.9, (a.optimizer, a.estimate)
+
+
+def test_no_unroll_advice_where_the_sass_is_already_unrolled(toolchain, tmp_path):
+    # A loop with a runtime bound: nvcc unrolls it 4× by itself; `#pragma unroll 4` would add nothing.
+    r = analyse(H + """__global__ void k(const float* __restrict__ x, float* __restrict__ y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j)  // MARK
+        acc += x[j * 4096 + i] * 1.5f;
+    y[i] = acc;
+}""" + launch("k", "16", "256", "const float* x, float* y, int n|x, y, n"), toolchain, tmp_path)
+    ldg = [i for fn in r.program.kernels for i in fn.sass.instructions
+           if i.opcode == "LDG" and i.line == r.line_of("MARK") + 1]
+    assert len(ldg) >= 4  # the premise: the compiler laid out several iterations
+    assert not r.by("loop_unrolling")

@@ -71,6 +71,7 @@ CASES = {
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float acc = 0.0f;
+#pragma unroll 1
     for (int j = 0; j < n; ++j)  // MARK
         acc += x[j * 4096 + i] * 1.5f;
     y[i] = acc;
