@@ -40,6 +40,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from kernelscope.analysis.reports.chart import provenance_kind
+from kernelscope.analysis.verify import Verification
 
 from . import progress, rpc
 from .cache import ResultCache
@@ -303,6 +304,9 @@ async def initialized(ls: KernelscopeServer, params: types.InitializedParams) ->
     handler = _ClientLogHandler(ls, asyncio.get_running_loop())
     handler.setFormatter(logging.Formatter("%(message)s"))
     logging.getLogger("kernelscope").addHandler(handler)
+    # From here every record reaches the client as window/logMessage with its own MessageType; stderr
+    # would repeat it, and Neovim logs every stderr line as [ERROR] (#17 item 5).
+    logging.getLogger("kernelscope").propagate = False
     await ls.load_settings()
     ws = ls.client_capabilities.workspace
     if ws is not None and ws.did_change_configuration and ws.did_change_configuration.dynamic_registration:
@@ -438,7 +442,13 @@ def _require_arguments(command: str, *args: Any) -> None:
 async def verify_advice(ls: KernelscopeServer, uri: str | None = None, advice_id: str | None = None
                         ) -> dict[str, Any] | None:
     _require_arguments(actions.VERIFY, uri, advice_id)
-    return await actions.verify_command(ls, uri, advice_id)
+    v = await actions.verify_command(ls, uri, advice_id)
+    if v is not None:
+        # A code action's command result is dropped by clients (Neovim, VS Code): say the figure.
+        kind = types.MessageType.Warning if v["status"] == "does_not_compile" else types.MessageType.Info
+        ls.window_show_message(types.ShowMessageParams(
+            type=kind, message=render.verification(Verification.model_validate(v))))
+    return v
 
 
 @server.command(roofline.ROOFLINE)

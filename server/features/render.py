@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from kernelscope.analysis.advice import Advice
 from kernelscope.analysis.reports.text import grid_fill
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport
+from kernelscope.analysis.verify import Verification
 
 #: SASS lines shown in a hover; a long unrolled line would otherwise fill the screen
 MAX_SASS = 16
@@ -183,3 +184,14 @@ def explanation(a: Advice) -> str:
     if a.fix is not None:
         out += ["", f"Fix: {a.fix.description}"]
     return "\n".join(out)
+
+
+def verification(v: Verification) -> str:
+    """One line for window/showMessage after `kernelscope.verifyAdvice`: the re-modeled figure first."""
+    if v.status == "does_not_compile":
+        return f"kernelscope: {v.kernel}: the fix does not compile ({v.reason})"
+    figure = f"{v.verified_speedup:.2f}×" if v.verified_speedup is not None else "n/a"
+    times = (f" ({seconds(v.baseline_s)} → {seconds(v.new_s)})"
+             if v.baseline_s is not None and v.new_s is not None else "")
+    measured = f", measured {v.measured_speedup:.2f}×" if v.measured_speedup is not None else ""
+    return f"kernelscope: {v.kernel}: {v.status.replace('_', ' ')}, re-modeled {figure}{times}{measured}. {v.reason}"
