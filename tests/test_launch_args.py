@@ -76,3 +76,22 @@ def test_unknown_stride_falls_back_to_the_coalesced_default(profiles):
 def test_folded_argument_is_a_launch_site_assumption(profiles):
     found = [a for a in profiles["strided"].provenance.assumptions if a.name == "stride"]
     assert [(a.value, a.source) for a in found] == [("32", "launch_site")]
+
+
+TEMPLATE = Path(__file__).resolve().parent / "inputs" / "template_launch.cu"
+
+
+def test_template_kernel_is_matched_to_its_launch_site():
+    # the demangled name is `void scale<128>(float*, int)`: the leading return type must not hide
+    # the launch `scale<128><<<n / 128, 128>>>` (n = 1 << 20) from the kernel
+    (kernel,) = _profile_of(TEMPLATE).kernels
+    assert kernel.name.startswith("void scale<128>")
+    assert (kernel.launch.grid, kernel.launch.block) == ((8192, 1, 1), (128, 1, 1))
+    sources = {a.name: a.source for a in kernel.provenance.assumptions}
+    assert sources.get("grid") == sources.get("block") == "launch_site"
+
+
+def _profile_of(path: Path):
+    result = analyze(path, AnalysisOptions(), depth="quick")
+    assert result.profile is not None, result.messages
+    return result.profile

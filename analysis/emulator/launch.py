@@ -19,6 +19,7 @@ from ..capture.hints import scalar_value
 from ..isa import call_is_jump
 from ..options import AnalysisOptions, LaunchHint
 from ..profile import Assumption, LaunchConfig
+from ..program import base_name
 from ..sass import Instruction
 from ..source import Annotation, SourceModel
 
@@ -59,13 +60,14 @@ def _annotation_dims(a: Annotation, key: str) -> tuple[int, int, int] | None:
 def kernel_annotation(source: SourceModel | None, kernel_name: str) -> Annotation | None:
     if source is None:
         return None
-    short = kernel_name.split("(")[0].split("<")[0].split("::")[-1]
+    short = base_name(kernel_name)
     return next((a for a in source.annotations if a.function == short), None)
 
 
 def resolve_launch(kernel_name: str, source: SourceModel | None, options: AnalysisOptions,
                    sm_count: int) -> ResolvedLaunch:
-    short = kernel_name.split("(")[0].split("<")[0].split("::")[-1]
+    # a template instance's demangled name starts with its return type: `void scale<128>(...)`
+    short = base_name(kernel_name)
     hint: LaunchHint | None = options.launch_hints.get(short) or options.launch_hints.get(kernel_name)
     ann = kernel_annotation(source, kernel_name)
     values: dict[str, int] = {}
@@ -97,19 +99,15 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
                         values[p.name] = v
                         origin[p.name] = ("launch_site", f"argument `{arg.strip()}` of the launch at line {sites[0].line}")
     # what the program really launched (launch capture) outranks what the source folds to
-    # (a template instance's demangled name starts with its return type: `void scale<128>(...)`)
-    cap = options.captured.get(short.split()[-1]) or options.captured.get(kernel_name)
+    cap = options.captured.get(short) or options.captured.get(kernel_name)
     cap_detail = (f"launch capture: the most frequent of {cap.configurations} configuration(s), "
                   f"{cap.launches} launch(es)") if cap is not None else ""
-    cap_fn = fn or (source.kernel(short.split()[-1]) if source is not None else None)
-    if cap is not None and cap_fn is not None:
-        for p, raw in zip(cap_fn.params, cap.args):
+    if cap is not None and fn is not None:
+        for p, raw in zip(fn.params, cap.args):
             v = scalar_value(raw, p.type_text) if p.name and not p.is_pointer else None
             if v is not None:
                 values[p.name] = v
                 origin[p.name] = ("captured", cap_detail)
-                if fn is None:  # a template instance: the listing below does not see its parameters
-                    out.append(Assumption(name=p.name, value=str(v), source="captured", detail=cap_detail))
     # every kernel argument the model reads as a constant (address analysis, loop bounds) is a
     # value it did not observe in the binary, so it is listed with where it came from
     if fn is not None:
