@@ -24,7 +24,7 @@ from ..isa import call_is_jump
 from ..occupancy import Occupancy, occupancy
 from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
-from ..program import FunctionProgram, Program
+from ..program import FunctionProgram, Program, base_name
 from ..source import SourceModel
 from .decode import REASONS, DecodedKernel, LoopSpec, callee_name, decode
 from .engine import Engine, EngineConfig, EngineRun
@@ -170,7 +170,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     fn = kernel.sass
     hit = options.l2_hit_rate
     params: dict[int, int] = {}
-    sfn = src.kernel(kernel.name.split("(")[0].split("<")[0].split("::")[-1].split()[-1]) if src is not None else None
+    sfn = src.kernel(base_name(kernel.name)) if src is not None else None
     if sfn is not None:
         params = param_offsets(arch.compute_capability[0],
                                [(p.name, p.is_pointer, p.type_text) for p in sfn.params], resolved.values)
@@ -201,7 +201,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     # modeled), and never more than `max_trip_count`: the loop before it stops only once fewer
     # source iterations than its own unroll factor remain, whatever the bound or hint says
     left: dict[tuple[int, int | None], int] = {}
-    short = kernel.name.split("(")[0].split("<")[0].split("::")[-1].split()[-1]
+    short = base_name(kernel.name)
     hint = options.launch_hints.get(short) or options.launch_hints.get(kernel.name)
     hint_source = "settings" if hint is not None and hint.trip_count else "annotation"
     for L in decoded.loops:
