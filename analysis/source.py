@@ -452,12 +452,17 @@ Value = int | tuple[int, int, int]  # an integer, or a dim3's (x, y, z)
 class _Env(Protocol):
     def get(self, name: str) -> Value | None: ...
 
+    # a function-like #define's parameters and body, as the preprocessor would expand it
+    def macro(self, name: str) -> tuple[tuple[str, ...], str] | None: ...
+
 
 class _FileConstants:
     """File-scope constants, folded on first use: a #define may refer to one defined later."""
 
-    def __init__(self, raw: dict[str, Callable[[_Env], Value | None]]) -> None:
+    def __init__(self, raw: dict[str, Callable[[_Env], Value | None]],
+                 macros: dict[str, tuple[tuple[str, ...], str]]) -> None:
         self._raw = raw
+        self._macros = macros
         self._done: dict[str, Value | None] = {}
         self._busy: set[str] = set()
 
@@ -472,6 +477,9 @@ class _FileConstants:
         self._busy.discard(name)
         self._done[name] = value
         return value
+
+    def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
+        return self._macros.get(name)
 
     def folded(self) -> tuple[Constant, ...]:
         out = []
@@ -496,6 +504,9 @@ class _Scope:
         if name in self._hidden:
             return None
         return self._parent.get(name)
+
+    def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
+        return self._parent.macro(name)
 
 
 # Results past 64 bits cannot be launch sizes or trip counts; refusing them keeps `1 << 1000000`
@@ -663,6 +674,16 @@ def _fold_call(node: Node, env: _Env, depth: int) -> Value | None:
         return None
     if function.type == "identifier" and _text(function) == "dim3":
         return _fold_dims(args, env, depth)
+    macro = env.macro(_text(function)) if function.type == "identifier" else None
+    if macro is not None:
+        # `CEIL_DIV(M, 32)`: the body folded with each parameter bound to its argument's value,
+        # which is what expanding it gives for the arithmetic macros that size launches
+        params, body = macro
+        values = [_fold_value(c, env, depth) for c in args.named_children if c.type != "comment"]
+        if len(values) != len(params) or any(v is None for v in values):
+            return None
+        bound = _Scope(env, {p: v for p, v in zip(params, values) if v is not None}, set())
+        return _fold_value(_parse_expression(body), bound, depth)
     if function.type == "template_function" and _text(function.child_by_field_name("name")) == "static_cast":
         template_args = function.child_by_field_name("arguments")
         target = template_args.named_children if template_args is not None else []
@@ -754,6 +775,7 @@ class _Collected:
         self.pragmas: list[tuple[Node, int | None]] = []
         self.includes: list[Node] = []
         self.defines: list[Node] = []
+        self.macros: list[Node] = []
         self.enums: list[Node] = []
         self.comments: list[tuple[Node, int | None]] = []
         # (name, start_byte) of every write to a plain variable, per function: an assignment,
@@ -818,6 +840,8 @@ def _collect(root: Node) -> _Collected:
             out.includes.append(node)
         elif t == "preproc_def":
             out.defines.append(node)
+        elif t == "preproc_function_def":
+            out.macros.append(node)
         elif t == "enumerator_list":
             out.enums.append(node)
         elif t in ("assignment_expression", "update_expression"):
@@ -1029,7 +1053,14 @@ def _file_constants(found: _Collected) -> _FileConstants:
             else:
                 raw[name] = lambda env, previous=previous: _successor(env.get(previous))
             previous = name
-    return _FileConstants(raw)
+    macros = {}
+    for m in found.macros:
+        name = _text(m.child_by_field_name("name"))
+        params = m.child_by_field_name("parameters")
+        body = _text(m.child_by_field_name("value"))
+        if name and params is not None and body:
+            macros[name] = (tuple(_text(c) for c in params.named_children if c.type == "identifier"), body)
+    return _FileConstants(raw, macros)
 
 
 def _successor(value: Value | None) -> int | None:

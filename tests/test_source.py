@@ -551,3 +551,27 @@ def test_models_are_immutable():
         model.functions = ()  # type: ignore[misc]
     with pytest.raises(Exception):
         model.launch_sites[0].kernel = "other"  # type: ignore[misc]
+
+
+def test_function_like_macros_and_dim3_variables_fold_at_the_launch():
+    # the shape of a tiled-GEMM driver: `dim3 gridDim(CEIL_DIV(M, 32), ...)` over `const int M`
+    model = parse_source(
+        "#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))\n"
+        "#define SELF(A) SELF(A)\n"
+        "// kernelscope: K=64\n"
+        "template <int BS>\n"
+        "__global__ void k(float *x, int n) { }\n"
+        "int main() {\n"
+        "  const int M = 4000;\n"
+        "  dim3 gridDim(CEIL_DIV(M, 32), CEIL_DIV(M, 16));\n"
+        "  dim3 blockDim(32, 32);\n"
+        "  k<32><<<gridDim, blockDim>>>(0, CEIL_DIV(M, 3));\n"
+        "  k<32><<<CEIL_DIV(M, 256), 256>>>(0, SELF(3));\n"
+        "}\n")
+    first, second = model.launch_sites
+    assert (first.launch_config().grid, first.launch_config().block) == ((125, 250, 1), (32, 32, 1))
+    assert first.arg_values == (0, 1334)
+    assert second.launch_config().grid == (16, 1, 1)
+    assert second.arg_values == (0, None)  # a self-referencing macro folds to nothing, and ends
+    # an annotation above the `template <...>` line belongs to the kernel below it
+    assert [(a.function, a.entries[0].value) for a in model.annotations] == [("k", 64)]
