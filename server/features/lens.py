@@ -28,6 +28,8 @@ def title(view: ResultView, k: KernelReport) -> str:
     best = max((a.speedup for a in view.result.advice if a.kernel == k.mangled), default=None)
     if best is not None:
         parts.append(f"best fix est. {best:.2f}×")
+    if render.launch_assumed(k):
+        parts.append("launch assumed")
     parts.append(render.kind(view.result))
     return " · ".join(parts)
 

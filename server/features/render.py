@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kernelscope.analysis.advice import Advice
-from kernelscope.analysis.reports.text import grid_fill
+from kernelscope.analysis.reports.text import assumed_values, grid_fill
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport
 from kernelscope.analysis.verify import Verification
 
@@ -94,7 +94,9 @@ def resources(kernel: KernelReport) -> str:
 def assumptions(kernel: KernelReport) -> str:
     if not kernel.assumptions:
         return ""
-    items = "; ".join(f"{a.name} = {a.value} ({a.source})" for a in kernel.assumptions[:8])
+    # A default is not a fact about the user's code: say "assumed" beside it (#14 item 5).
+    items = "; ".join(f"{a.name} = {a.value} ({'assumed' if a.source == 'default' else a.source})"
+                      for a in kernel.assumptions[:8])
     more = f"; +{len(kernel.assumptions) - 8} more" if len(kernel.assumptions) > 8 else ""
     return f"Assumptions: {items}{more}"
 
@@ -195,3 +197,8 @@ def verification(v: Verification) -> str:
              if v.baseline_s is not None and v.new_s is not None else "")
     measured = f", measured {v.measured_speedup:.2f}×" if v.measured_speedup is not None else ""
     return f"kernelscope: {v.kernel}: {v.status.replace('_', ' ')}, re-modeled {figure}{times}{measured}. {v.reason}"
+
+
+def launch_assumed(kernel: KernelReport) -> bool:
+    """The grid or block the model used is the default, not read from the code, a capture or a setting."""
+    return any(a.name in ("grid", "block") for a in assumed_values(kernel))
