@@ -190,11 +190,41 @@ def build_runtime(nvcc: Path, *, out_dir: Path | None = None, cancel: CancelToke
     return out
 
 
-def build_program(nvcc: Path, source: Path, out: Path, arch: str, flags: Sequence[str] = (),
+def _real_cudart(nvcc: Path) -> Path | None:
+    """The shared libcudart the program would load: a toolkit's lib64/ or the wheel's lib/."""
+    top = Path(nvcc).resolve().parent.parent
+    candidates = [top / "lib64" / "libcudart.so", top / "lib" / "libcudart.so",
+                  top / "lib64" / "libcudart.so.13", top / "lib" / "libcudart.so.13"]
+    try:
+        import nvidia
+
+        candidates += [Path(r) / "cu13" / "lib" / "libcudart.so.13" for r in nvidia.__path__]
+    except ImportError:
+        pass
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def link_dir(nvcc: Path, runtime: Path) -> Path:
+    """A folder whose `libcudart.so` satisfies `-lcudart`. The NVIDIA wheel ships only
+    `libcudart.so.13` (no development symlink), so nvcc's own `-L` finds nothing to link with; the
+    real runtime is preferred (a call the stand-in lacks still links), else the stand-in, which has
+    the same soname."""
+    target = _real_cudart(nvcc) or runtime
+    d = runtime.parent / f"link-{hashlib.sha256(str(target).encode()).hexdigest()[:12]}"
+    link = d / "libcudart.so"
+    if not link.is_file():
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f"libcudart.{secrets.token_hex(4)}.tmp"
+        tmp.symlink_to(target)
+        tmp.replace(link)  # atomic, as for the runtime itself
+    return d
+
+
+def build_program(nvcc: Path, source: Path, out: Path, arch: str, runtime: Path, flags: Sequence[str] = (),
                   cancel: CancelToken | None = None, timeout: float = 300) -> None:
     """The whole program, host code included, linked against a shared cudart we can stand in for."""
     env = {**os.environ, "PATH": f"{Path(nvcc).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    argv = [str(nvcc), f"-arch={arch}", "-cudart", "shared", *flags, "-o", str(out), str(source)]
+    argv = [str(nvcc), f"-arch={arch}", "-cudart", "shared", "-L", str(link_dir(nvcc, runtime)), *flags, "-o", str(out), str(source)]
     result = run_tool(argv, cwd=source.parent, env=env, timeout=timeout, cancel=cancel)
     if result.returncode != 0:
         raise CaptureError(f"Building {source.name} as a program failed (capture needs a main())",
@@ -228,7 +258,7 @@ def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "s
     with tempfile.TemporaryDirectory(prefix="kernelscope-capture-") as tmpdir:
         tmp = Path(tmpdir)
         binary = tmp / "program"
-        build_program(nvcc, source, binary, arch, flags, cancel=cancel)
+        build_program(nvcc, source, binary, arch, runtime, flags, cancel=cancel)
         dump = run_tool([str(cuobjdump), "-elf", str(binary)], timeout=120, cancel=cancel)
         sizes = kparam_sizes(dump.stdout)
         params = tmp / "params.txt"
