@@ -289,6 +289,7 @@ def _profile(args: argparse.Namespace) -> int:
     alone): nothing here runs a command taken from a project's configuration files."""
     import tempfile
 
+    from kernelscope.analysis.measure.errors import ToolNotFoundError
     from kernelscope.analysis.measure.ncu import run_ncu
     from kernelscope.analysis.measure.target import ProfileTarget
     from kernelscope.analysis.reports.text import render_text
@@ -309,8 +310,18 @@ def _profile(args: argparse.Namespace) -> int:
         report = args.output or (Path.cwd() / f"{source.stem}.ncu-rep" if shared else Path(work) / "profile.ncu-rep")
         target = ProfileTarget(command=tuple(program), cwd=Path.cwd(), timeout_s=args.timeout,
                                kernel_regex=args.kernel_regex, launch_count=args.launch_count, remote=remote)
-        run_ncu(target, ncu_path=args.ncu, report_path=report, source=source.resolve(),
-                on_warning=lambda w: print(f"kernelscope: {w}", file=sys.stderr))
+        try:
+            run_ncu(target, ncu_path=args.ncu, report_path=report, source=source.resolve(),
+                    on_warning=lambda w: print(f"kernelscope: {w}", file=sys.stderr))
+        except ToolNotFoundError as e:
+            if remote is not None:  # ssh/srun missing here, or ncu on the GPU machine: the message says which
+                raise
+            # the measured path needs a GPU; say what works without one (the analysis's hint names editor settings)
+            raise UsageError(f"{e.message}. `profile` runs the program under Nsight Compute (ncu) on an NVIDIA GPU: "
+                             "install Nsight Compute (it ships with the CUDA toolkit) or give its path with --ncu PATH.\n"
+                             "Without a GPU, `kernelscope analyze FILE.cu` prints the modeled report, and "
+                             "`kernelscope analyze FILE.cu --profile REPORT.ncu-rep` reads a report captured on a GPU "
+                             "machine.") from None
         result = _analyze_file(args, source, report)
     _print_messages(result)
     print(result.model_dump_json(indent=2) if args.json else render_text(result))

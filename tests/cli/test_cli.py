@@ -154,6 +154,9 @@ def test_profile_command_arguments_and_missing_ncu(tmp_path):
     (tmp_path / ".kernelscope.toml").write_text(f'[profile]\ncommand = "touch {tmp_path / "ran"}"\n')
     proc = cli("profile", "k.cu", "--ncu", str(tmp_path / "no-ncu"), "--", "/bin/true", "--size", "4", cwd=tmp_path)
     assert proc.returncode == 2 and "no-ncu" in proc.stderr and "Nsight Compute" in proc.stderr
+    # a terminal user is told about --ncu (not "the settings") and what works without a GPU
+    assert "--ncu PATH" in proc.stderr and "settings" not in proc.stderr
+    assert "kernelscope analyze FILE.cu --profile REPORT.ncu-rep" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "ran").exists()
 
 
