@@ -368,7 +368,11 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
                              for j, t in enumerate(lines)) + '</text>')
     out.append('</g>')
     # Legend: point shapes per level, and the trajectory's line when one is drawn.
-    entries = [f"{shape} {_LABEL[MemoryLevel(lv)]} intensity"
+    # A level the catalogue has no bandwidth for still gets its points, but no slope: say so, or
+    # a point floats beside no line of its colour.
+    sloped = {m.name for m in model.memory}
+    pointed = {p.level for k in kernels for p in k.points if p.performance > 0}
+    entries = [f"{shape} {_LABEL[MemoryLevel(lv)]} intensity" + (" (no slope)" if lv in pointed - sloped else "")
                for lv, shape in (("dram", "●"), ("l2", "■"), ("l1", "◆"), ("shared", "▲"))]
     has_trajectory = any(len(k.trajectory) > 1 for k in kernels)
     ly = mt + ph - 18 * (len(entries) + (3 if has_trajectory else 0)) - 4

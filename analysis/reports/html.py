@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..arch import load_arch_specs
+from ..arch import ArchSpecError, load_arch_specs
 from ..results import AnalysisResult, KernelReport
 from .chart import roofline_chart
 from .text import advice_order, assumed_values, in_source_order, launch_source
@@ -28,11 +28,13 @@ def _pct(x: float) -> str:
 
 
 def _roofline(result: AnalysisResult) -> str:
-    if not any(r.points for r in result.rooflines):
+    """The chart whenever a kernel was modeled or measured: one with no arithmetic (a copy, an
+    integer hash) has no point, and the chart says so and why rather than vanishing."""
+    if not result.rooflines:
         return ""
     try:
         return roofline_chart(result, load_arch_specs())
-    except Exception:  # an unknown device name: no chart rather than no report
+    except ArchSpecError:  # a device only a user's arch file names: no chart rather than no report
         return ""
 
 

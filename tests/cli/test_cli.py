@@ -190,3 +190,32 @@ def test_a_report_from_a_gpu_outside_the_catalogue_says_which_specs_stand_in():
         expected = catalog.default_device("sm_86").name
         assert f"the model uses the {expected}'s specs (sm_86)" in proc.stderr
     assert f"(sm_86, {expected}, " in proc.stdout.splitlines()[0]
+
+
+def test_html_draws_the_roofline_when_no_kernel_has_arithmetic(tmp_path):
+    """strided_copy only moves memory: the HTML report left its chart out altogether; it draws the
+    ceilings and says why the kernel has no point (issue #17, item 4)."""
+    proc = cli("analyze", str(REPO / "examples" / "strided_access.cu"), "--quick", "--html", str(tmp_path / "r.html"))
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert html.count("<svg") == 1 and 'class="kernel-point"' not in html
+    note = re.search(r'class="no-point"[^>]*>(.*?)</text>', html, re.S)
+    assert note and "strided_copy: no floating-point work" in re.sub(r"<[^>]+>", "", note.group(1))
+
+
+def test_the_legend_names_a_level_with_points_but_no_slope(tmp_path):
+    """A memory level the device's specs give no bandwidth for has points but no slope; the legend
+    says so rather than leaving a point beside no line of its colour."""
+    from kernelscope.analysis.arch import MemoryLevel, load_arch_specs
+
+    proc = cli("analyze", str(REPO / "examples" / "sgemm_naive.cu"), "--quick", "--html", str(tmp_path / "r.html"))
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "r.html").read_text()
+    pointed = set(re.findall(r'class="kernel-point" data-kernel="[^"]*" data-level="(\w+)"', html))
+    catalog = load_arch_specs()
+    device = catalog.device("H100 SXM")
+    assert pointed
+    legend = re.sub(r"<[^>]+>", " ", html.split('class="legend"')[1].split("</g>")[0])
+    for level in pointed:
+        label = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "Shared"}[level]
+        assert (f"{label} intensity (no slope)" in legend) == (catalog.bandwidth(device, MemoryLevel(level)) is None)
