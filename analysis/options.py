@@ -39,6 +39,20 @@ class CapturedKernel(BaseModel):
     configurations: int = 1
 
 
+class AnalysisBudget(BaseModel):
+    """What one analysis of a file may cost (docs/emulator.md, "Budget")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    issues: int = Field(400_000, ge=10_000, description=(
+        "Warp-instructions the emulator may issue for one file: the quick stage, sensitivity and what-if "
+        "together. Past it the second stage degrades (coarser sweeps, smaller runs, fewer perturbations) "
+        "and the result lists what was cut."))
+    seconds: float = Field(30.0, gt=0, description=(
+        "Wall-clock backstop for one file's second stage; when it binds the result depends on the "
+        "machine's speed, and says so."))
+
+
 class AnalysisOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -56,6 +70,8 @@ class AnalysisOptions(BaseModel):
     l2_hit_rate: float | None = Field(None, ge=0.0, le=1.0,
                                       description="Fraction of global loads served by L2 (default: derived from access pattern).")
     emulate: bool = Field(True, description="Run the abstract emulator (modeled stall profile).")
+    budget: AnalysisBudget = Field(default_factory=AnalysisBudget,
+                                   description="What one analysis may cost: emulated warp-instructions and wall time.")
     compile_timeout_s: float = Field(120.0, gt=0, description="Stop a compile that takes longer than this.")
 
     @field_validator("arch")

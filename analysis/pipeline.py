@@ -18,8 +18,11 @@ from pathlib import Path
 from .advisor import advise
 from .arch import ArchSpec, DeviceSpec, load_arch_specs
 from .compile import CompilerMessage, KernelResources, compile_cuda, local_headers
+from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
 from .emulator.launch import ResolvedLaunch, resolve_launch
-from .emulator.model import SensitivityReport, WhatIfReport, emulate, sensitivity, what_if
+from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError,
+                             SensitivityReport, WhatIfReport, emulate_detailed, prepare, sensitivity, study_shape,
+                             what_if)
 from .occupancy import Occupancy, occupancy
 from .options import AnalysisOptions
 from .process import CancelToken
@@ -132,11 +135,13 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     measured = _measured_profile(measured_report, source) if measured_report else None
     facts: dict[str, KernelFacts] = {}
     studies: dict[str, _Study] = {}
+    ledger = Ledger.start(options.budget)  # one budget for the quick stage and the second (docs/emulator.md)
     for n, fn in enumerate(program.kernels):
         cancel.check()
         report(f"model {fn.name.split('(')[0]}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
         resolved = resolve_launch(fn.name, program.source, options, device.sm_count)
-        studies[fn.mangled] = study = _study(program, fn, arch, device, options, measured, resolved)
+        studies[fn.mangled] = study = _study(program, fn, arch, device, options, measured, resolved, ledger,
+                                             len(program.kernels) - n)
         # Memory-access facts depend on which threads share a warp: the (measured or resolved) block.
         facts[fn.mangled] = kernel_facts(program, fn, arch, options.default_trip_count, block=study.launch.block,
                                          values=resolved.values)
@@ -156,7 +161,8 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     for n, fn in enumerate(program.kernels):
         cancel.check()
         report(f"sensitivity {fn.name.split('(')[0]}", 0.7 + 0.3 * n / max(1, len(program.kernels)))
-        studies[fn.mangled] = _deepen(program, fn, arch, device, options, studies[fn.mangled])
+        studies[fn.mangled] = _deepen(program, fn, arch, device, options, studies[fn.mangled], ledger,
+                                      len(program.kernels) - n)
     timings["sensitivity"] = time.perf_counter() - t
     return _assemble(program, catalog, device, options, text, facts, studies, common, timings, measured, "full")
 
@@ -207,7 +213,7 @@ def _measured_profile(report_path: Path, source: Path) -> Profile:
 
 
 def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
-           measured: Profile | None, resolved: ResolvedLaunch) -> _Study:
+           measured: Profile | None, resolved: ResolvedLaunch, ledger: Ledger, kernels_left: int) -> _Study:
     measured_kernel = measured.kernel(fn.mangled) if measured else None
     # A measured launch is what really ran: occupancy, like the report, uses it over the source's.
     launch = measured_kernel.launch if measured_kernel is not None else resolved.launch
@@ -218,7 +224,16 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
     if options.emulate and occ.active_blocks_per_sm > 0:
         # With a measurement too, the model still runs: hover shows both (the honesty check).
         launch_used = measured_kernel.launch if measured_kernel is not None else None
-        modeled = emulate(program, fn, arch, device, options, program.source, launch=launch_used)
+        run_budget = quick_run_budget(ledger, kernels_left, DEFAULT_SETTINGS.issue_budget)
+        emulation = emulate_detailed(program, fn, arch, device, options, program.source, launch=launch_used,
+                                     settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget}))
+        ledger.charge(emulation.issues)
+        modeled = emulation.profile
+        if run_budget < DEFAULT_SETTINGS.issue_budget:
+            modeled = _with_assumption(modeled, Assumption(
+                name="budget", value="quick stage reduced", source="default",
+                detail=f"runs of {run_budget:,} warp-instructions instead of {DEFAULT_SETTINGS.issue_budget:,}: "
+                       f"fewer loop iterations sampled (the file's kernels share AnalysisOptions.budget)"))
     if measured_kernel is not None:
         return _Study(measured_kernel.launch, occ, measured_kernel, None, (), None, measured_kernel.provenance.assumptions,
                       measured=True, modeled=modeled)
@@ -227,16 +242,48 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
     return _Study(launch, occ, modeled, None, (), None, modeled.provenance.assumptions, modeled=modeled)
 
 
+def _with_assumption(profile: KernelProfile, a: Assumption) -> KernelProfile:
+    prov = profile.provenance
+    return profile.model_copy(update={"provenance": prov.model_copy(update={"assumptions": (*prov.assumptions, a)})})
+
+
 def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
-            study: _Study) -> _Study:
+            study: _Study, ledger: Ledger, kernels_left: int) -> _Study:
+    """Sensitivity and what-if for one kernel, planned to fit its share of what is left of the
+    budget (budget.plan_second_stage); what had to be cut becomes an assumption."""
     if study.profile is None or study.measured:
         return study
-    sens = sensitivity(program, fn, arch, device, options, program.source)
-    wi = what_if(program, fn, arch, device, options, program.source)
+    try:
+        base = prepare(fn, arch, device, options, program.source, program, settings=SENSITIVITY_SETTINGS)
+    except EmulationError:
+        return study
+    plan = plan_second_stage(study_shape(base), ledger.left / max(1, kernels_left),
+                             SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
+    sens = wi = None
+    stopped = ""
+    try:
+        if plan.sensitivity_run_budget is not None:
+            st = SENSITIVITY_SETTINGS.model_copy(update={"issue_budget": plan.sensitivity_run_budget})
+            sens = sensitivity(program, fn, arch, device, options, program.source, settings=st,
+                               prepared=base if st == SENSITIVITY_SETTINGS else None,
+                               resources=plan.sensitivity_resources, ledger=ledger)
+        if plan.what_if_run_budget is not None:
+            st = WHAT_IF_SETTINGS.model_copy(update={"issue_budget": plan.what_if_run_budget})
+            wi = what_if(program, fn, arch, device, options, program.source, settings=st,
+                         block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
+                         grid_multipliers=plan.grid_multipliers, ledger=ledger)
+    except BudgetSpent as e:
+        stopped = f"stopped: {e}"
+    cuts = [*plan.cuts, *([stopped] if stopped else [])]
+    assumptions = study.assumptions
+    if cuts:
+        assumptions += (Assumption(name="budget", value="second stage reduced", source="default",
+                                   detail="; ".join(cuts) + " (AnalysisOptions.budget)"),)
     # The SM-count sweep is the roofline scaling trajectory (roofline-scaling-trajectories §3).
     per_sm = [(f"{p.sms} SMs", float(p.sms), dict(study.profile.flops), dict(study.profile.bytes), p.seconds)
-              for p in wi.sm_scaling]
-    return replace(study, sensitivity=sens, what_if=wi, trajectory=trajectory_points(per_sm))
+              for p in (wi.sm_scaling if wi else ())]
+    return replace(study, sensitivity=sens, what_if=wi, trajectory=trajectory_points(per_sm) if per_sm else (),
+                   assumptions=assumptions)
 
 
 def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline, sm_count: int) -> KernelReport:

@@ -2,8 +2,8 @@
 
     python benchmarks/scaling.py [--repeat 1]
 
-For each kernel of tests/emulator/kernels/bounded_shapes.cu, a file launching only that kernel
-with a loop bound of 10^2, 10^4 and 10^6 (n-body: n = 1k, 16k, 128k; the 3-deep nest: n³ of
+For each kernel of tests/emulator/kernels/bounded_shapes.cu, a file holding only that kernel (and
+the function it calls) with a loop bound of 10^2, 10^4 and 10^6 (n-body: n = 1k, 16k, 128k; the 3-deep nest: n³ of
 about those) is analysed by the full CLI (`kernelscope analyze --json`, quick stage and second
 stage) and compiled by bare `nvcc -cubin`, in the same run. Targets (issue 13): analysis ≤ 5×
 nvcc, and flat: the largest trip count within 1.2× of the smallest. Then the sampled emulation
@@ -40,8 +40,21 @@ def _time(argv: list[str], env=None) -> float:
     return time.perf_counter() - t
 
 
+#: the __noinline__ functions each kernel calls (defined just before it in the shapes file)
+CALLEES = {"nbody": ("pair_force",), "recursive_in_loop": ("depth_sum",), "loop_in_callee": ("callee_loop",)}
+
+
+def _definitions(kernel: str) -> str:
+    """The kernel's definition and its callees' from the shapes file: one kernel per file, so the
+    ratio is one kernel's analysis against nvcc (the file's definitions are separated by blank lines)."""
+    names = (kernel, *CALLEES.get(kernel, ()))
+    chunks = SHAPES.read_text().split("int main()")[0].split("\n\n")
+    keep = [c for c in chunks if any(f" {name}(" in c.split("{")[0] for name in names)]
+    return "\n\n".join(keep) + "\n\n"
+
+
 def _file(tmp: Path, kernel: str, n: int) -> Path:
-    body = SHAPES.read_text().split("int main()")[0]
+    body = _definitions(kernel)
     args = LAUNCH[kernel][0].format(n=n)
     f = tmp / f"{kernel}_{n}.cu"
     f.write_text(f"{body}int main() {{\n  {kernel}<<<64, 256>>>({args});\n  return 0;\n}}\n")

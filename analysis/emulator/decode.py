@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .. import isa
 from ..profile import StallReason
 from ..sass import Instruction
 from .units import RES_ID, RESOURCES
+
+if TYPE_CHECKING:
+    from .sampling import CallContexts
 
 REASONS: tuple[StallReason, ...] = tuple(StallReason)
 R = {r: i for i, r in enumerate(REASONS)}
@@ -83,6 +87,8 @@ class DecodedKernel:
     loops: list[LoopSpec] = field(default_factory=list)
     n_regs: int = 0
     entry: int = 0
+    #: the call contexts of loops in callees (`sampling.call_contexts`), structural: filled once
+    call_contexts: CallContexts | None = None
 
     def __len__(self) -> int:
         return len(self.kind)

@@ -34,11 +34,10 @@ from typing import Protocol
 from ..profile import StallReason
 from .decode import (B_BACK, B_EXIT, B_JUMP, GLOBAL_ROUTE, K_BAR, K_BRA, K_CALL, K_EXIT, K_MEMBAR, K_RET,
                      M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, R, DecodedKernel)
+from .sampling import MAX_CALL_DEPTH, bucket_scales, call_contexts
 from .units import (INF, POLICIES, RES_ID, RESOURCES, SCOPE, THROTTLE_REASON, BlockBarrier, InstructionCache,
                     MachineModel, MemoryHierarchy, Pipe, ResourceParams, WarpScheduler, WarpState)
 
-#: recursion deeper than this is cut: the deeper CALL falls through (an assumption on the result)
-MAX_CALL_DEPTH = 8
 
 _WAIT = R[StallReason.wait]
 _BARRIER = R[StallReason.barrier]
@@ -81,6 +80,9 @@ class EngineConfig:
     cooldown: int = 1  # last iterations kept out of the steady state (warps drain out of the loop)
     cooldowns: tuple[int, ...] | None = None  # per loop, overriding `cooldown`
     max_issues: int = 5_000_000  # per emulation, a guard against a loop the model cannot end
+    #: scheduler steps (issues and time jumps) per emulation: the guard when warps keep waiting
+    #: on one another without issuing
+    max_events: int = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -95,26 +97,6 @@ class EngineRun:
     issues: int
     truncated: bool
     recursion_cut: bool = False  # a CALL deeper than MAX_CALL_DEPTH fell through
-
-
-def bucket_scales(k: DecodedKernel, emul_trip: list[int], warmup: int, cooldown: int | list[int] = 1) -> list[float]:
-    """How many real steady iterations each emulated one stands for, per bucket (0 = outside loops).
-
-    A sample in loop L's steady state stands for Π_{M ⊋ L} T_M/K_M · (T_L − w − c)/(K_L − w − c)
-    samples, with T the full and K the emulated trip count, w the warm-up and c the cool-down
-    iterations (which stay in the enclosing bucket, like the code around the loop).
-    """
-    out = [1.0]
-    for i, L in enumerate(k.loops):
-        K, T = emul_trip[i], L.trip
-        e = warmup + (cooldown[i] if isinstance(cooldown, list) else cooldown)
-        f = (T - e) / (K - e) if K > e and T > e else 1.0
-        p = L.parent
-        while p is not None:
-            f *= k.loops[p].trip / max(1, emul_trip[p])
-            p = k.loops[p].parent
-        out.append(f)
-    return out
 
 
 class Engine:
@@ -139,6 +121,9 @@ class Engine:
         self.steady_end = [K - c if K > config.warmup + c else config.warmup
                            for K, c in zip(emul_trip, self.cooldowns)]
         self.multi_bucket = bool(kernel.loops)
+        if kernel.call_contexts is None:
+            kernel.call_contexts = call_contexts(kernel)
+        self.contexts = kernel.call_contexts
         self.wall: list[float] = []
         ic = machine.icache
         # the code image is laid out slot after slot (kernel, then its callees): a slot's fetch line
@@ -193,7 +178,7 @@ class Engine:
                 w.smsp = si
         self.barriers = barriers
         policy = POLICIES[cfg.policy]()
-        scales = bucket_scales(k, self.emul_trip, cfg.warmup, self.cooldowns)
+        scales = bucket_scales(k, self.emul_trip, cfg.warmup, self.cooldowns, self.contexts)
         n_buckets = len(scales)
         for lst in self.listeners:
             lst.on_start(k, m, n_buckets)
@@ -214,7 +199,12 @@ class Engine:
         truncated = False
         select = policy.select
         last_bucket = 0
+        events = 0
         while live:
+            events += 1
+            if events > cfg.max_events:
+                truncated = True
+                break
             issued_bucket = -1
             for s in scheds:
                 if not s.warps:
@@ -355,6 +345,7 @@ class Engine:
                 # a recursion deeper than MAX_CALL_DEPTH returns at once (docs/emulator.md, budget)
                 if target >= 0 and len(w.call_stack) < MAX_CALL_DEPTH:
                     w.call_stack.append(i + 1)
+                    w.call_buckets.append(bucket)
                     nxt = target
                     branched = True
                 elif target >= 0:
@@ -362,6 +353,7 @@ class Engine:
             elif kind == K_RET:
                 if w.call_stack:
                     nxt = w.call_stack.pop()
+                    w.call_buckets.pop()
                     branched = True
                 elif not predicated:
                     return self._exit(w, t, sched)
@@ -482,19 +474,19 @@ class Engine:
         w.earl = cons[-1][0] if cons else t1
         w.res = self.res_of[s]
         # sampling bucket: the innermost loop in steady state (warm-up <= iteration < steady end)
+        # In a callee the warp starts from its call site's bucket, so the callee's cost is scaled
+        # with the caller's loop like the rest of that iteration; a callee loop's steady state is
+        # a call context whose scale multiplies both (sampling.py).
         chain = self.chains[s]
+        base = w.call_buckets[-1] if w.call_buckets else 0
+        b = base
         if chain:
-            b = 0
             warm, ends, cnt = self.warmup, self.steady_end, w.loop_count
             for L in chain:
                 if warm <= cnt[L] < ends[L]:
-                    b = L + 1
+                    b = L + 1 if base == 0 else self.contexts.of(base, L)
                     break
-            w.bucket = b
-        elif not w.call_stack:
-            w.bucket = 0
-        # else: in a callee outside any loop of its own, the warp keeps its call site's bucket, so
-        # the callee's cost is scaled with the caller's loop like the rest of that iteration
+        w.bucket = b
 
     def _release(self, warps: list[WarpState], t: float) -> None:
         """All live warps of a block arrived: they may go on after the barrier latency."""

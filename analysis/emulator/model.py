@@ -26,12 +26,14 @@ from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from ..program import FunctionProgram, Program, base_name
 from ..source import SourceModel
-from .decode import REASONS, DecodedKernel, LoopSpec, callee_name, decode
+from .decode import K_BRA, REASONS, DecodedKernel, LoopSpec, callee_name, decode
+from . import sampling
+from .budget import Ledger, StudyShape
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, fold_bound, loop_step, resolve_launch, resolve_trip
-from .listeners import PCSampler, TrafficCounter, Utilization
+from .listeners import PCSampler, TrafficCounter, Utilization, resource_units
 from .memory import memory_shapes, param_offsets
-from .units import RESOURCES, MachineModel, machine_from_arch
+from .units import RES_ID, RESOURCES, MachineModel, machine_from_arch
 
 TOOL = "kernelscope-emulator"
 TOOL_VERSION = "0.1"
@@ -254,41 +256,9 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
 
 
 def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) -> tuple[list[int], list[int]]:
-    """Iterations to run per loop, and each loop's cool-down (see `engine.bucket_scales`).
-
-    All iterations without sampling; else warm-up + steady + cool-down iterations, reduced
-    (largest first) until the run fits `issue_budget`; a loop with a long body may drop its
-    cool-down, whose only purpose is to keep the warps' drain out of the steady state.
-    """
-    trips = [L.trip for L in k.loops]
-    if not settings.sample_loops:
-        return trips, [0] * len(trips)
-    w = settings.warmup
-    lo = w + 2
-    emul = [min(t, max(lo, settings.max_sampled_iterations)) for t in trips]
-    cool = [1] * len(trips)
-
-    def dyn() -> float:
-        total = 0.0
-        for s in range(len(k)):
-            m = 1.0
-            for L in k.loop_chain[s]:
-                m *= emul[L]
-            total += m
-        return total * warps
-
-    while dyn() > settings.issue_budget:
-        cands = [i for i, e in enumerate(emul) if e > w + 1 + cool[i] and e < trips[i]]
-        if not cands:
-            cands = [i for i, e in enumerate(emul) if cool[i] and e == w + 2 and e < trips[i]]
-            if not cands:
-                break
-            i = max(cands, key=lambda j: len(k.loops[j].body))
-            cool[i], emul[i] = 0, w + 1
-            continue
-        i = max(cands, key=lambda j: emul[j])
-        emul[i] -= 1
-    return emul, cool
+    """Iterations to run per loop and each loop's cool-down, for these settings (sampling.py)."""
+    return sampling.emulated_trips(k, warps, sample=settings.sample_loops, warmup=settings.warmup,
+                                   max_sampled=settings.max_sampled_iterations, issue_budget=settings.issue_budget)
 
 
 @dataclass(frozen=True)
@@ -315,7 +285,7 @@ def _image_key(prep: Prepared) -> tuple:
 
 
 def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: MachineModel | None = None,
-             extra_listeners: list | None = None, cache: WaveCache | None = None) -> Wave:
+             extra_listeners: list | None = None, cache: WaveCache | None = None, ledger: Ledger | None = None) -> Wave:
     m = machine or prep.machine
     wpb = math.ceil(prep.launch.threads_per_block / prep.arch.warp_size)
     total_warps = blocks_per_sm * wpb
@@ -327,6 +297,8 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
         hit = cache.get(key)
         if hit is not None:
             return hit
+    if ledger is not None:
+        ledger.check()
     st = prep.settings
     warps_emulated = math.ceil(total_warps / m.schedulers_per_sm) if st.representative_smsp else total_warps
     emul, cool = emulated_trips(prep.decoded, st, warps_emulated)
@@ -335,6 +307,8 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
     cfg = EngineConfig(blocks=blocks_per_sm, warps_per_block=wpb, representative=st.representative_smsp,
                        policy=st.policy, warmup=st.warmup, cooldowns=tuple(cool))
     run = Engine(prep.decoded, m_eff, cfg, emul, [sampler, util, traffic, *(extra_listeners or [])]).run()
+    if ledger is not None:
+        ledger.charge(run.issues)
     wave = Wave(run, sampler, util, traffic, blocks_per_sm, active_sms)
     if key is not None:
         cache[key] = wave
@@ -367,7 +341,7 @@ def _waves(prep: Prepared, sm_count: int) -> tuple[int, int, int, int]:
 
 
 def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count: int | None = None,
-                  listeners_factory=None, cache: WaveCache | None = None
+                  listeners_factory=None, cache: WaveCache | None = None, ledger: Ledger | None = None
                   ) -> tuple[Prediction, list[tuple[Wave, float]]]:
     """Time of the launch, and the emulated waves with their weight in SM-waves."""
     sms = sm_count or prep.device.sm_count
@@ -376,12 +350,12 @@ def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count:
     waves: list[tuple[Wave, float]] = []
     cycles = 0.0
     if full:
-        w = run_wave(prep, per_sm, sms, machine, listeners_factory() if listeners_factory else None, cache)
+        w = run_wave(prep, per_sm, sms, machine, listeners_factory() if listeners_factory else None, cache, ledger)
         cycles += full * w.run.cycles
         waves.append((w, float(full * sms)))
     if tail_per_sm:
         w = run_wave(prep, tail_per_sm, tail_sms, machine, listeners_factory() if listeners_factory else None,
-                     cache)
+                     cache, ledger)
         cycles += w.run.cycles
         # blocks of the tail, in units of the emulated per-SM block set
         waves.append((w, (prep.launch.blocks - full * sms * per_sm) / tail_per_sm))
@@ -457,8 +431,7 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None) -> Emulation
         assumptions.append(Assumption(name="emulation", value="truncated", source="default",
                                       detail="the emulation hit its instruction guard; the time is a lower bound"))
     if any(w.run.recursion_cut for w, _ in waves):
-        from .engine import MAX_CALL_DEPTH
-        assumptions.append(Assumption(name="recursion_depth", value=str(MAX_CALL_DEPTH), source="default",
+        assumptions.append(Assumption(name="recursion_depth", value=str(sampling.MAX_CALL_DEPTH), source="default",
                                       detail="recursive calls deeper than this are not emulated; deeper "
                                              "levels cost nothing in the modeled time"))
     prov = Provenance(kind="modeled", device=prep.device.name, arch=prep.arch.name, tool=TOOL,
@@ -480,6 +453,36 @@ def emulate(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
     `launch` replaces the resolved configuration, e.g. with the one a measured profile recorded.
     """
     return emulate_detailed(program, kernel, arch, device, options, source, settings=settings, launch=launch).profile
+
+
+# ---- cost of a study (the budget's plan) --------------------------------------------------------
+
+
+def study_shape(prep: Prepared) -> StudyShape:
+    """What `sensitivity` and `what_if` would run for this kernel, and what one prediction costs
+    at a per-run issue budget (estimated as the engine will run it: `sampling.issues_per_warp`)."""
+    k = prep.decoded
+    full, per_sm, tail_per_sm, _ = _waves(prep, prep.device.sm_count)
+    wpb = math.ceil(prep.launch.threads_per_block / prep.arch.warp_size)
+    S = prep.machine.schedulers_per_sm
+    warps = [math.ceil(b * wpb / S) if prep.settings.representative_smsp else b * wpb
+             for b in ([per_sm] if full else []) + ([tail_per_sm] if tail_per_sm else [])]
+    regions: dict[int, tuple[int, ...]] = {}
+    memo: dict[int, float] = {}
+
+    def cost(issue_budget: int) -> float:
+        if issue_budget not in memo:
+            st = prep.settings.model_copy(update={"issue_budget": issue_budget})
+            memo[issue_budget] = sum(sampling.issues_per_warp(k, emulated_trips(k, st, w)[0], regions) * w
+                                     for w in warps)
+        return memo[issue_budget]
+
+    used = {r for s in range(len(k)) for r, units in resource_units(k, s) if units > 0}
+    used |= {RES_ID["branch"]} if any(kind == K_BRA for kind in k.kind) else set()
+    current = prep.launch.threads_per_block
+    sizes = block_size_sweep(prep.arch, current) if prep.launch.block[1:] == (1, 1) else ()
+    return StudyShape(resources=len(used), block_sizes=sizes, current_block=current,
+                      sm_counts=sm_count_sweep(prep.device.sm_count), grid_multipliers=GRID_MULTIPLIERS, cost=cost)
 
 
 # ---- sensitivity (SAAKE §3.3) --------------------------------------------------------------------
@@ -547,11 +550,13 @@ def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec
                 options: AnalysisOptions, source: SourceModel | None = None, *,
                 settings: EmulationSettings | None = None, hot_loop_share: float = 0.1,
                 prepared: Prepared | None = None, tail_scaled_share: float = TAIL_SCALED_SHARE,
-                gap_min_utilization: float = GAP_MIN_UTILIZATION) -> SensitivityReport:
+                gap_min_utilization: float = GAP_MIN_UTILIZATION, resources: int | None = None,
+                ledger: Ledger | None = None) -> SensitivityReport:
     """δT/δL and δT/δG per resource, normalised (SAAKE §3.3); per kernel and per hot loop.
 
     Each resource's latency, then its gap, is scaled by (1 + perturbation) in its own emulation.
-    A loop's sensitivity is the relative change of the samples on its instructions.
+    A loop's sensitivity is the relative change of the samples on its instructions. `resources`
+    limits the study to that many of the busiest units (a budget cut); `ledger` is charged.
     """
     st = settings or SENSITIVITY_SETTINGS
     prep = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
@@ -563,7 +568,7 @@ def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec
         return [sum(weight * sum(sum(wave.sampler.samples[s]) for s in L.body) for wave, weight in waves)
                 for L in k.loops]
 
-    base_pred, base_waves = predict_waves(prep, cache=cache)
+    base_pred, base_waves = predict_waves(prep, cache=cache, ledger=ledger)
     base_T, base_loops = base_pred.cycles, loop_samples(base_waves)
     # A short tail after many full waves changes by the same fraction as a full wave: perturbed
     # runs emulate the full wave only and scale the base tail by its ratio (error in benchmarks/).
@@ -574,9 +579,9 @@ def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec
 
     def measure(machine: MachineModel) -> tuple[float, list[float]]:
         if not scale_tail:
-            pred, waves = predict_waves(prep, machine, cache=cache)
+            pred, waves = predict_waves(prep, machine, cache=cache, ledger=ledger)
             return pred.cycles, loop_samples(waves)
-        wave = run_wave(prep, full_w[0].blocks_per_sm, full_w[0].active_sms, machine, cache=cache)
+        wave = run_wave(prep, full_w[0].blocks_per_sm, full_w[0].active_sms, machine, cache=cache, ledger=ledger)
         ratio = wave.run.cycles / full_w[0].run.cycles if full_w[0].run.cycles else 1.0
         new_full, old_full = loop_samples([(wave, full_w[1])]), loop_samples([full_w])
         tail = loop_samples([tail_w])
@@ -585,6 +590,9 @@ def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec
 
     used = _used_resources(prep, base_waves[0][0])
     util = base_waves[0][0].util.utilization
+    if resources is not None and len(used) > resources:
+        busiest = set(sorted(used, key=lambda r: -util.get(r, 0.0))[:resources])
+        used = [r for r in used if r in busiest]
     total_samples = sum(weight * base_waves_i.sampler.total for base_waves_i, weight in base_waves) or 1.0
     lat_T: dict[str, tuple[float, list[float]]] = {}
     gap_T: dict[str, tuple[float, list[float]]] = {}
@@ -688,7 +696,8 @@ GRID_MULTIPLIERS = (1, 2, 4)
 def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
             options: AnalysisOptions, source: SourceModel | None = None, *,
             settings: EmulationSettings | None = None, block_sizes: tuple[int, ...] | None = None,
-            sm_counts: tuple[int, ...] | None = None, prepared: Prepared | None = None) -> WhatIfReport:
+            sm_counts: tuple[int, ...] | None = None, prepared: Prepared | None = None,
+            grid_multipliers: tuple[int, ...] = GRID_MULTIPLIERS, ledger: Ledger | None = None) -> WhatIfReport:
     """Predicted time for other block sizes (same total threads), SM counts and grids (SAAKE §5, §7).
 
     Block sizes are swept only for a 1-D block: a kernel that indexes threadIdx.y (a 2-D block)
@@ -700,7 +709,7 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
     base = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
     st = base.settings
     cache: WaveCache = {}
-    base_pred, base_waves = predict_waves(base, cache=cache)
+    base_pred, base_waves = predict_waves(base, cache=cache, ledger=ledger)
     total_threads = base.launch.blocks * base.launch.threads_per_block
     points = []
     note = None
@@ -721,7 +730,7 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
                 prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
             except EmulationError:
                 continue
-        pred, _ = predict_waves(prep, cache=cache)
+        pred, _ = predict_waves(prep, cache=cache, ledger=ledger)
         points.append(BlockSizePoint(block_size=bs, grid=grid, active_blocks_per_sm=prep.occ.active_blocks_per_sm,
                                      occupancy=prep.occ.occupancy, limiter=prep.occ.limiter.value,
                                      seconds=pred.seconds, waves=pred.waves))
@@ -734,12 +743,12 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
     dram = ref.traffic.bytes.get("dram", 0.0) / ref.run.warps_emulated * warps_total
     scaling = []
     for s in counts:
-        pred, _ = predict_waves(base, sm_count=s, cache=cache)
+        pred, _ = predict_waves(base, sm_count=s, cache=cache, ledger=ledger)
         scaling.append(ScalingPoint(sms=s, seconds=pred.seconds, flops_per_s=flops / pred.seconds if pred.seconds else 0.0,
                                     intensity=flops / dram if dram else None, waves=pred.waves))
     # grid scaling: the same per-block work with more blocks
     grid_pts = []
-    for mult in GRID_MULTIPLIERS:
+    for mult in grid_multipliers:
         blocks = base.launch.blocks * mult
         if mult == 1:
             pred = base_pred
@@ -749,7 +758,7 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
             prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
             # keep each thread's work: loop trips as in the base launch
             prep.decoded.loops = list(base.decoded.loops)
-            pred, _ = predict_waves(prep, cache=cache)
+            pred, _ = predict_waves(prep, cache=cache, ledger=ledger)
         grid_pts.append(GridPoint(blocks=blocks, seconds=pred.seconds, blocks_per_s=blocks / pred.seconds))
     return WhatIfReport(kernel=base.kernel.mangled, current_block_size=base.launch.threads_per_block,
                         current_seconds=base_pred.seconds, current_waves=base_pred.waves, block_sizes=tuple(points),

@@ -163,7 +163,7 @@ class WarpState:
     """A warp's architectural position and timing (SAAKE Alg. 1: cur_inst, earl_t)."""
 
     __slots__ = ("wid", "block", "age", "slot", "earl", "constraints", "prev_issue", "done", "at_barrier",
-                 "sb", "loop_count", "call_stack", "bucket", "stores_done", "throttled_until", "res", "wall_snap", "smsp", "iline")
+                 "sb", "loop_count", "call_stack", "call_buckets", "bucket", "stores_done", "throttled_until", "res", "wall_snap", "smsp", "iline")
 
     def __init__(self, wid: int, block: int, age: int, n_regs: int, n_loops: int) -> None:
         self.wid = wid
@@ -178,6 +178,7 @@ class WarpState:
         self.sb = Scoreboard(n_regs)
         self.loop_count = [0] * n_loops  # back edges taken since the loop was entered
         self.call_stack: list[int] = []
+        self.call_buckets: list[int] = []  # the bucket of each pending call site
         self.bucket = 0  # sampling bucket (0 = not in a sampled loop's steady state)
         self.stores_done = 0.0  # when this warp's outstanding stores have drained
         self.throttled_until = -1.0

@@ -52,6 +52,8 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
         out.append("  assumed     " + ", ".join(f"{a.name.replace('@', ' at ')} = {a.value}" for a in assumed)
                    + " (defaults: give real values with a `// kernelscope:` annotation or the launch_hints setting;"
                      " see docs/emulator.md)")
+    for a in model_limits(k):
+        out.append(f"  limits      {a.value}: {a.detail}")
     mix = sorted(k.instruction_mix.items(), key=lambda kv: -kv[1])
     out.append("  mix         " + ", ".join(f"{name} {n}" for name, n in mix))
     has_samples = any(lr.share > 0 for lr in k.lines)
@@ -91,12 +93,22 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
 
 # Inputs the emulator fills in itself (latencies missing from the arch file, cache hit rates) are
 # the model's, not the user's program's: "assumed" names only what the user can give.
-_MODEL_INTERNAL = {"l2_hit_rate", "coalescing", "registers", "emulation", "time", "launch", "note"}
+_MODEL_INTERNAL = {"l2_hit_rate", "coalescing", "registers", "emulation", "time", "launch", "note", "budget",
+                   "recursion_depth"}
 
 
 def assumed_values(k: KernelReport) -> list:
     """The launch dimensions, argument values and trip counts the model took from defaults (issue #14)."""
     return [a for a in k.assumptions if a.source == "default" and "." not in a.name and a.name not in _MODEL_INTERNAL]
+
+
+#: where the model itself stopped short: a budget cut, the engine's guard, the recursion depth
+_LIMITS = ("budget", "emulation", "recursion_depth")
+
+
+def model_limits(k: KernelReport) -> list:
+    """What the analysis cut or could not finish (issue #13): shown, never silent."""
+    return [a for a in k.assumptions if a.name in _LIMITS]
 
 
 def launch_source(k: KernelReport) -> str:

@@ -1,0 +1,61 @@
+"""The second stage's plan (emulator/budget.py): the fullest study that fits what is left of an
+analysis's budget, cut in a fixed order, every cut named. Pure functions over a study's shape."""
+
+from __future__ import annotations
+
+from kernelscope.analysis.emulator.budget import (MIN_RUN_ISSUES, Ledger, StudyShape, coarse_sm_counts,
+                                                  neighbour_block_sizes, plan_second_stage, quick_run_budget)
+from kernelscope.analysis.emulator.model import GRID_MULTIPLIERS, sm_count_sweep
+from kernelscope.analysis.options import AnalysisBudget
+
+
+def shape(per_run_at_budget, resources=8):
+    return StudyShape(resources=resources, block_sizes=(32, 64, 128, 256, 512, 1024), current_block=256,
+                      sm_counts=sm_count_sweep(132), grid_multipliers=GRID_MULTIPLIERS,
+                      cost=lambda budget: per_run_at_budget(budget))
+
+
+def test_a_study_that_fits_is_not_cut():
+    plan = plan_second_stage(shape(lambda b: b), 10_000_000, 12_000, 8_000)
+    assert plan.cuts == () and plan.block_sizes is None and plan.sm_counts is None
+    assert plan.sensitivity_run_budget == 12_000 and plan.what_if_run_budget == 8_000
+    assert plan.sensitivity_resources is None
+
+
+def test_cuts_come_in_order_and_each_is_named():
+    full = plan_second_stage(shape(lambda b: b), 10_000_000, 12_000, 8_000).estimate
+    shares = (0.95, 0.6, 0.3, 0.1, 0.02)
+    plans = [plan_second_stage(shape(lambda b: b), a * full, 12_000, 8_000) for a in shares]
+    assert all(p.estimate <= a * full for p, a in zip(plans, shares[:-1]))
+    assert plans[0].cuts == ("SM-count trajectory at 5 points instead of 9",)
+    assert plans[0].sm_counts == (1, 4, 16, 64, 132) and plans[0].block_sizes is None
+    assert "block sizes 128, 256, 512 only" in plans[1].cuts and plans[1].block_sizes == (128, 256, 512)
+    assert plans[1].sensitivity_run_budget == 6_000 and plans[1].what_if_run_budget == 4_000
+    assert plans[1].sensitivity_resources is None and plans[2].sensitivity_resources == 3
+    assert plans[3].what_if_run_budget is None and "no what-if (block sizes, SM-count trajectory)" in plans[3].cuts
+    assert not any("SM-count trajectory at" in c for c in plans[3].cuts)  # a dropped study lists none of its cuts
+    assert plans[4].skipped and len(plans[4].cuts) == 1 and plans[4].cuts[0].startswith("no second stage")
+    assert all(set(a.cuts) <= set(b.cuts) for a, b in zip(plans[:2], plans[1:3]))  # less room only adds cuts
+
+
+def test_a_run_whose_floor_exceeds_its_budget_is_planned_at_its_real_cost():
+    """A 3-deep nest cannot run fewer than 2x2x2 iterations: the plan counts that, not the budget."""
+    floor = 24_000
+    plan = plan_second_stage(shape(lambda b: max(floor, b)), 200_000, 12_000, 8_000)
+    assert plan.estimate <= 200_000
+    assert "no what-if (block sizes, SM-count trajectory)" in plan.cuts
+
+
+def test_the_quick_stage_shares_what_is_left_when_a_file_has_many_kernels():
+    ledger = Ledger.start(AnalysisBudget(issues=400_000))
+    assert quick_run_budget(ledger, 1, 40_000) == 40_000
+    assert quick_run_budget(ledger, 30, 40_000) == int(400_000 / 30)
+    ledger.charge(400_000)
+    assert quick_run_budget(ledger, 5, 40_000) == MIN_RUN_ISSUES
+
+
+def test_sweeps_keep_their_ends():
+    assert coarse_sm_counts(132) == (1, 4, 16, 64, 132)
+    assert neighbour_block_sizes((32, 64, 128, 256, 512, 1024), 256) == (128, 256, 512)
+    assert neighbour_block_sizes((32, 64), 32) == (32, 64)
+    assert neighbour_block_sizes((), 96) == ()
