@@ -4,6 +4,7 @@ program's source by hand (the comment says where), not from a capture."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,13 @@ from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.toolchain import ToolchainError, locate_toolchain
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
-COMMON = ("-I", str(REAL / "cuda-samples" / "Common"))
+_FLAGS = json.loads((REAL / "build_flags.json").read_text())
+
+
+def flags(name: str) -> tuple[str, ...]:
+    """The nvcc flags program `name` builds with (tests/data/real/build_flags.json)."""
+    return tuple(f.format(real=REAL) for f in (*_FLAGS["*"], *_FLAGS.get(name, ())))
+
 
 # file -> {mangled kernel: (grid, block, dynamic smem, {argument index: integer value}, launches)}
 EXPECTED = {
@@ -57,7 +64,43 @@ EXPECTED = {
     "code-samples/async.cu": {"_Z6kernelPfi": ((16384, 1, 1), (256, 1, 1), 0, {1: 0}, 9)},
     # n = 100, blockSize 256, nBlocks = (n + blockSize - 1) / blockSize
     "code-samples/haxpy.cu": {"_Z5haxpyi6__halfPKS_PS_": ((1, 1, 1), (256, 1, 1), 0, {0: 100}, 1)},
+    # N = M = K = 2048, dimBlock(16, 16), dimGrid(M / 16, N / 16), launched through a function
+    # pointer: one warm-up + test_iterations = 100
+    "learn-cuda-programming/sgemm.cu": {
+        "_Z16sgemm_gpu_kernelPKfS0_Pfiiiff": ((128, 128, 1), (16, 16, 1), 0, {3: 2048, 4: 2048, 5: 2048}, 101)},
+    # N 1024, BLOCK_SIZE 32: grid (N / 32, N / 32), block (32, 32)
+    "learn-cuda-programming/conflict_solved.cu": {
+        "_Z22matrix_transpose_naivePiS_": ((32, 32, 1), (32, 32, 1), 0, {}, 1),
+        "_Z23matrix_transpose_sharedPiS_": ((32, 32, 1), (32, 32, 1), 0, {}, 1)},
+    # IMG_SIZE 1048576 / NUM_THREADS 256 blocks; a struct argument; the program frees one buffer twice
+    "learn-cuda-programming/soa.cu": {"_Z22complicatedCalculation16Coefficients_SOA": ((4096, 1, 1), (256, 1, 1), 0, {}, 1)},
+    # n_stream = 5 launches <<<1, 1, 0, ls_stream[i]>>>(i), the first with i = 0
+    "learn-cuda-programming/2_cuda_multi_stream.cu": {"_Z10foo_kerneli": ((1, 1, 1), (1, 1, 1), 0, {0: 0}, 5)},
+    # size 1 << 24 over num_operator = 4 operators: size / 4 / 256 blocks of 256, one per operator's stream
+    "learn-cuda-programming/cuda_pipelining.cu": {"_Z13vecAdd_kernelPfPKfS1_": ((16384, 1, 1), (256, 1, 1), 0, {}, 4)},
+    # N = 32 * 1024 * 1024, THREAD_PER_BLOCK 256: v0 launches N / 256 blocks
+    "how-to-optimize-in-gpu/reduce_v0_baseline.cu": {"_Z7reduce0PfS_": ((131072, 1, 1), (256, 1, 1), 0, {}, 1)},
+    # NUM_PER_BLOCK = 2 * 256, block_num = N / NUM_PER_BLOCK
+    "how-to-optimize-in-gpu/reduce_v3_add_during_load.cu": {"_Z7reduce3PfS_": ((65536, 1, 1), (256, 1, 1), 0, {}, 1)},
+    "how-to-optimize-in-gpu/reduce_v5_completely_unroll.cu": {
+        "_Z7reduce5ILj256EEvPfS0_": ((65536, 1, 1), (256, 1, 1), 0, {}, 1)},
+    # block_num 1024, NUM_PER_THREAD = N / 1024 / 256 = 128 (a template argument), n = N
+    "how-to-optimize-in-gpu/reduce_v6_multi_add.cu": {
+        "_Z7reduce6ILj256ELi128EEvPfS0_j": ((1024, 1, 1), (256, 1, 1), 0, {2: 33554432}, 1)},
+    # as v6, launched iter = 2000 times
+    "how-to-optimize-in-gpu/reduce_v7_shuffle.cu": {
+        "_Z7reduce7ILj256ELi128EEvPfS0_j": ((1024, 1, 1), (256, 1, 1), 0, {2: 33554432}, 2000)},
+    # Grid N / 256 / 4, 2000 launches of vec4_add; add and vec2_add are never launched
+    "how-to-optimize-in-gpu/elementwise_add.cu": {"_Z8vec4_addPfS_S_": ((32768, 1, 1), (256, 1, 1), 0, {}, 2000)},
+    # nx = ny = 16384 (-nx/-ny defaults): ny / 128 + 1 blocks of 128; then jacobi_kernel<32, 32> on
+    # ((nx + 31) / 32, (ny + 31) / 32) blocks of {32, 32, 1} on compute_stream, iy_start 1,
+    # iy_end ny - 1. It iterates until the norm it reads back is below tol: under capture the
+    # norm buffers hold zeros (kernels do not run), so it stops after 2 launches, not iter_max.
+    "multi-gpu-programming-models/jacobi.cu": {
+        "_Z21initialize_boundariesPfS_fii": ((129, 1, 1), (128, 1, 1), 0, {3: 16384, 4: 16384}, 1),
+        "_Z13jacobi_kernelILi32ELi32EEvPfPKfS0_iii": ((512, 512, 1), (32, 32, 1), 0, {3: 1, 4: 16383, 5: 16384}, 2)},
 }
+PROJECTS = {name.split("/")[0] for name in EXPECTED}
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +111,23 @@ def toolchain():
         pytest.skip(f"no nvcc: {e}")
 
 
-def test_the_set_spans_enough_real_kernels():
-    assert sum(len(v) for v in EXPECTED.values()) >= 20
+def test_the_set_spans_enough_real_kernels_and_projects():
+    assert sum(len(v) for v in EXPECTED.values()) >= 20 and len(PROJECTS) >= 5
+    on_disk = {p.relative_to(REAL).as_posix() for p in REAL.rglob("*.cu")}
+    assert on_disk == set(EXPECTED)  # every program here is checked
+
+
+@pytest.fixture(scope="module")
+def captured(toolchain, tmp_path_factory):
+    """Capture a program once per module (captures are cached by the program's inputs)."""
+    cache = tmp_path_factory.mktemp("capture")
+    return lambda name: capture_program(toolchain.nvcc, toolchain.cuobjdump, REAL / name, flags=flags(name),
+                                        cache_dir=cache)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_captured_launches_equal_the_programs(toolchain, tmp_path, name):
-    c = capture_program(toolchain.nvcc, toolchain.cuobjdump, REAL / name, flags=COMMON, cache_dir=tmp_path)
+def test_captured_launches_equal_the_programs(captured, name):
+    c = captured(name)
     assert set(c.counts) == set(EXPECTED[name])
     for kernel, (grid, block, smem, scalars, launches) in EXPECTED[name].items():
         first = c.of(kernel)[0]
@@ -83,9 +136,23 @@ def test_captured_launches_equal_the_programs(toolchain, tmp_path, name):
         assert c.counts[kernel] == launches, kernel
 
 
+def test_streams_float_arguments_and_a_double_free_are_captured_as_on_a_gpu(captured):
+    # five launches, one per stream that the program created, in the order it made them
+    streams = [x.stream for x in captured("learn-cuda-programming/2_cuda_multi_stream.cu").launches]
+    assert len(set(streams)) == 5 and 0 not in streams
+    assert [x.scalar(0) for x in captured("learn-cuda-programming/2_cuda_multi_stream.cu").launches] == [0, 1, 2, 3, 4]
+    # alpha = 2.f, beta = 1.f
+    (first, *_) = captured("learn-cuda-programming/sgemm.cu").launches
+    assert (first.real(6), first.real(7)) == (2.0, 1.0)
+    # soa.cu frees d_x.maxVal twice: a device returns an error for the second cudaFree, and the
+    # program runs to its end; the stand-in runtime must not crash it either
+    soa = captured("learn-cuda-programming/soa.cu")
+    assert soa.finished and soa.exit_code == 0
+
+
 def test_the_model_uses_the_captured_launch_of_a_real_program(tmp_path):
     src = REAL / "cuda-samples" / "matrixMul.cu"
-    out = with_capture(src, AnalysisOptions(flags=COMMON))
+    out = with_capture(src, AnalysisOptions(flags=flags("cuda-samples/matrixMul.cu")))
     assert "stopped early" in out.message  # it checks its result, which capture does not compute
     # the source instantiates block sizes 16 and 32; main() launches the 32 one
     (k,) = [k for k in analyze(src, out.options, depth="quick").kernels if "<32>" in k.name]

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unistd.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@ std::map<const void*, long> launches;                   // host stub -> launches
 struct Config { dim3 grid, block; size_t smem; void* stream; };
 std::vector<Config> pushed;
 cudaError_t last_error = cudaSuccess;
+std::set<void*> live;                                   // allocations not yet freed
 
 void emit(const char* fmt, ...) {
   if (out_fd < 0) return;
@@ -201,6 +203,7 @@ static cudaError_t host_alloc(void** p, size_t size) {
   *p = calloc(1, size ? size : 1);  // calloc maps large sizes lazily: untouched pages cost nothing
   if (!*p) return last_error = cudaErrorMemoryAllocation;
   std::lock_guard<std::mutex> lock(mu);
+  live.insert(*p);
   emit("{\"t\":\"malloc\",\"ptr\":\"%p\",\"size\":%zu}", *p, size);
   return cudaSuccess;
 }
@@ -210,9 +213,18 @@ cudaError_t cudaMallocHost(void** p, size_t size) { return host_alloc(p, size); 
 cudaError_t cudaHostAlloc(void** p, size_t size, unsigned) { return host_alloc(p, size); }
 cudaError_t cudaMallocAsync(void** p, size_t size, cudaStream_t) { return host_alloc(p, size); }
 cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t w, size_t h) { *pitch = (w + 511) / 512 * 512; return host_alloc(p, *pitch * h); }
-cudaError_t cudaFree(void* p) { free(p); return cudaSuccess; }
-cudaError_t cudaFreeHost(void* p) { free(p); return cudaSuccess; }
-cudaError_t cudaFreeAsync(void* p, cudaStream_t) { free(p); return cudaSuccess; }
+// A pointer this runtime did not hand out, or one already freed, is an error as on a device, not
+// a crash: programs with a double cudaFree (it happens in published samples) run on the GPU.
+static cudaError_t host_free(void* p) {
+  if (!p) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!live.erase(p)) return last_error = cudaErrorInvalidValue;
+  free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void* p) { return host_free(p); }
+cudaError_t cudaFreeHost(void* p) { return host_free(p); }
+cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return host_free(p); }
 cudaError_t cudaHostRegister(void*, size_t, unsigned) { return cudaSuccess; }
 cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
 cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned) { *d = h; return cudaSuccess; }
