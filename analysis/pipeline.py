@@ -135,7 +135,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     measured = _measured_profile(measured_report, source) if measured_report else None
     facts: dict[str, KernelFacts] = {}
     studies: dict[str, _Study] = {}
-    ledger = Ledger.start(options.budget)  # one budget for the quick stage and the second (docs/emulator.md)
+    ledger = Ledger.start(options.budget, cancel)  # one budget for the quick stage and the second (docs/emulator.md)
     for n, fn in enumerate(program.kernels):
         cancel.check()
         report(f"model {fn.name.split('(')[0]}", 0.6 + 0.1 * n / max(1, len(program.kernels)))

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..options import AnalysisBudget
+from ..process import CancelToken
 
 #: smallest per-run issue budget: below it a loop's sampled window is warm-up plus one iteration
 MIN_RUN_ISSUES = 3_000
@@ -36,10 +37,12 @@ class Ledger:
     seconds: float
     spent: int = 0
     runs: int = 0
+    cancel: CancelToken | None = None  # a newer save stops the second stage between two runs
 
     @classmethod
-    def start(cls, budget: AnalysisBudget) -> Ledger:
-        return cls(issues=budget.issues, deadline=time.monotonic() + budget.seconds, seconds=budget.seconds)
+    def start(cls, budget: AnalysisBudget, cancel: CancelToken | None = None) -> Ledger:
+        return cls(issues=budget.issues, deadline=time.monotonic() + budget.seconds, seconds=budget.seconds,
+                   cancel=cancel)
 
     @property
     def left(self) -> int:
@@ -53,7 +56,9 @@ class Ledger:
         self.runs += 1
 
     def check(self) -> None:
-        """Called before a second-stage run."""
+        """Called before a second-stage run: a cancelled analysis stops here (`Cancelled`)."""
+        if self.cancel is not None:
+            self.cancel.check()
         if self.expired():
             raise BudgetSpent(f"the wall-clock budget of {self.seconds:g} s was spent")
 

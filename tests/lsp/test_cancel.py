@@ -96,3 +96,37 @@ async def test_shutdown_kills_running_compiles(lsp):
         await s.open(SLOW, wait=False)
         pgids = await _wait_for_compiler(server_pid)
     assert await _gone(pgids)
+
+
+NEST = """__global__ void nest3(float* out, int n) {
+  float s = 0.f;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      for (int c = 0; c < n; ++c) s = s * 0.999f + (float)(a ^ b ^ c);
+  out[threadIdx.x] = s;
+}
+
+int main() { nest3<<<64, 256>>>((float*)0, 1000); return 0; }
+"""
+
+
+async def test_a_save_during_the_second_stage_stops_it_at_once(lsp, workspace):
+    """Issue 13: a 3-deep loop nest's second stage runs for seconds after its quick result (a large
+    budget here); a newer save stops it between two engine runs, not at the end of the kernel's
+    study. The cancelled job reports only once its thread has stopped, and it does so before the
+    newer save's compile has even produced a quick result."""
+    (workspace / "nest.cu").write_text(NEST)
+    async with lsp({"analysis": {"budget": {"issues": 20_000_000, "seconds": 600}}}) as s:
+        uri = s.uri("nest.cu")
+        n = len(s.finished)
+        await s.open("nest.cu", wait=False)
+        quick = await s.wait_finished(uri, n, timeout=120, final=False)
+        assert quick.get("depth") == "quick", quick
+        edited = NEST.replace("0.999f", "0.998f")
+        s.change("nest.cu", types.TextDocumentContentChangeWholeDocument(text=edited))
+        done = await s.save("nest.cu", edited)
+        after = [f for f in s.finished[n:] if f["uri"] == uri][1:]  # past the first quick result
+        assert "cancelled" in after[0] and after[0]["cancelled"] == "superseded", after
+        assert after[1].get("depth") == "quick" and done["depth"] == "full" and done["compiled"], after
+        stats = await s.stats()
+        assert stats["running"] == 0 and stats["cancelled"] == 1, stats
