@@ -20,6 +20,7 @@ from .arch import ArchSpec, DeviceSpec, load_arch_specs
 from .compile import CompilerMessage, KernelResources, compile_cuda, local_headers
 from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
 from .emulator.launch import ResolvedLaunch, resolve_launch
+from .inclusion import compile_in_context, inclusion_context, is_header, restricted_to_file, with_context
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError,
                              SensitivityReport, WhatIfReport, emulate_detailed, prepare, sensitivity, study_shape,
                              what_if)
@@ -46,7 +47,10 @@ def source_digest(data: bytes) -> str:
 def input_digest(source: Path, options: AnalysisOptions, toolchain: Toolchain) -> str:
     """The content hash a cached result of `source` is valid for: the file and its local headers."""
     h = hashlib.sha256(source.read_bytes())
-    for header in local_headers(source, options.flags, toolchain):
+    # a header is analysed in the unit of a file that includes it (analysis/inclusion.py)
+    context = inclusion_context(source, options.flags, toolchain, options.compile_commands) if is_header(source) else None
+    unit = context.unit if context is not None else source
+    for header in ((unit,) if unit != source else ()) + local_headers(unit, options.flags, toolchain):
         try:
             h.update(str(header).encode() + b"\0" + header.read_bytes())
         except OSError:
@@ -108,11 +112,20 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     report("compile", 0.0)
     t = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as work:
-        compiled = compile_cuda(source, arch=options.arch, user_flags=options.flags, toolchain=toolchain,
-                                compile_command=cc, cancel=cancel, timeout=options.compile_timeout_s,
+        def compile_unit(unit: Path):
+            unit_cc = cc if unit == source else (
+                find_compile_command(unit, options.compile_commands) if options.compile_commands else None)
+            return compile_cuda(unit, arch=options.arch, user_flags=options.flags, toolchain=toolchain,
+                                compile_command=unit_cc, cancel=cancel, timeout=options.compile_timeout_s,
                                 workdir=Path(work))
+
+        compiled, context = compile_in_context(source, options.flags, toolchain, options.compile_commands,
+                                               compile_unit)
+        unit = context.unit if context is not None else source
         timings["compile"] = time.perf_counter() - t
         messages = [_message(m) for m in compiled.messages]
+        if context is not None:
+            messages.append(_note(source, f"analysed in the translation unit of {unit}, which includes this file"))
         if compiled.device_only:
             messages.append(_note(source, compiled.note, "warning"))
         if not compiled.success or compiled.cubin_path is None:
@@ -125,8 +138,10 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
 
     t = time.perf_counter()
     text = data.decode("utf-8", errors="replace")
-    src = parse_source(text)
+    src = with_context(parse_source(text), source, unit, options.flags, toolchain)
     program = build_program(module, src, str(source), {r.name: _resources(r) for r in compiled.resources})
+    if context is not None:
+        program = restricted_to_file(program)
     timings["program"] = time.perf_counter() - t
     cancel.check()
 

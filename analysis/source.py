@@ -365,6 +365,11 @@ class SourceModel(BaseModel):
     annotations: tuple[Annotation, ...] = ()
     includes: tuple[Include, ...] = ()
     constants: tuple[Constant, ...] = ()  # file-scope integer constants that fold
+    # The other files of the translation unit (analysis/inclusion.py): the local headers this file
+    # includes, and the file that includes it when it is analysed in that file's context. Their
+    # spans are lines of their own files, so only name lookups (`definition`, `launches_of`,
+    # `unit_annotations`) read them; every line-based lookup is this file's alone.
+    context: tuple[IncludedSource, ...] = ()
 
     @property
     def kernels(self) -> tuple[Function, ...]:
@@ -395,6 +400,32 @@ class SourceModel(BaseModel):
 
     def constant(self, name: str) -> int | None:
         return next((c.value for c in self.constants if c.name == name), None)
+
+    def definition(self, name: str) -> Function | None:
+        """Kernel `name` as defined in this file, else in another file of the translation unit."""
+        return self.kernel(name) or next((k for c in self.context if (k := c.source.kernel(name))), None)
+
+    def launches_of(self, kernel: str) -> tuple[tuple[str | None, LaunchSite], ...]:
+        """Launches of `kernel` (a base name) in this file (path None), then in the other files of
+        the translation unit, each with the path of the file it is in."""
+        own = tuple((None, s) for s in self.launch_sites if s.kernel == kernel)
+        return own + tuple((c.path, s) for c in self.context for s in c.source.launch_sites if s.kernel == kernel)
+
+    @property
+    def unit_annotations(self) -> tuple[Annotation, ...]:
+        return self.annotations + tuple(a for c in self.context for a in c.source.annotations)
+
+
+class IncludedSource(BaseModel):
+    """Another file of a translation unit and its source model (its own context left empty)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    source: SourceModel
+
+
+SourceModel.model_rebuild()
 
 
 # ---------------------------------------------------------------------------- positions
@@ -491,22 +522,78 @@ class _FileConstants:
 
 
 class _Scope:
-    """A function's view: its own folded locals over the file's, minus names it shadows."""
+    """A name lookup inside a function at one position: its parameters and its locals as C++
+    scoping sees them there, over the file's constants."""
 
-    def __init__(self, parent: _Env, values: dict[str, Value], hidden: set[str]) -> None:
+    def __init__(self, locals_: _FunctionLocals | None, parent: _Env, values: dict[str, Value],
+                 hidden: set[str], at: int | None = None) -> None:
+        self._locals = locals_
         self._parent = parent
-        self._values = values
+        self._values = values  # names bound directly (a macro's parameters)
         self._hidden = hidden
+        self._at = at
 
     def get(self, name: str) -> Value | None:
         if name in self._values:
             return self._values[name]
+        if self._locals is not None and self._at is not None:
+            local = self._locals.visible(name, self._at)
+            if local is not None:
+                return self._locals.value(local)
         if name in self._hidden:
             return None
         return self._parent.get(name)
 
     def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
         return self._parent.macro(name)
+
+
+class _Local:
+    """One declaration of a local variable, and the block it is visible in."""
+
+    __slots__ = ("name", "value", "start", "scope_start", "scope_end")
+
+    def __init__(self, name: str, value: Node | None, start: int, scope: Node) -> None:
+        self.name = name
+        self.value = value  # the initialiser that folds, when the declaration is a constant one
+        self.start = start
+        self.scope_start = scope.start_byte
+        self.scope_end = scope.end_byte
+
+
+class _FunctionLocals:
+    """A function's locals that fold: an integer or dim3 declared with a constant initialiser and
+    never written anywhere in the function. Each use sees the innermost declaration before it
+    (`{ dim3 grid(1); k<<<grid, ...>>>(); } { dim3 grid(2); ... }` are two variables)."""
+
+    def __init__(self, parent: _Env, params: set[str], declared: list[_Local], written: set[str]) -> None:
+        self._parent = parent
+        self._params = params
+        self._by_name: dict[str, list[_Local]] = {}
+        for d in declared:
+            self._by_name.setdefault(d.name, []).append(d)
+        self._written = written
+        self._done: dict[int, Value | None] = {}
+        self._busy: set[int] = set()
+
+    def visible(self, name: str, at: int) -> _Local | None:
+        seen = [d for d in self._by_name.get(name, ()) if d.start < at and d.scope_start <= at < d.scope_end]
+        return max(seen, key=lambda d: d.scope_start, default=None)
+
+    def value(self, local: _Local) -> Value | None:
+        key = id(local)
+        if key in self._done:
+            return self._done[key]
+        if local.value is None or local.name in self._written or key in self._busy:
+            return None
+        self._busy.add(key)
+        value = _fold_local(local.value, self.at(local.start))
+        self._busy.discard(key)
+        self._done[key] = value
+        return value
+
+    def at(self, position: int) -> _Scope:
+        return _Scope(self, self._parent, {}, self._params, position)
 
 
 # Results past 64 bits cannot be launch sizes or trip counts; refusing them keeps `1 << 1000000`
@@ -682,7 +769,7 @@ def _fold_call(node: Node, env: _Env, depth: int) -> Value | None:
         values = [_fold_value(c, env, depth) for c in args.named_children if c.type != "comment"]
         if len(values) != len(params) or any(v is None for v in values):
             return None
-        bound = _Scope(env, {p: v for p, v in zip(params, values) if v is not None}, set())
+        bound = _Scope(None, env, {p: v for p, v in zip(params, values) if v is not None}, set())
         return _fold_value(_parse_expression(body), bound, depth)
     if function.type == "template_function" and _text(function.child_by_field_name("name")) == "static_cast":
         template_args = function.child_by_field_name("arguments")
@@ -1067,14 +1154,28 @@ def _successor(value: Value | None) -> int | None:
     return value + 1 if isinstance(value, int) else None
 
 
-def _function_scopes(found: _Collected, functions: list[Function | None], constants: _Env) -> dict[int, _Scope]:
-    """Locals that fold: an integer or dim3 declared once with a constant initialiser and never written."""
-    declared: dict[int, list[tuple[str, Node | None]]] = {}
+# The nodes that open a C++ block scope: a local declared in one is visible until its end.
+_BLOCKS = frozenset({"compound_statement", "for_statement", "for_range_loop", "if_statement", "while_statement",
+                     "switch_statement", "catch_clause", "lambda_expression", "function_definition"})
+
+
+def _block_of(node: Node) -> Node:
+    scope = node.parent
+    while scope is not None and scope.type not in _BLOCKS:
+        scope = scope.parent
+    return scope if scope is not None else node
+
+
+def _function_scopes(found: _Collected, functions: list[Function | None],
+                     constants: _Env) -> dict[int, _FunctionLocals]:
+    """Each function's locals that fold, by the block each is declared in."""
+    declared: dict[int, list[_Local]] = {}
     for declaration, fn in found.declarations:
         if fn is None:
             continue
         type_name = _type_name(declaration.child_by_field_name("type"))
         foldable = _is_integral(type_name) or type_name == "dim3"
+        scope = _block_of(declaration)
         for declarator in _declarators(declaration):
             initialised = declarator.type == "init_declarator"
             target = declarator.child_by_field_name("declarator") if initialised else declarator
@@ -1088,26 +1189,12 @@ def _function_scopes(found: _Collected, functions: list[Function | None], consta
                 # `dim3 block(TILE, TILE);` parses as a function declaration whose parameters
                 # are the types TILE and TILE (C++'s "most vexing parse").
                 value = declarator.child_by_field_name("parameters")
-            declared.setdefault(fn, []).append((_text(name), value))
-    scopes: dict[int, _Scope] = {}
-    for fn, function in enumerate(functions):
-        hidden = {p.name for p in function.params} if function is not None else set()
-        written = {name for name, _ in found.writes.get(fn, [])}
-        entries = declared.get(fn, [])
-        counts: dict[str, int] = {}
-        for name, _ in entries:
-            counts[name] = counts.get(name, 0) + 1
-        values: dict[str, Value] = {}
-        scope = _Scope(constants, values, hidden)
-        for name, value_node in entries:
-            hidden.add(name)
-            if value_node is None or counts[name] > 1 or name in written:
-                continue
-            value = _fold_local(value_node, scope)
-            if value is not None:
-                values[name] = value
-        scopes[fn] = scope
-    return scopes
+            declared.setdefault(fn, []).append(_Local(_text(name), value, declarator.start_byte, scope))
+    return {
+        fn: _FunctionLocals(constants, {p.name for p in function.params} if function is not None else set(),
+                            declared.get(fn, []), {name for name, _ in found.writes.get(fn, [])})
+        for fn, function in enumerate(functions)
+    }
 
 
 def _fold_local(node: Node, env: _Env) -> Value | None:
@@ -1486,15 +1573,16 @@ def _parse(text: str) -> SourceModel:
     device = [f is not None and f.is_device_code for f in functions]
     scopes = _function_scopes(found, functions, constants)
 
-    def env(fn: int | None) -> _Env:
-        return scopes.get(fn, constants) if fn is not None else constants
+    def env(fn: int | None, at: Node) -> _Env:
+        """The names visible at `at`: a function's parameters and locals in scope there."""
+        return scopes[fn].at(at.start_byte) if fn is not None and fn in scopes else constants
 
     def name(fn: int | None) -> str | None:
         return names[fn] if fn is not None else None
 
     loops = tuple(
-        _loop(i, raw, loc, functions[raw.function] if raw.function is not None else None, env(raw.function),
-              found.writes.get(raw.function, []))
+        _loop(i, raw, loc, functions[raw.function] if raw.function is not None else None,
+              env(raw.function, raw.node), found.writes.get(raw.function, []))
         for i, raw in enumerate(found.loops)
     )
     literals = tuple(
@@ -1506,7 +1594,7 @@ def _parse(text: str) -> SourceModel:
     for node, fn in found.calls:
         syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
         if syntax is not None:
-            launch = _launch(node, syntax, loc, name(fn), env(fn))
+            launch = _launch(node, syntax, loc, name(fn), env(fn, node))
             if launch is not None:
                 launches.append(launch)
         elif fn is not None and device[fn] and not _is_cast(node):
@@ -1518,7 +1606,7 @@ def _parse(text: str) -> SourceModel:
         decl
         for node, fn in found.declarations
         if _has_qualifier(node, {"__shared__"})
-        for decl in _shared_decls(node, loc, name(fn), env(fn))
+        for decl in _shared_decls(node, loc, name(fn), env(fn, node))
     ]
     pragmas = [
         Pragma(line=node.start_point[0] + 1, text=text_, span=loc.span(node), function=name(fn))

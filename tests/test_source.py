@@ -396,7 +396,7 @@ def test_launch_argument_values_follow_the_launching_function():
     first, second, third = parse_source(src).launch_sites
     assert first.arg_values == (64,)
     assert second.arg_values == (None,)  # a parameter of the host function
-    assert third.arg_values == (None,)  # declared twice: which one reaches the launch is not tracked
+    assert third.arg_values == (7,)  # the inner n's block ends before the launch: the outer n reaches it
 
 
 def test_parameter_shadows_a_file_constant():

@@ -4,19 +4,18 @@ or the user's own command line); this module only runs it."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from ..arch import load_arch_specs
+from ..inclusion import includers
 from ..options import AnalysisOptions
 from ..process import CancelToken
+from ..source import parse_source
 from ..toolchain import ToolchainError, locate_toolchain
 from .capture import Capture, CaptureError, capture_program
 from .hints import captured_kernels
-
-_MAIN = re.compile(r"\bint\s+main\s*\(")
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,26 @@ class CaptureOutcome:
 
 
 def has_main(source: Path) -> bool:
-    return bool(_MAIN.search(source.read_text(errors="replace")))
+    """Whether the file defines a `main()` (from its syntax tree: a comment or a string that says
+    `int main(` is not one)."""
+    try:
+        model = parse_source(source.read_text(errors="replace"))
+    except OSError:
+        return False
+    return any(f.name == "main" and f.kind == "host" for f in model.functions)
+
+
+def program_of(source: Path, options: AnalysisOptions) -> Path | None:
+    """The program whose main() launches `source`'s kernels: the file itself, or, for a header or
+    a kernel file the workspace includes, the includer that has a main() (analysis/inclusion.py)."""
+    if has_main(source):
+        return source
+    try:
+        tc = locate_toolchain(options.nvcc_path)
+    except ToolchainError:
+        return None
+    found = includers(source, options.flags, tc, options.compile_commands)
+    return next((u for u in found if has_main(u)), None)
 
 
 def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] = (), time_limit: float = 20.0,
@@ -36,8 +54,11 @@ def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] 
     analysis: the static sources (launch sites, annotations, defaults) still apply, and the
     message says why capture did not."""
     source = source.resolve()
-    if not has_main(source):
-        return CaptureOutcome(options, None, f"{source.name} has no main(): launch capture needs a program to run")
+    program = program_of(source, options)
+    if program is None:
+        return CaptureOutcome(options, None, f"{source.name} has no main(), and no file of the workspace that "
+                                             "includes it has one: launch capture needs a program to run")
+    source = program
     try:
         tc = locate_toolchain(options.nvcc_path)
         catalog = load_arch_specs(options.arch_file)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..capture.hints import scalar_value
 from ..isa import call_is_jump
@@ -21,7 +22,7 @@ from ..options import AnalysisOptions, LaunchHint
 from ..profile import Assumption, LaunchConfig
 from ..program import base_name
 from ..sass import Instruction
-from ..source import Annotation, SourceModel
+from ..source import Annotation, LaunchSite, SourceModel
 
 DEFAULT_BLOCK = 256
 DEFAULT_BLOCKS_PER_SM = 8
@@ -61,7 +62,8 @@ def kernel_annotation(source: SourceModel | None, kernel_name: str) -> Annotatio
     if source is None:
         return None
     short = base_name(kernel_name)
-    return next((a for a in source.annotations if a.function == short), None)
+    # the kernel's own file first: an annotation in the header that defines it counts too
+    return next((a for a in source.unit_annotations if a.function == short), None)
 
 
 def resolve_launch(kernel_name: str, source: SourceModel | None, options: AnalysisOptions,
@@ -83,21 +85,19 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
         origin.update({k: ("settings", "launch_hints values") for k in hint.values})
     out: list[Assumption] = []
 
-    site = None
-    fn = source.kernel(short) if source is not None else None
-    if source is not None:
-        sites = [s for s in source.launch_sites if s.kernel == short]
-        folded = [s.launch_config() for s in sites]
-        site = next((c for c in folded if c is not None), None)
-        # kernel parameters take the values of the launch's arguments where those fold
-        if fn is not None and sites:
-            folded_args = sites[0].arg_values or (None,) * len(sites[0].args)
-            for p, arg, fv in zip(fn.params, sites[0].args, folded_args):
-                if p.name and p.name not in values and not p.is_pointer:
-                    v = fv if fv is not None else fold_bound(arg.strip(), values)
-                    if v is not None:
-                        values[p.name] = v
-                        origin[p.name] = ("launch_site", f"argument `{arg.strip()}` of the launch at line {sites[0].line}")
+    fn = source.definition(short) if source is not None else None
+    located = source.launches_of(short) if source is not None else ()
+    sites = [s for _, s in located]
+    site = _site_values(located)
+    # kernel parameters take the values of the launch's arguments where those fold
+    if fn is not None and sites:
+        folded_args = sites[0].arg_values or (None,) * len(sites[0].args)
+        for p, arg, fv in zip(fn.params, sites[0].args, folded_args):
+            if p.name and p.name not in values and not p.is_pointer:
+                v = fv if fv is not None else fold_bound(arg.strip(), values)
+                if v is not None:
+                    values[p.name] = v
+                    origin[p.name] = ("launch_site", f"argument `{arg.strip()}` of the launch at {_where(*located[0])}")
     # what the program really launched (launch capture) outranks what the source folds to
     cap = options.captured.get(short) or options.captured.get(kernel_name)
     cap_detail = (f"launch capture: the most frequent of {cap.configurations} configuration(s), "
@@ -125,8 +125,8 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
             out.append(Assumption(name=name, value=str(captured[name]), source="captured", detail=cap_detail))
             return captured[name]
         if from_site is not None:
-            out.append(Assumption(name=name, value=str(from_site), source="launch_site"))
-            return from_site
+            out.append(Assumption(name=name, value=str(from_site[0]), source="launch_site", detail=from_site[1]))
+            return from_site[0]
         if from_hint is not None:
             out.append(Assumption(name=name, value=str(from_hint), source="settings"))
             return from_hint
@@ -136,22 +136,77 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
         out.append(Assumption(name=name, value=str(default), source="default", detail=default_detail))
         return default
 
-    block = pick("block", site.block if site else None, _dims(hint.block) if hint else None,
+    block = pick("block", site.get("block"), _dims(hint.block) if hint else None,
                  _annotation_dims(ann, "block") if ann else None, (DEFAULT_BLOCK, 1, 1),
-                 "no launch site folds; set launch_hints or `// kernelscope: block=...`")
+                 unresolved(short, located, "block", f"the default is {DEFAULT_BLOCK} threads"))
     threads = block[0] * block[1] * block[2]
     n = values.get("n", values.get("N"))
     default_grid = (max(1, math.ceil(n / threads)), 1, 1) if n else (DEFAULT_BLOCKS_PER_SM * sm_count, 1, 1)
-    grid = pick("grid", site.grid if site else None, _dims(hint.grid) if hint else None,
+    grid = pick("grid", site.get("grid"), _dims(hint.grid) if hint else None,
                 _annotation_dims(ann, "grid") if ann else None, default_grid,
-                "one thread per element of n" if n else f"{DEFAULT_BLOCKS_PER_SM} blocks per SM")
+                unresolved(short, located, "grid", "the default is one thread per element of n" if n
+                           else f"the default is {DEFAULT_BLOCKS_PER_SM} blocks per SM"))
     smem_ann = None
     if ann is not None:
         smem_ann = ann.value("smem") if ann.get("smem") else ann.value("dynamic_smem")
-    smem = pick("dynamic_smem", site.dynamic_smem if site else None, hint.dynamic_smem if hint else None,
-                smem_ann, 0, "no dynamic shared memory assumed")
+    smem = pick("dynamic_smem", site.get("dynamic_smem"), hint.dynamic_smem if hint else None,
+                smem_ann, 0, unresolved(short, located, "shared_mem", "the default is no dynamic shared memory"))
     trip_hint = hint.trip_count if hint and hint.trip_count else (ann.value("trip") if ann else None)
     return ResolvedLaunch(LaunchConfig(grid=grid, block=block, dynamic_smem=smem), values, trip_hint, tuple(out))
+
+
+def _where(path: str | None, site: LaunchSite) -> str:
+    return f"line {site.line}" if path is None else f"{Path(path).name}:{site.line}"
+
+
+def _site_values(located) -> dict[str, tuple[object, str]]:
+    """The launch configuration the source states, each value with where it was read: the first
+    site whose grid, block and dynamic shared memory all fold; else each of them from the first
+    site where it folds, so a block written as a constant is used even when the grid depends on a
+    run-time size."""
+    whole = next(((path, s, c) for path, s in located if (c := s.launch_config()) is not None), None)
+    if whole is not None:
+        path, s, c = whole
+        at = f"the launch at {_where(path, s)}"
+        return {"grid": (c.grid, at), "block": (c.block, at), "dynamic_smem": (c.dynamic_smem, at)}
+    out: dict[str, tuple[object, str]] = {}
+    for path, s in located:
+        at = f"the launch at {_where(path, s)}"
+        if "grid" not in out and s.grid is not None and s.grid.dims is not None:
+            out["grid"] = (s.grid.dims, at)
+        if "block" not in out and s.block is not None and s.block.dims is not None:
+            out["block"] = (s.block.dims, at)
+        if "dynamic_smem" not in out and (s.shared_mem is None or s.shared_mem.value is not None):
+            out["dynamic_smem"] = (0 if s.shared_mem is None else s.shared_mem.value, at)
+    return out
+
+
+#: How a user gives the real launch, in the order of precedence (docs/emulator.md).
+GIVE_A_LAUNCH = ("give the real one with launch capture (`capture.enabled` in a trusted workspace, or "
+                 "`kernelscope analyze --capture`), a `// kernelscope: grid=... block=...` annotation above the "
+                 "kernel, or the `analysis.launchHints` setting")
+
+
+def unresolved(kernel: str, located, field: str, basis: str) -> str:
+    """Why a launch value is a default, how to give the real one, and what the default is."""
+    if not located:
+        why = f"no launch of `{kernel}` in this file or the files of its translation unit"
+    else:
+        path, s = located[0]
+        arg = getattr(s, field)
+        shown = f" (`{arg.text}`)" if arg is not None else ""
+        why = f"the launch at {_where(path, s)}{shown} does not fold to a constant"
+    return f"{why}; {GIVE_A_LAUNCH}; {basis}"
+
+
+def assumed_launch_note(kernel_name: str, assumptions) -> str | None:
+    """The kernel's diagnostic when its grid or block is a default: what the model assumed, why,
+    and how to give the real launch (issue #14 item 5)."""
+    defaults = [a for a in assumptions if a.name in ("grid", "block") and a.source == "default"]
+    if not defaults:
+        return None
+    shown = ", ".join(f"{a.name} {a.value}" for a in defaults)
+    return f"[modeled] `{base_name(kernel_name)}` is modeled with an assumed launch ({shown}): {defaults[0].detail}"
 
 
 # ---- trip counts ---------------------------------------------------------------------------

@@ -150,6 +150,13 @@ def test_streams_float_arguments_and_a_double_free_are_captured_as_on_a_gpu(capt
     assert soa.finished and soa.exit_code == 0
 
 
+def test_a_header_is_captured_through_the_program_that_includes_it():
+    header = REAL / "cuda-samples" / "simpleVote_kernel.cuh"
+    out = with_capture(header, AnalysisOptions(flags=flags("cuda-samples/simpleVoteIntrinsics.cu")))
+    assert set(out.options.captured) == {"VoteAnyKernel1", "VoteAllKernel2", "VoteAnyKernel3"}
+    assert out.options.captured["VoteAnyKernel3"].block == (96, 1, 1)
+
+
 def test_the_model_uses_the_captured_launch_of_a_real_program(tmp_path):
     src = REAL / "cuda-samples" / "matrixMul.cu"
     out = with_capture(src, AnalysisOptions(flags=flags("cuda-samples/matrixMul.cu")))
