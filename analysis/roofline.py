@@ -248,7 +248,7 @@ def _marker(level: str, cx: float, cy: float) -> tuple[str, str]:
 
 
 def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *, title: str | None = None,
-                 width: int = 720, height: int = 500, precisions: Sequence[str] | None = None) -> str:
+                 width: int = 600, height: int = 440, precisions: Sequence[str] | None = None) -> str:
     """A self-contained log-log roofline: labelled axes, ceilings, ridge points, kernel points, trajectories."""
     shown_p = list(precisions) if precisions else sorted(
         {k.precision for k in kernels} | {"fp32", "fp64"}, key=lambda p: [c.name for c in model.compute].index(p)
@@ -273,10 +273,30 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
     y_hi = 10 ** math.ceil(math.log10(top * 1.5))
     y_lo = 10 ** math.floor(math.log10(max(min(ys, default=top / 1e4), 1.0)) - 0.5)
     y_lo = min(y_lo, y_hi / 1e3)
-    # Text is sized for the editor's panel, which scales the chart down to its width (often
-    # ~500 px, a factor 0.7): 14 px text there reads as 10 px, the smallest comfortable size.
+    # A kernel with no arithmetic has no operational intensity, so no place on this chart: say so,
+    # with what the bandwidth alone says (see `classify`), at the plot's bottom right, below the
+    # slowest slope (the y axis reaches down far enough to leave them that room).
+    notes = []
+    for k in kernels:
+        if any(p.performance > 0 for p in k.points):
+            continue
+        lines = [f"{_short(k.name)}: no floating-point work,", "so no point here"]  # fits the plot's width
+        if k.bound and k.fraction is not None and k.binding_level:
+            lines.append(f"({k.bound}-bound at {100 * k.fraction:.0f} % of "
+                         f"{_LABEL[MemoryLevel(k.binding_level)]} bandwidth)")
+        notes.append(lines)
+    # Text is sized for the editor's panel, which scales the chart down to its width: a VS Code
+    # webview beside a 1400 px editor is ~480 px wide, a factor 0.8, so 14 px text reads as 11 px
+    # there (tests/lsp/test_features.py checks the chart the server sends).
     ml, mr, mt, mb = 86, 190, 44 if title else 20, 60
     pw, ph = width - ml - mr, height - mt - mb
+    if notes and mem:  # room for them under the slowest slope, where no ceiling is drawn
+        need = 17 * sum(len(n) for n in notes) + 8 * (len(notes) - 1) + 16
+        floor_y = min(m.value for m in mem) * x_lo  # the slowest slope at the left edge
+        for _ in range(8):
+            if ph * math.log10(floor_y / y_lo) / math.log10(y_hi / y_lo) >= need:
+                break
+            y_lo /= 10
 
     def X(v: float) -> float:
         return ml + (math.log10(v) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo)) * pw
@@ -285,7 +305,7 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
         return mt + ph - (math.log10(v) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo)) * ph
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-           f'font-family="Helvetica, Arial, sans-serif" font-size="14" role="img" aria-label="Roofline">',
+           f'font-family="Helvetica, Arial, sans-serif" font-size="15" role="img" aria-label="Roofline">',
            f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>']
     if title:
         out.append(f'<text x="{width / 2:.1f}" y="22" text-anchor="middle" font-size="17" font-weight="bold">{escape(title)}</text>')
@@ -353,19 +373,19 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
         named = next((p for p in k.points if p.level == "dram" and p.performance > 0),
                      next((p for p in k.points if p.performance > 0), None))
         if named is not None:  # one name per kernel; the marker shape tells the level
-            out.append(f'<text class="kernel-label" x="{X(named.intensity) + 8:.1f}" y="{Y(named.performance) - 7:.1f}" '
-                       f'fill="{color}" font-weight="bold">{escape(_short(k.name))}</text>')
-    # A kernel with no arithmetic has no operational intensity, so no place on this chart: say so
-    # where its point would be expected, with what the bandwidth alone says (see `classify`).
-    for i, k in enumerate(k for k in kernels if not any(p.performance > 0 for p in k.points)):
-        lines = [f"{_short(k.name)}: no floating-point work, so no point here"]
-        if k.bound and k.fraction is not None and k.binding_level:
-            lines.append(f"({k.bound}-bound at {100 * k.fraction:.0f} % of "
-                         f"{_LABEL[MemoryLevel(k.binding_level)]} bandwidth)")
-        y = mt + 20 + 36 * i
-        out.append(f'<text class="no-point" x="{ml + 8}" y="{y}" font-size="13" fill="#555">'
-                   + "".join(f'<tspan x="{ml + 8}" dy="{0 if j == 0 else 16}">{escape(t)}</tspan>'
-                             for j, t in enumerate(lines)) + '</text>')
+            x, y = X(named.intensity), Y(named.performance) - 7
+            # left of the point when the name would run past the plot into the roofs' labels
+            right = x + 8 + 0.62 * 15 * len(_short(k.name)) <= ml + pw
+            out.append(f'<text class="kernel-label" x="{x + 8 if right else x - 8:.1f}" y="{y:.1f}" '
+                       f'text-anchor="{"start" if right else "end"}" fill="{color}" font-weight="bold">'
+                       f'{escape(_short(k.name))}</text>')
+    out.append('</g><g class="notes">')
+    y = mt + ph - 10 - 17 * (sum(len(n) for n in notes) - 1) - 8 * (len(notes) - 1)
+    for lines in notes:
+        out.append(f'<text class="no-point" x="{ml + pw - 8}" y="{y}" text-anchor="end" font-size="14" fill="#555">'
+                   + "".join(f'<tspan x="{ml + pw - 8}" dy="{0 if j == 0 else 17}">{escape(t)}</tspan>'
+                             + (" " if j < len(lines) - 1 else "") for j, t in enumerate(lines)) + '</text>')
+        y += 17 * len(lines) + 8
     out.append('</g>')
     # Legend: point shapes per level, and the trajectory's line when one is drawn.
     # A level the catalogue has no bandwidth for still gets its points, but no slope: say so, or
@@ -376,7 +396,7 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
                for lv, shape in (("dram", "●"), ("l2", "■"), ("l1", "◆"), ("shared", "▲"))]
     has_trajectory = any(len(k.trajectory) > 1 for k in kernels)
     ly = mt + ph - 18 * (len(entries) + (3 if has_trajectory else 0)) - 4
-    out.append(f'<g class="legend" font-size="13"><text x="{ml + pw + 6}" y="{ly}" font-weight="bold">points</text>')
+    out.append(f'<g class="legend" font-size="14"><text x="{ml + pw + 6}" y="{ly}" font-weight="bold">points</text>')
     for i, text in enumerate(entries):
         out.append(f'<text x="{ml + pw + 6}" y="{ly + 18 * (i + 1)}">{text}</text>')
     if has_trajectory:
@@ -384,7 +404,7 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
         out.append(f'<line class="legend-trajectory" x1="{ml + pw + 6}" y1="{y - 4}" x2="{ml + pw + 30}" y2="{y - 4}" '
                    f'stroke="#333" stroke-dasharray="4 3"/>'
                    f'<text x="{ml + pw + 34}" y="{y}">SM-scaling</text>'
-                   f'<text x="{ml + pw + 34}" y="{y + 16}">trajectory (DRAM,</text>'
-                   f'<text x="{ml + pw + 34}" y="{y + 32}">modeled, fewer SMs)</text>')
+                   f'<text x="{ml + pw + 34}" y="{y + 17}">trajectory (DRAM,</text>'
+                   f'<text x="{ml + pw + 34}" y="{y + 34}">modeled, fewer SMs)</text>')
     out.append('</g></svg>')
     return "\n".join(out)
