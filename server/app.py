@@ -15,6 +15,9 @@ Custom protocol, for tests, benchmarks and clients that want it:
   - `kernelscope.roofline(uri)` -> {svg, kind, device, kernels: [{kernel, name, bound, fraction,
     bindingLevel, provenance, trajectory}]}: one chart of every kernel in the file; an error
     reply while the file has no result;
+  - `kernelscope.lineHeat(uri)` -> {kind, lines: [{line, share, reason, kernel}]}: each line costing its
+    kernel >= 1 % of the samples, 0-based where it is now (VS Code's heat decoration); no lines while
+    the file has no result;
   - `kernelscope.analyzeNow(uri, {noCache?})` -> {scheduled: true}: analyse without debounce
     (and without the cache when `noCache`); results arrive as usual;
   - `kernelscope.loadReport(uri, reportPath)` -> {ok, message?, kernels?, error?}: analyse with an
@@ -44,7 +47,7 @@ from kernelscope.analysis.verify import Verification
 
 from . import progress, rpc
 from .cache import ResultCache
-from .features import actions, diagnostics, hover, inlay, lens, measured, render, roofline
+from .features import actions, diagnostics, heat, hover, inlay, lens, measured, render, roofline
 from .scheduler import Outcome, Scheduler
 from .settings import (SECTION, Settings, load_settings, merge_user_layers, read_workspace_file,
                        without_untrusted_commands)
@@ -459,6 +462,13 @@ async def roofline_chart(ls: KernelscopeServer, uri: str | None = None) -> dict[
         state = "did not compile" if view is not None else "has no analysis result yet (open or save it first)"
         raise FeatureRequestError(f"kernelscope: no roofline: {Path(to_fs_path(uri) or uri).name} {state}")
     return await asyncio.get_running_loop().run_in_executor(None, roofline.build, view.result, ls.settings.analysis)
+
+
+@server.command(heat.LINE_HEAT)
+def line_heat(ls: KernelscopeServer, uri: str | None = None) -> dict[str, Any]:
+    _require_arguments(heat.LINE_HEAT, uri)
+    view = ls.view(uri)
+    return heat.build(view) if view is not None else {"kind": "static", "lines": []}
 
 
 @server.command("kernelscope.analyzeNow")

@@ -4,7 +4,11 @@ Per-line cost without moving code around (a lens adds a line above; a hint sits 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from lsprotocol import types
+
+from kernelscope.analysis.results import KernelReport, LineReport
 
 from ..tracking import ResultView
 
@@ -12,23 +16,33 @@ from ..tracking import ResultView
 HOT_SHARE = 0.05
 
 
-def label(share: float, samples: dict[str, float]) -> str:
+def top_reason(samples: dict[str, float]) -> str | None:
+    """The stall reason with the most samples, as words ("long scoreboard"), or None."""
     top = max(samples.items(), key=lambda kv: kv[1], default=None)
+    return None if top is None or top[1] <= 0 else top[0].replace("_", " ")
+
+
+def label(share: float, samples: dict[str, float]) -> str:
+    reason = top_reason(samples)
     text = f"{100 * share:.0f} %"
-    return text if top is None or top[1] <= 0 else f"{text} · {top[0].replace('_', ' ')}"
+    return text if reason is None else f"{text} · {reason}"
 
 
-def build(view: ResultView, rng: types.Range) -> list[types.InlayHint]:
-    out: list[types.InlayHint] = []
+def hot_lines(view: ResultView, min_share: float) -> Iterator[tuple[KernelReport, LineReport, float, types.Range]]:
+    """(kernel, line, share of the kernel's samples, the line's range now) for each line at or above
+    `min_share` that is still where it was analysed; measured shares win over modeled ones."""
     for k in view.result.kernels:
         for lr in k.lines:
             share = lr.share or lr.modeled_share or 0.0
-            if share < HOT_SHARE:
+            if share < min_share:
                 continue
             r = view.range(lr.line)
-            if r is None or not (rng.start.line <= r.end.line <= rng.end.line):
-                continue  # stale (edited since) or outside the requested range
-            out.append(types.InlayHint(position=r.end, label=label(share, lr.samples),
-                                       kind=None, padding_left=True,
-                                       tooltip=f"{k.name}: this line's share of the kernel's samples"))
-    return out
+            if r is not None:  # None: edited since the analysis
+                yield k, lr, share, r
+
+
+def build(view: ResultView, rng: types.Range) -> list[types.InlayHint]:
+    return [types.InlayHint(position=r.end, label=label(share, lr.samples), kind=None, padding_left=True,
+                            tooltip=f"{k.name}: this line's share of the kernel's samples")
+            for k, lr, share, r in hot_lines(view, HOT_SHARE)
+            if rng.start.line <= r.end.line <= rng.end.line]  # outside the requested range: not asked for

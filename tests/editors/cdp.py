@@ -96,7 +96,8 @@ class Browser:
 
     # -- input -------------------------------------------------------------------------------
 
-    _KEYS = {"Enter": 13, "Escape": 27, "Tab": 9, "ArrowDown": 40, "ArrowUp": 38, "End": 35, "Home": 36}
+    _KEYS = {"Enter": 13, "Escape": 27, "Tab": 9, "ArrowDown": 40, "ArrowUp": 38, "End": 35, "Home": 36,
+             "Delete": 46, "Backspace": 8}
     _MODS = {"Alt": 1, "Control": 2, "Meta": 4, "Shift": 8}
 
     def key(self, key: str, *modifiers: str) -> None:

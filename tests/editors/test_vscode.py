@@ -83,6 +83,44 @@ _SQUIGGLE_LINES = """(() => {
   return [...lines].sort((a, b) => a - b);
 })()""" % _EDITOR_LINE_TOPS
 
+#: lines (1-based) with a heat bar in the gutter: margin elements whose background is a heat icon
+_HEAT_LINES = """(() => {
+  const ed = document.querySelector('.editor-instance .monaco-editor');
+  if (!ed) return [];
+  const tops = %s;
+  const lines = new Set();
+  for (const el of ed.querySelectorAll('.margin *')) {
+    if (!getComputedStyle(el).backgroundImage.includes('heat-')) continue;
+    const top = Math.round(el.getBoundingClientRect().top);
+    for (const t of Object.keys(tops)) {
+      if (Math.abs(Number(t) - top) <= 2) lines.add(tops[t]);
+    }
+  }
+  return [...lines].sort((a, b) => a - b);
+})()""" % _EDITOR_LINE_TOPS
+
+#: lines (1-based) tinted by the heat decoration's background: line overlays in a heat colour
+_TINTED_LINES = """(() => {
+  const ed = document.querySelector('.editor-instance .monaco-editor');
+  if (!ed) return [];
+  const tops = %s;
+  const heat = ['244, 211, 94', '246, 174, 45', '242, 100, 25', '231, 111, 81', '193, 18, 31'];
+  const lines = new Set();
+  for (const el of ed.querySelectorAll('.view-overlays > div > div')) {
+    const bg = getComputedStyle(el).backgroundColor;
+    if (!heat.some(c => bg.includes(c))) continue;
+    const top = Math.round(el.getBoundingClientRect().top);
+    for (const t of Object.keys(tops)) {
+      if (Math.abs(Number(t) - top) <= 2) lines.add(tops[t]);
+    }
+  }
+  return [...lines].sort((a, b) => a - b);
+})()""" % _EDITOR_LINE_TOPS
+
+_LENSES = """Array.from(document.querySelectorAll('.editor-instance .codelens-decoration'))
+  .map(e => e.innerText).join('\\n')"""
+
+
 def _line_text(line: int) -> str:
     """JS: the rendered text of a 1-based editor line, or null when it is scrolled out of view."""
     return """(() => {
@@ -154,6 +192,8 @@ def workbench(tmp_path):
         "telemetry.telemetryLevel": "off",
         "chat.commandCenter.enabled": False,
         "editor.hover.delay": 200,
+        # the optional heat decoration (#17 item 6), off by default
+        "kernelscope.heat.style": "gutter",
         "kernelscope.server.path": _kernelscope_executable(),
         # A cache of its own: the test must see a real compile, not a result from an earlier run.
         "kernelscope.cache.directory": str(tmp_path / "ks-cache"),
@@ -220,6 +260,18 @@ def _steps(browser: Browser, ws: Path, cs: code_server.Server, setup_s: float) -
     lines = browser.wait_for(_SQUIGGLE_LINES, 20, "squiggles in the editor")
     assert HOT_LINE in lines, f"no squiggle on line {HOT_LINE}: squiggles on {lines}"
     browser.screenshot(shots / "1-diagnostics.png")
+
+    # 1b. Per-line cost without code moving (#17 item 6): the inlay hint at the end of the hot line
+    # ("34 % · lg throttle"), the kernel's lens above its signature, and the heat bar in the gutter.
+    hinted = browser.wait_for(f"(() => {{ const l = {_line_text(HOT_LINE)}; "
+                              "return l && /\\d+\\s%\\s·\\s[a-z]/.test(l) ? l : null; })()", 30, "the hot line's inlay hint")
+    assert "acc\xa0+=" in hinted.replace(" ", "\xa0"), hinted
+    lens = browser.wait_for(f"(() => {{ const t = {_LENSES}; return /occupancy/.test(t) ? t : null; }})()",
+                            30, "the kernel's code lens")
+    assert "modeled" in lens, lens
+    heat = browser.wait_for(_HEAT_LINES, 30, "heat bars in the gutter")
+    assert HOT_LINE in heat, f"no heat bar on line {HOT_LINE}: bars on {heat}"
+    browser.screenshot(shots / "1b-hints-lens-heat.png")
 
     # 2. Hover the hot line: its share of the stall samples, marked as modeled.
     goto(browser, HOT_LINE, 9)  # on `acc`
@@ -292,6 +344,32 @@ def _steps(browser: Browser, ws: Path, cs: code_server.Server, setup_s: float) -
                             60, "a kernelscope notification after Profile Now")
     assert "profile" in note.lower(), note
     browser.screenshot(shots / "7-profile-now.png")
+
+    # 8. The heat as a background tint instead: the setting applies at once, without a new analysis.
+    # Changed as a user does, in the settings editor (code-server does not notice the file changing
+    # under it), then back to the CUDA file.
+    settings_file = cs.data / "User" / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    run_command(browser, "Preferences: Open User Settings (JSON)")
+    browser.wait_for("!!document.querySelector('.tab.active[aria-label*=\"settings.json\"]')", 20,
+                     "the settings.json editor")
+    browser.key("A", "Control")
+    browser.type(json.dumps({**settings, "kernelscope.heat.style": "background"}))  # one line: no auto-indent
+    browser.key("End", "Control", "Shift")  # what the editor's auto-closing added after the text
+    browser.key("Delete")
+    browser.key("S", "Control")
+    deadline = time.monotonic() + 10
+    while '"background"' not in settings_file.read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert json.loads(settings_file.read_text())["kernelscope.heat.style"] == "background"
+    browser.key("W", "Control")
+    browser.wait_for("!!document.querySelector('.tab.active[aria-label*=\"sgemm_naive.cu\"]')", 20,
+                     "the sgemm_naive.cu editor again")
+    browser.wait_for(f"(() => {{ const h = {_HEAT_LINES}; return h.length === 0; }})()", 30,
+                     "the gutter bars to go")
+    tinted = browser.wait_for(_TINTED_LINES, 30, "tinted lines")
+    assert HOT_LINE in tinted, f"no tint on line {HOT_LINE}: tints on {tinted}"
+    browser.screenshot(shots / "8-heat-background.png")
     print(f"\nVS Code e2e: setup {setup_s:.0f} s, steps {time.monotonic() - t0:.0f} s", file=sys.stderr)
 
 

@@ -29,3 +29,28 @@ async def test_hints_and_lenses_can_be_turned_off(lsp):
         assert not await _hints(s, "saxpy.cu")
         assert not await s.client.text_document_code_lens_async(types.CodeLensParams(
             text_document=types.TextDocumentIdentifier(uri=s.uri("saxpy.cu"))))
+
+
+async def _heat(s, name):
+    return await s.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="kernelscope.lineHeat", arguments=[s.uri(name)]))
+
+
+async def test_line_heat_gives_the_hints_shares_where_the_lines_are_now(lsp):
+    """`kernelscope.lineHeat` feeds VS Code's heat decoration (#17 item 6): the inlay hints' shares,
+    as data, on the lines as they are in the buffer after an edit above them."""
+    async with lsp() as s:
+        await s.open("saxpy.cu")
+        heat = await _heat(s, "saxpy.cu")
+        assert heat["kind"] == "modeled" and heat["lines"]
+        assert all(0.01 <= h["share"] <= 1 for h in heat["lines"])
+        hints = {h.position.line: float(h.label.split(" ")[0]) for h in await _hints(s, "saxpy.cu")}
+        shaded = {h["line"]: 100 * h["share"] for h in heat["lines"]}
+        assert hints and all(abs(shaded[line] - pct) <= 0.5 for line, pct in hints.items())
+        assert any(h["reason"] for h in heat["lines"]) and all(h["kernel"] for h in heat["lines"])
+        # two lines typed at the top: the same lines, two lower, before any new analysis
+        s.change("saxpy.cu", types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+            text="// a\n// b\n"))
+        moved = await _heat(s, "saxpy.cu")
+        assert sorted(h["line"] for h in moved["lines"]) == sorted(line + 2 for line in shaded)

@@ -38,6 +38,16 @@ CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
                                "`python -m kernelscope.server`). Empty: the Python extension's active "
                                "environment, then `kernelscope` on PATH.",
     },
+    f"{SECTION}.heat.style": {
+        "type": "string", "enum": ["off", "gutter", "background"], "default": "off", "scope": "window",
+        "enumDescriptions": ["No heat decoration (the inlay hints still give each hot line's share).",
+                             "A bar in the gutter beside each line costing >= 1 % of its kernel's samples, "
+                             "wider and redder the hotter the line.",
+                             "A tint across each such line, deeper the hotter the line."],
+        "markdownDescription": "Shade the hot lines of a CUDA file by their share of the kernel's samples "
+                               "(modeled or measured, as the diagnostics say); the hottest also mark the "
+                               "scroll bar.",
+    },
     f"{SECTION}.trace.server": {
         "type": "string", "enum": ["off", "messages", "verbose"], "default": "off", "scope": "window",
         "description": "Log the LSP messages between VS Code and the server in the kernelscope output.",

@@ -5,6 +5,7 @@ import { LanguageClient, State } from "vscode-languageclient/node";
 import { createClient } from "./client";
 import { Command, register } from "./commands";
 import { discover } from "./discovery";
+import { HeatDecorations } from "./heat";
 import { AnalysisFinished, AnalysisFinishedParams, DidGrantWorkspaceTrust } from "./protocol";
 import { ReportDocuments } from "./report";
 import { RooflinePanel } from "./roofline";
@@ -18,7 +19,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const status = new StatusItem(Command.showOutput);
   const reports = new ReportDocuments();
   const roofline = new RooflinePanel(() => client);
-  context.subscriptions.push(output, status, reports, roofline);
+  const heat = new HeatDecorations(() => client,
+    (level) => vscode.Uri.joinPath(context.extensionUri, "media", `heat-${level}.svg`));
+  context.subscriptions.push(output, status, reports, roofline, heat);
 
   const start = async (): Promise<void> => {
     status.starting();
@@ -40,6 +43,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         status.finished(p.diagnostics ?? 0, p.kind ?? kindFromDiagnostics(p.uri), file);
       }
       void roofline.analysisFinished(p.uri);
+      void heat.analysisFinished(p.uri);
     });
     c.onDidChangeState((e) => {
       // After its restarts are used up the client stays stopped: say so where the user looks.

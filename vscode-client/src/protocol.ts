@@ -23,6 +23,8 @@ export const ServerCommand = {
   profileNow: "kernelscope.profileNow",
   /** (uri, adviceId) -> the verification (re-modeled fix) as JSON, or null. */
   verifyAdvice: "kernelscope.verifyAdvice",
+  /** (uri) -> {kind, lines: [{line, share, reason, kernel}]}: hot lines for the heat decoration. */
+  lineHeat: "kernelscope.lineHeat",
 } as const;
 
 /** Notifications from the server. */

@@ -2,7 +2,7 @@
 // imports so it can be unit tested.
 
 /** Extension-only keys under `kernelscope`; the server's settings model forbids unknown keys. */
-export const CLIENT_ONLY_KEYS = ["server", "trace"];
+export const CLIENT_ONLY_KEYS = ["server", "trace", "heat"];
 
 export function serverSettings(section: unknown): unknown {
   if (section === null || typeof section !== "object" || Array.isArray(section)) {

@@ -23,7 +23,8 @@ test("file names and messages are escaped", () => {
 });
 
 test("the extension's own settings are not sent to the server", () => {
-  assert.deepEqual(serverSettings({ server: { path: "/x" }, trace: { server: "off" }, analysis: { arch: "sm_80" } }),
+  assert.deepEqual(serverSettings({ server: { path: "/x" }, trace: { server: "off" }, heat: { style: "gutter" },
+    analysis: { arch: "sm_80" } }),
     { analysis: { arch: "sm_80" } });
   assert.equal(serverSettings(null), null);
 });
