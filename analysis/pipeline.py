@@ -19,11 +19,11 @@ from .advisor import advise
 from .arch import ArchSpec, DeviceSpec, load_arch_specs
 from .compile import CompilerMessage, KernelResources, compile_cuda, local_headers
 from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
-from .emulator.launch import ResolvedLaunch, resolve_launch
-from .inclusion import compile_in_context, inclusion_context, is_header, restricted_to_file, with_context
+from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError,
                              SensitivityReport, WhatIfReport, emulate_detailed, prepare, sensitivity, study_shape,
                              what_if)
+from .inclusion import compile_in_context, inclusion_context, is_header, restricted_to_file, with_context
 from .occupancy import Occupancy, occupancy
 from .options import AnalysisOptions
 from .process import CancelToken
@@ -161,6 +161,11 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
         facts[fn.mangled] = kernel_facts(program, fn, arch, options.default_trip_count, block=study.launch.block,
                                          values=resolved.values)
     timings["model"] = time.perf_counter() - t
+    # a kernel modeled with a default launch says so where it is defined, with how to give the real one
+    messages += [Message(file=str(source), line=fn.source_line, column=None, severity="info", message=note,
+                         source="kernelscope")
+                 for fn in program.kernels if not studies[fn.mangled].measured
+                 and (note := assumed_launch_note(fn.name, studies[fn.mangled].assumptions))]
     common = dict(base, compiled=True, device_only=compiled.device_only, messages=tuple(messages))
     if not program.kernels:
         common["messages"] += (_note(source, "no kernels (__global__ functions) in this file"),)

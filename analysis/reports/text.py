@@ -50,8 +50,8 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
     assumed = assumed_values(k)
     if assumed:
         out.append("  assumed     " + ", ".join(f"{a.name.replace('@', ' at ')} = {a.value}" for a in assumed)
-                   + " (defaults: give real values with a `// kernelscope:` annotation or the launch_hints setting;"
-                     " see docs/emulator.md)")
+                   + " (defaults: give real values with launch capture (--capture), a `// kernelscope:` annotation"
+                     " or the launch_hints setting; see docs/emulator.md)")
     for a in model_limits(k):
         out.append(f"  limits      {a.value}: {a.detail}")
     mix = sorted(k.instruction_mix.items(), key=lambda kv: -kv[1])
@@ -117,7 +117,9 @@ def launch_source(k: KernelReport) -> str:
     if k.measured_duration_s is not None:
         return "measured"
     if "default" in kinds:
-        return "assumed: no launch found; give one with `// kernelscope: grid=... block=...`"
+        # the assumption's detail says why (no launch, or one that does not fold) and how to give it
+        why = next(a.detail for a in k.assumptions if a.name in ("grid", "block") and a.source == "default")
+        return f"assumed: {why}" if why else "assumed"
     return ", ".join(sorted(kinds)).replace("_", " ") or "from the source"
 
 

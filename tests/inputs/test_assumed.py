@@ -1,0 +1,50 @@
+"""A default launch is said, never silent (issue #14 item 5), on a real program whose grid does not
+fold: Learn-CUDA-Programming's sgemm.cu launches `sgemm_gpu_kernel<<<dimGrid, dimBlock>>>` from
+`sgemm_gpu(..., int M, ...)`, with `dim3 dimGrid(M / dimBlock.x, N / dimBlock.y)` (line 41).
+The text report, the hover's assumptions and the lens say "assumed", and the kernel's diagnostic
+says why and how to give the real launch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.pipeline import analyze
+from kernelscope.analysis.reports.text import render_text
+from kernelscope.analysis.toolchain import ToolchainError, locate_toolchain
+from kernelscope.server.features import render
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+SGEMM = REAL / "learn-cuda-programming" / "sgemm.cu"
+KERNEL_LINE = 23  # `__global__ void` opens the definition one line above the name
+WHY = "the launch at line 41 (`dimGrid`) does not fold to a constant"
+
+
+@pytest.fixture(scope="module")
+def result():
+    try:
+        locate_toolchain()
+    except ToolchainError as e:
+        pytest.skip(f"no nvcc: {e}")
+    flags = tuple(f.format(real=REAL) for f in json.loads((REAL / "build_flags.json").read_text())["*"])
+    return analyze(SGEMM, AnalysisOptions(flags=flags), depth="quick")
+
+
+def test_the_kernels_diagnostic_says_the_launch_is_assumed_why_and_how_to_give_it(result):
+    (note,) = [m for m in result.messages if "assumed launch" in m.message]
+    assert (note.line, note.severity, note.source) == (KERNEL_LINE, "info", "kernelscope")
+    assert "grid (1056, 1, 1)" in note.message and "block" not in note.message.split(":")[0]  # the block folded
+    assert WHY in note.message and GIVE_A_LAUNCH in note.message
+
+
+def test_the_text_report_hover_and_lens_say_assumed(result):
+    (k,) = result.kernels
+    launch = next(ln for ln in render_text(result).splitlines() if ln.strip().startswith("launch"))
+    assert "block (16, 16, 1)" in launch and f"[assumed: {WHY}" in launch
+    assert "grid = (1056, 1, 1) (assumed)" in render.assumptions(k)
+    assert "block = (16, 16, 1) (launch_site)" in render.assumptions(k)
+    assert render.launch_assumed(k)  # the lens adds "launch assumed"
