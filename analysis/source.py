@@ -170,6 +170,10 @@ class Loop(BaseModel):
     induction_var: str | None  # for `for` loops of the simple counted form
     bound_text: str | None  # the other side of the exit comparison, e.g. "N" or "n"
     trip_count: int | None  # constant trip count, when the header folds
+    # How far the induction variable moves, as source text: "n" for `i = 0; i < n`, "(n - 1) - (0)
+    # + 1" for `i = n - 1; i >= 0; --i`; the bound alone when the start is a thread's own index
+    extent_text: str | None = None
+    step_text: str | None = None  # the additive step: "1" for ++/--, "3" for `i += 3`, "stride"
 
 
 class FloatLiteral(BaseModel):
@@ -1310,26 +1314,88 @@ def _trip_count(start: int, op: str, bound: int, step: tuple[str, int]) -> int |
     return count
 
 
-def _for_header(node: Node, env: _Env, writes: list[tuple[str, int]]) -> tuple[str | None, str | None, int | None]:
-    """(induction variable, bound text, trip count) of `for (int i = A; i < B; i += C)`."""
-    start = _loop_var_init(node.child_by_field_name("initializer"), env)
+class _ForHeader:
+    """What `for (int i = A; i < B; i += C)` says about its trips."""
+
+    __slots__ = ("var", "bound_text", "trip", "extent_text", "step_text")
+
+    def __init__(self, var: str | None = None, bound_text: str | None = None, trip: int | None = None,
+                 extent_text: str | None = None, step_text: str | None = None) -> None:
+        self.var, self.bound_text, self.trip = var, bound_text, trip
+        self.extent_text, self.step_text = extent_text, step_text
+
+
+# A start written with these is each thread's own index: it offsets the thread, not the extent.
+_THREAD_INDEX = ("threadIdx", "blockIdx", "laneid", "thread_rank")
+
+
+def _loop_var_start(initializer: Node | None) -> Node | None:
+    if initializer is not None and initializer.type == "declaration":
+        declarators = _declarators(initializer)
+        return declarators[0].child_by_field_name("value") if len(declarators) == 1 else None
+    return initializer.child_by_field_name("right") if initializer is not None else None
+
+
+def _extent(op: str, start: Node | None, start_value: int | None, bound_text: str, step: int) -> str | None:
+    """The distance the induction variable moves, as source text, for an additive step towards the bound."""
+    inclusive = " + 1" if op in ("<=", ">=") else ""
+    start_text = _squash(_text(start)) if start is not None else ""
+    per_thread = any(w in start_text for w in _THREAD_INDEX)
+    if step > 0 and op in ("<", "<="):
+        if start_value == 0 or per_thread:
+            return f"{bound_text}{inclusive}"
+        return f"({bound_text}) - ({start_text}){inclusive}" if start_text else None
+    if step < 0 and op in (">", ">=") and start_text and not per_thread:
+        return f"({start_text}) - ({bound_text}){inclusive}"
+    return None
+
+
+def _step_text(update: Node | None) -> str | None:
+    """The additive step as written: `++i` is "1", `i += stride` is "stride", `i = i - 2` is "2"."""
+    if update is None:
+        return None
+    if update.type == "update_expression":
+        return "1"
+    if update.type != "assignment_expression":
+        return None
+    op = _text(update.child_by_field_name("operator"))
+    right = update.child_by_field_name("right")
+    if op == "=" and right is not None and right.type == "binary_expression":
+        op = _text(right.child_by_field_name("operator")) + "="
+        right = right.child_by_field_name("right")
+    return _squash(_text(right)) if op in ("+=", "-=") and right is not None else None
+
+
+def _for_header(node: Node, env: _Env, writes: list[tuple[str, int]]) -> _ForHeader:
+    """The induction variable, bound, trip count and extent of `for (int i = A; i < B; i += C)`."""
+    initializer = node.child_by_field_name("initializer")
+    start = _loop_var_init(initializer, env)
     if start is None:
-        return None, None, None
+        return _ForHeader()
     var, start_value = start
     cond = _loop_condition(node.child_by_field_name("condition"), var)
     if cond is None:
-        return None, None, None
+        return _ForHeader()
     op, bound_node = cond
     bound_text = _text(bound_node)
-    step = _loop_step(node.child_by_field_name("update"), var, env)
+    update = node.child_by_field_name("update")
+    step = _loop_step(update, var, env)
+    step_text = _step_text(update) if step is None or step[0] == "+" else None
+    direction = step[1] if step is not None and step[0] == "+" else (1 if step_text else 0)
+    if update is not None and update.type == "update_expression" and _text(update.child_by_field_name("operator")) == "--":
+        direction = -1
+    elif update is not None and _text(update.child_by_field_name("operator")) == "-=":
+        direction = -1
+    extent = _extent(op, _loop_var_start(initializer), start_value, bound_text, direction) if direction else None
     bound = _fold(bound_node, env)
-    if step is None or start_value is None or bound is None:
-        return var, bound_text, None
     body = node.child_by_field_name("body")
     # A write to the induction variable in the body breaks the closed form.
-    if body is not None and any(n == var and body.start_byte <= at < body.end_byte for n, at in writes):
-        return var, bound_text, None
-    return var, bound_text, _trip_count(start_value, op, bound, step)
+    written = body is not None and any(n == var and body.start_byte <= at < body.end_byte for n, at in writes)
+    if written:
+        return _ForHeader(var, bound_text)
+    if step is None or start_value is None or bound is None:
+        return _ForHeader(var, bound_text, None, extent, step_text)
+    return _ForHeader(var, bound_text, _trip_count(start_value, op, bound, step), extent, step_text)
 
 
 def _previous_statement(node: Node) -> Node | None:
@@ -1374,9 +1440,7 @@ def _loop(index: int, raw: _RawLoop, loc: _Locator, function: Function | None, e
           writes: list[tuple[str, int]]) -> Loop:
     node = raw.node
     kind = _LOOP_KINDS[node.type]
-    var = bound_text = trip = None
-    if kind == "for":
-        var, bound_text, trip = _for_header(node, env, writes)
+    header = _for_header(node, env, writes) if kind == "for" else _ForHeader()
     condition = node.child_by_field_name("condition")
     body = node.child_by_field_name("body")
     return Loop(
@@ -1390,9 +1454,11 @@ def _loop(index: int, raw: _RawLoop, loc: _Locator, function: Function | None, e
         depth=raw.depth,
         parent=raw.parent,
         unroll=_unroll(node, env),
-        induction_var=var,
-        bound_text=bound_text,
-        trip_count=trip,
+        induction_var=header.var,
+        bound_text=header.bound_text,
+        trip_count=header.trip,
+        extent_text=header.extent_text,
+        step_text=header.step_text,
     )
 
 

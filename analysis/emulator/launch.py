@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from ..profile import Assumption, LaunchConfig
 from ..program import base_name
 from ..sass import Instruction
 from ..source import Annotation, LaunchSite, SourceModel
+from ..source import Loop as SourceLoop
 
 DEFAULT_BLOCK = 256
 DEFAULT_BLOCKS_PER_SM = 8
@@ -361,6 +363,41 @@ def loop_step(body: list[Instruction], latch: Instruction,
             return "grid", next(iter(dims))
         return "?", None
     return "?", None
+
+
+#: value sources from the least certain to the most (an assumption carries the least certain it used)
+_CERTAINTY = ("default", "settings", "annotation", "launch_site", "captured", "sass")
+
+
+def counter_bound(loop: SourceLoop, fold: Callable[[str], tuple[int | None, str]], step: tuple[str, int | None],
+                  unroll: int | None) -> tuple[int | None, str, tuple[str, int | None]]:
+    """A source loop's bound in the units of its SASS counter, where it came from, and the step
+    to divide it by.
+
+    The extent is how far the induction variable moves (`n` for `i = 0; i < n`, `n` also for
+    `i = n - 1; i >= 0; --i`), folded by `fold`. With a source step s > 1, ptxas either keeps
+    `i` as the counter (it then adds u·s per unrolled trip) or counts iterations (it adds u, the
+    bound is ⌈extent / s⌉): a SASS step that is u·s means the former. A step the SASS holds in a
+    register (`i += stride`) is not a grid stride; when the source's step folds (an argument
+    the launch gives), the loop runs ⌈extent / s⌉ iterations, u per SASS trip.
+    """
+    bound, source = None, "launch_site"
+    for text in (loop.extent_text, loop.bound_text):
+        if text and bound is None:
+            bound, source = fold(text.strip())
+    kind, k = step
+    if bound is None or kind not in ("const", "?") or not loop.step_text:
+        return bound, source, step
+    s, s_source = fold(loop.step_text)
+    if s is None or s <= 1:
+        return bound, source, step
+    source = min(source, s_source, key=_CERTAINTY.index) if s_source in _CERTAINTY else source
+    iterations = -(-bound // s)
+    if kind == "const" and k and k % s == 0 and (unroll is None or k // s == unroll):
+        return bound, source, step  # the counter is `i` itself
+    if kind == "const":
+        return iterations, source, step  # the counter counts iterations
+    return iterations, source, ("const", max(1, unroll or 1))
 
 
 def resolve_trip(*, info_trip: int | None, bound_value: int | None, step: tuple[str, int | None],

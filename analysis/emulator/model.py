@@ -30,7 +30,7 @@ from .decode import K_BRA, REASONS, DecodedKernel, LoopSpec, callee_name, decode
 from . import sampling
 from .budget import Ledger, StudyShape
 from .engine import Engine, EngineConfig, EngineRun
-from .launch import counted_trip, fold_bound, loop_step, resolve_launch, resolve_trip
+from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import PCSampler, TrafficCounter, Utilization, resource_units
 from .memory import memory_shapes, param_offsets
 from .units import RES_ID, RESOURCES, MachineModel, machine_from_arch
@@ -222,11 +222,12 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
                 sl = next((x for x in src.loops if x.header_line == latch_line), None)
             if sl is None and line is not None:
                 sl = src.loop_at(line)
-            if sl is not None and sl.bound_text:
-                bound, bound_source = _fold_loop_bound(sl.bound_text.strip(), resolved, cfg_launch)
         body = [fn.instructions[i] for i in sorted(L.body)]
         latch = fn.instructions[L.latches[-1]] if L.latches else header
         step = loop_step(body, latch, list(fn.instructions))
+        if sl is not None:  # the source's extent, in the units of the SASS counter
+            bound, bound_source, step = counter_bound(sl, lambda t: _fold_loop_bound(t, resolved, cfg_launch), step,
+                                                      info.unroll_factor if info else None)
         if bound is not None and sl is not None and step[0] == "const":
             key = (sl.index, L.parent)
             if key in left:

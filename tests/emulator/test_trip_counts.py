@@ -84,9 +84,30 @@ def test_counting_down_steps_by_a_positive_amount(shapes, target):
     assert all(kind == "const" and 1 <= k <= 64 for kind, k in steps), steps
 
 
+def test_counting_down_runs_from_its_start_to_its_bound(shapes, target):
+    # `for (i = n - 1; i >= 0; --i)` with n = 1000: the extent is (n - 1) - 0 + 1 = 1000, not the
+    # bound 0; ptxas runs the remainder first here, so the split is within one unroll step
+    loops = _trips(shapes, "count_down", target)
+    assert abs(_source_iterations(loops) - 1000) <= _slack(loops), loops
+    assert all(a.source in ("launch_site", "sass") for *_, a in loops)
+
+
 def test_stride_k_loop_is_counted_not_grid_stride(shapes, target):
     loops = _trips(shapes, "stride_k", target)
     assert all(step[0] == "const" for step, _, _ in loops)
+    # `i += 3` up to 1000: ptxas counts the 334 iterations (16 per unrolled trip), not i; the
+    # model divides ⌈1000 / 3⌉ by the counter's step
+    assert sum(trip * step[1] for step, trip, _ in loops) == math.ceil(1000 / 3)
+
+
+def test_a_stride_from_an_argument_is_not_a_grid_stride(shapes, target):
+    # `i += stride` bounded by the argument n: the stride is a kernel argument, not blockDim *
+    # gridDim, so the loop is never taken for a grid-stride one; with stride = 4096 from the
+    # launch it runs about ⌈100000 / 4096⌉ = 25 iterations, not n / unroll
+    loops = _trips(shapes, "arg_stride", target)
+    assert all(step[0] != "grid" and "grid-stride" not in a.detail for step, _, a in loops)
+    # SASS trips: at most the 25 iterations (plus a remainder's guard), at least 25 / unroll 4
+    assert math.ceil(25 / 4) <= sum(trip for _, trip, _ in loops) <= 25 + 3, loops
 
 
 def test_bound_from_blockdim_folds_with_the_launch(shapes, target):

@@ -46,6 +46,11 @@ __global__ void grid_stride_2d(float* x, int w, int h) {
       x[y * w + c] = x[y * w + c] * 2.0f + 1.0f;
 }
 
+__global__ void arg_stride(float* x, int n, int stride) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    x[i] = x[i] * 2.0f + 1.0f;
+}
+
 __global__ void halving(float* x) {
   __shared__ float sh[1024];
   sh[threadIdx.x] = x[threadIdx.x];
@@ -75,6 +80,7 @@ int main() {
   bound_blockdim<<<8, 128>>>(x);
   grid_stride<<<8, 128>>>(x, 100000);
   grid_stride_2d<<<dim3(8, 4), dim3(32, 4)>>>(x, 512, 256);
+  arg_stride<<<8, 128>>>(x, 100000, 4096);
   halving<<<8, 256>>>(x);
   doubling<<<8, 256>>>(x);
   return 0;
