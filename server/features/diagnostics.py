@@ -11,6 +11,7 @@ from kernelscope.analysis.advice import Advice
 from kernelscope.analysis.results import AnalysisResult, Message
 
 from ..tracking import ResultView
+from . import docs
 
 SOURCE = "kernelscope"
 
@@ -76,16 +77,22 @@ def advice_diagnostic(view: ResultView, uri: str, a: Advice) -> types.Diagnostic
     if rng is None:
         return None
     related: list[types.DiagnosticRelatedInformation] = []
+    # GPA's def→use pairs: point at the instruction the stalled one waits on, when it is elsewhere.
+    # An unrolled loop repeats one source pair many times; one entry per source pair, hottest first.
+    pairs: dict[tuple, list[int]] = {}
     for h in a.hotspots:
-        # GPA's def→use pairs: point at the instruction the stalled one waits on, when it is elsewhere.
-        if h.def_line is None or h.def_line == primary:
+        if h.def_line is not None and h.def_line != primary:
+            pairs.setdefault((h.def_line, h.def_opcode, h.use_line, h.use_opcode, h.category), []).append(h.distance)
+    for (def_line, def_opcode, use_line, use_opcode, category), distances in pairs.items():
+        partner = view.range(def_line)
+        if partner is None:
             continue
-        partner = view.range(h.def_line)
-        if partner is not None:
-            related.append(types.DiagnosticRelatedInformation(
-                location=types.Location(uri=uri, range=partner),
-                message=f"{h.def_opcode} here feeds {h.use_opcode} at line {h.use_line} ({h.category}, "
-                        f"{h.distance} instructions apart)"))
+        lo, hi = min(distances), max(distances)
+        apart = f"{lo} instructions apart" if lo == hi else f"{lo} to {hi} instructions apart"
+        times = f"; {len(distances)} such pairs" if len(distances) > 1 else ""
+        related.append(types.DiagnosticRelatedInformation(
+            location=types.Location(uri=uri, range=partner),
+            message=f"{def_opcode} here feeds {use_opcode} at line {use_line} ({category}, {apart}{times})"))
     for other in a.lines[1:]:
         r = view.range(other)
         if r is not None and other not in {h.def_line for h in a.hotspots}:
@@ -97,6 +104,8 @@ def advice_diagnostic(view: ResultView, uri: str, a: Advice) -> types.Diagnostic
         severity=advice_severity(a),
         source=SOURCE,
         code=a.optimizer,
+        # VS Code shows the code as a link to what the optimizer matches and how it estimates
+        code_description=types.CodeDescription(href=href) if (href := docs.link("advisor.md", docs.OPTIMIZERS)) else None,
         related_information=related or None,
         # The analysed text of the line: results follow edits, so it always equals the line's text now
         # (tests/stress/test_edit_storm.py checks every published diagnostic against it).

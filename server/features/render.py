@@ -13,6 +13,8 @@ from kernelscope.analysis.reports.text import assumed_values, grid_fill
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport
 from kernelscope.analysis.verify import Verification
 
+from . import docs
+
 #: SASS lines shown in a hover; a long unrolled line would otherwise fill the screen
 MAX_SASS = 16
 MAX_STALLS = 6
@@ -112,7 +114,9 @@ def stall_table(line: LineReport, k: str = "") -> list[str]:
 
 
 def advice_line(a: Advice) -> str:
-    return f"- **{a.title}** — est. {a.speedup:.2f}× ({a.provenance})"
+    """"- **Tile through shared memory** — est. 2.62× ([Starlight Eq. 3](…advisor.md#L104), modeled)"."""
+    eq = docs.cited(a.estimate.formula) if a.verified_speedup is None else None  # a verified figure cites no equation
+    return f"- **{a.title}** — est. {a.speedup:.2f}× ({f'{eq}, ' if eq else ''}{a.provenance})"
 
 
 def line_hover(result: AnalysisResult, kernel: KernelReport, line: LineReport | None, line1: int,

@@ -55,3 +55,13 @@ def test_every_data_file_is_installed():
             if not any(fnmatch.fnmatch(rel, g) for g in globs.get(_package_of(pkg, roots), [])):
                 missing.append(f.relative_to(REPO).as_posix())
     assert missing == [], "add these to [tool.setuptools.package-data]"
+
+
+def test_the_docs_the_editor_links_to_are_installed():
+    """The hover links "GPA Eq. 2" to advisor.md (server/features/docs.py); a wheel carries the docs
+    as data files, where docs.py looks for them when there is no checkout around the package."""
+    from kernelscope.server.features import docs
+
+    data = _setuptools()["data-files"]
+    (dest,) = [d for d, globs in data.items() if any(fnmatch.fnmatch("docs/advisor.md", g) for g in globs)]
+    assert Path(dest) == docs.INSTALLED

@@ -60,6 +60,34 @@ local ok, err = pcall(function()
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<leader>kl", true, false, true), "mx", false)
   vim.wait(20000, function() return #floats() > 0 end, 50)
   result.floats = floats()
+
+  -- Blame as navigation: on a file whose hot loop's diagnostic names the loads it waits on, the
+  -- config's <leader>kb fills the quickfix list from the related information and jumps there.
+  local blame_file = os.getenv("KS_BLAME_FILE")
+  if blame_file then
+    for _, win in ipairs(vim.api.nvim_list_wins()) do -- close the report float first
+      if vim.api.nvim_win_get_config(win).relative ~= "" then vim.api.nvim_win_close(win, true) end
+    end
+    vim.cmd("edit " .. vim.fn.fnameescape(blame_file))
+    local blame_buf = vim.api.nvim_get_current_buf()
+    local function pointing()
+      for _, d in ipairs(vim.diagnostic.get(blame_buf)) do
+        local lsp = d.user_data and d.user_data.lsp or {}
+        if lsp.relatedInformation and #lsp.relatedInformation > 0 then return d end
+      end
+    end
+    vim.wait(timeout, function() return pointing() ~= nil end, 100)
+    local d = pointing()
+    if not d then error("no kernelscope diagnostic with related information in " .. blame_file) end
+    result.blame = { from = d.lnum, message = d.message, mapping = vim.fn.maparg("<leader>kb", "n") ~= "" }
+    vim.api.nvim_win_set_cursor(0, { d.lnum + 1, 0 })
+    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<leader>kb", true, false, true), "mx", false)
+    result.blame.to = vim.api.nvim_win_get_cursor(0)[1] - 1
+    result.blame.quickfix = {}
+    for _, item in ipairs(vim.fn.getqflist()) do
+      table.insert(result.blame.quickfix, { lnum = item.lnum - 1, text = item.text })
+    end
+  end
   vim.lsp.stop_client(c.id)
   vim.wait(5000, function() return client() == nil end, 50)
 end)

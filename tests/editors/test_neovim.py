@@ -118,11 +118,12 @@ def test_neovim_documented_setup(tmp_path, heading, fits):
     root = tmp_path / "ws"
     (root / ".git").mkdir(parents=True)  # one of the setup's root markers
     shutil.copy(DATA / "tracked.cu", root / "tracked.cu")
+    shutil.copy(DATA / "naive_gemm.cu", root / "naive_gemm.cu")
     init = tmp_path / "init.lua"
     init.write_text(documented_setup(heading), encoding="utf-8")
     out = tmp_path / "nvim.json"
     # The setup's `cmd` is plain `kernelscope serve`: found on PATH, as for a user with the venv active.
-    env = _env(tmp_path, KS_OUT=str(out), KS_FILE=str(root / "tracked.cu"),
+    env = _env(tmp_path, KS_OUT=str(out), KS_FILE=str(root / "tracked.cu"), KS_BLAME_FILE=str(root / "naive_gemm.cu"),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     version = max(versions)
     got = _run(NEOVIMS[version], ["-u", str(init), "-c", f"luafile {HERE / 'neovim_documented.lua'}"],
@@ -139,3 +140,8 @@ def test_neovim_documented_setup(tmp_path, heading, fits):
     # <leader>kl -> codelens.run -> the setup's client-side kernelscope.showReport -> a float with the report
     assert got["mapping"] is True
     assert any(f.startswith("### `twice") and "occupancy" in f for f in got["floats"]), got["floats"]
+    # <leader>kb (#17 item 7): from the stalled line to the line of the instruction it waits on
+    blame = got["blame"]
+    assert blame["mapping"] is True and blame["quickfix"], blame
+    assert all("feeds" in q["text"] or q["text"].startswith("also involved") for q in blame["quickfix"]), blame
+    assert blame["to"] == blame["quickfix"][0]["lnum"] != blame["from"], blame

@@ -37,6 +37,8 @@ ANALYSIS_TIMEOUT = float(os.environ.get("KERNELSCOPE_TEST_TIMEOUT", "240"))
 
 #: 1-based; `acc += A[row * n + k] * B[k * n + col];`, the modeled profile's hottest line
 HOT_LINE = 28
+#: 1-based; `for (int k = 0; k < n; ++k)`, whose diagnostic's related information leads to HOT_LINE
+LOOP_LINE = 27
 #: 1-based; the kernel's signature, where the `const __restrict__` fix applies
 KERNEL_LINE = 20
 
@@ -287,6 +289,42 @@ def _steps(browser: Browser, ws: Path, cs: code_server.Server, setup_s: float) -
     browser.eval(f"{part}.scrollIntoView()")  # for the screenshot
     time.sleep(0.3)
     browser.screenshot(shots / "2-hover.png")
+    # Its advice cites the paper equation that estimated it, linked to docs/advisor.md (#17 item 8).
+    eq = ("(() => Array.from(document.querySelectorAll('.monaco-hover a'))"
+          ".find(a => /^(GPA|Starlight) Eq\\. \\d+$/.test(a.innerText.trim())))()")
+    href = browser.wait_for(f"(() => {{ const a = {eq}; return a ? (a.dataset.href || a.href) : null; }})()",
+                            10, "an equation link in the hover")
+    assert re.search(r"advisor\.md#L\d+$", href), href
+    browser.eval(f"{eq}.scrollIntoView()")
+    box = browser.eval(f"(() => {{ const r = {eq}.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()")
+    browser.click(*box)
+    browser.wait_for("!!document.querySelector('.tab.active[aria-label*=\"advisor.md\"]')", 20,
+                     "docs/advisor.md opened from the hover's link")
+    browser.wait_for("Array.from(document.querySelectorAll('.editor-instance .view-lines .view-line'))"
+                     ".some(l => l.textContent.includes('Estimators'))", 20, "advisor.md's estimators section in view")
+    browser.screenshot(shots / "2a-advisor-doc.png")
+    browser.key("W", "Control")
+    browser.wait_for("!!document.querySelector('.tab.active[aria-label*=\"sgemm_naive.cu\"]')", 20,
+                     "the sgemm_naive.cu editor again")
+    browser.key("Escape")
+
+    # 2b. Blame as navigation (#17 item 7): the loop line's diagnostic links, as related information,
+    # to the loads its stalls wait on; clicking the link in the hover moves the cursor there.
+    goto(browser, LOOP_LINE, 9)
+    browser.key("K", "Control")
+    browser.key("I", "Control")
+    link = ("(() => Array.from(document.querySelectorAll('.monaco-hover .marker a'))"
+            ".find(a => /sgemm_naive\\.cu\\(%d, \\d+\\)/.test(a.innerText)))()" % HOT_LINE)
+    text = browser.wait_for(f"(() => {{ const a = {link}; return a ? a.parentElement.innerText : null; }})()",
+                            20, "the related-information link in the diagnostic's hover")
+    assert "feeds" in text, text
+    browser.screenshot(shots / "2b-blame-link.png")
+    box = browser.eval(f"(() => {{ const r = {link}.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()")
+    browser.click(*box)
+    cursor = browser.wait_for(f"(() => {{ const s = document.querySelector('#status\\\\.editor\\\\.selection'); "
+                              f"return s && /Ln {HOT_LINE},/.test(s.innerText) ? s.innerText : null; }})()",
+                              10, f"the cursor on line {HOT_LINE}")
+    assert f"Ln {HOT_LINE}," in cursor
     browser.key("Escape")
 
     # 3. The roofline webview, drawn from the server's SVG.

@@ -16,3 +16,6 @@ async def test_related_information_leads_to_the_instruction_waited_on(lsp):
             assert r.location.range.start.line != d.range.start.line  # elsewhere: worth a jump
             assert lines[r.location.range.start.line].strip()  # a real source line
             assert isinstance(r.location.range, types.Range)
+        # one entry per source pair: the unrolled loop's five LDG->FFMA pairs on line 11 are one
+        pairs = [(d.range.start.line, r.location.range.start.line, r.message.split(" (")[0]) for d, r in related]
+        assert len(pairs) == len(set(pairs)), pairs

@@ -110,3 +110,27 @@ async def test_the_roofline_the_editor_shows_is_readable_at_its_panel_width(lsp)
         scale = min(1.0, PANEL_WIDTH_PX / float(svg.get("width")))
         sizes = {float(el.get("font-size")) for el in svg.iter() if el.get("font-size")}
         assert sizes and min(sizes) * scale >= MIN_TEXT_PX, (sorted(sizes), scale)
+
+
+async def test_hover_and_diagnostics_link_the_cited_equations_to_advisor_md(lsp):
+    """#17 item 8: every estimate cites "GPA Eq. 2" or "Starlight Eq. 3"; the hover links the citation
+    to docs/advisor.md's estimators section, and the diagnostic's code to its optimizers section."""
+    import re
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    def target(uri: str) -> str:
+        """The line a `file:…#L<n>` link opens at."""
+        u = urlparse(uri)
+        assert u.scheme == "file" and u.path.endswith("/advisor.md") and u.fragment.startswith("L"), uri
+        return open(url2pathname(u.path), encoding="utf-8").read().splitlines()[int(u.fragment[1:]) - 1]
+
+    async with lsp() as s:
+        await s.open("naive_gemm.cu")
+        hover = _hover_text(await s.hover("naive_gemm.cu", 10, 8))  # `acc += A[row * K + k] * B[k * N + col];`
+        links = re.findall(r"\[((?:GPA|Starlight) Eq\. \d+)\]\((file:[^)]+)\)", hover)
+        assert links, hover
+        for _, uri in links:
+            assert target(uri).startswith("## 3. Estimators")
+        advice = [d for d in s.diagnostics("naive_gemm.cu") if d.source == "kernelscope"]
+        assert advice and all(target(d.code_description.href).startswith("## 2. Optimizers") for d in advice)
