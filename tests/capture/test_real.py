@@ -13,7 +13,6 @@ from kernelscope.analysis.capture import capture_program
 from kernelscope.analysis.capture.run import with_capture
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
-from kernelscope.analysis.toolchain import ToolchainError, locate_toolchain
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 _FLAGS = json.loads((REAL / "build_flags.json").read_text())
@@ -101,14 +100,6 @@ EXPECTED = {
         "_Z13jacobi_kernelILi32ELi32EEvPfPKfS0_iii": ((512, 512, 1), (32, 32, 1), 0, {3: 1, 4: 16383, 5: 16384}, 2)},
 }
 PROJECTS = {name.split("/")[0] for name in EXPECTED}
-
-
-@pytest.fixture(scope="module")
-def toolchain():
-    try:
-        return locate_toolchain()
-    except ToolchainError as e:
-        pytest.skip(f"no nvcc: {e}")
 
 
 def test_the_set_spans_enough_real_kernels_and_projects():

@@ -15,7 +15,6 @@ from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.reports.text import render_text
-from kernelscope.analysis.toolchain import ToolchainError, locate_toolchain
 from kernelscope.server.features import render
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
@@ -25,11 +24,7 @@ WHY = "the launch at line 41 (`dimGrid`) does not fold to a constant"
 
 
 @pytest.fixture(scope="module")
-def result():
-    try:
-        locate_toolchain()
-    except ToolchainError as e:
-        pytest.skip(f"no nvcc: {e}")
+def result(toolchain):
     flags = tuple(f.format(real=REAL) for f in json.loads((REAL / "build_flags.json").read_text())["*"])
     return analyze(SGEMM, AnalysisOptions(flags=flags), depth="quick")
 

@@ -18,18 +18,9 @@ from kernelscope.analysis.inclusion import includers, with_context
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.source import parse_source
-from kernelscope.analysis.toolchain import ToolchainError, locate_toolchain
 
 HERE = Path(__file__).resolve().parent / "inclusion"
 MAIN, HEADER, IMPL = HERE / "main.cu", HERE / "kernels.cuh", HERE / "kernels_impl.cu"
-
-
-@pytest.fixture(scope="module")
-def toolchain():
-    try:
-        return locate_toolchain()
-    except ToolchainError as e:
-        pytest.skip(f"no nvcc: {e}")
 
 
 def _assumed(kernel) -> dict[str, tuple[str, str]]:

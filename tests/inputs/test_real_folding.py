@@ -16,19 +16,10 @@ from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH, resolve_launch
 from kernelscope.analysis.inclusion import with_context
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.source import parse_source
-from kernelscope.analysis.toolchain import ToolchainError, locate_toolchain
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 _FLAGS = json.loads((REAL / "build_flags.json").read_text())
 SM_COUNT = 132
-
-
-@pytest.fixture(scope="module")
-def toolchain():
-    try:
-        return locate_toolchain()
-    except ToolchainError as e:
-        pytest.skip(f"no nvcc: {e}")
 
 
 def _flags(name: str) -> tuple[str, ...]:
