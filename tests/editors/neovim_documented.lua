@@ -31,10 +31,18 @@ local ok, err = pcall(function()
   result.root_dir = c.root_dir or c.config.root_dir -- 0.7 keeps it only in the config
   result.encoding = c.offset_encoding
 
-  -- Diagnostics come when the analysis is done; the config's autocommands refresh the lenses, and a
-  -- CursorHold never fires headless, so refresh here as the user's next BufEnter would.
+  -- Record the analyses the server reports, through the setup's own handler.
+  result.finished = {}
+  local setup_handler = c.handlers["kernelscope/analysisFinished"]
+  c.handlers["kernelscope/analysisFinished"] = function(err, params, ctx, config)
+    table.insert(result.finished, { cache = params.cache or vim.NIL, depth = params.depth or vim.NIL })
+    if setup_handler then return setup_handler(err, params, ctx, config) end
+  end
+  result.setup_handler = setup_handler ~= nil
+
+  -- Diagnostics come when the analysis is done, and the lenses with them: nothing here refreshes
+  -- them (headless, CursorHold never fires), so they must come from the setup's handler.
   vim.wait(timeout, function()
-    vim.lsp.codelens.refresh()
     return #vim.diagnostic.get(bufnr) > 0 and #vim.lsp.codelens.get(bufnr) > 0
   end, 200)
   result.diagnostics = {}
@@ -60,14 +68,37 @@ local ok, err = pcall(function()
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<leader>kl", true, false, true), "mx", false)
   vim.wait(20000, function() return #floats() > 0 end, 50)
   result.floats = floats()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do -- close the report float
+    if vim.api.nvim_win_get_config(win).relative ~= "" then vim.api.nvim_win_close(win, true) end
+  end
+
+  -- A line typed above the kernel and saved moves the lens down; deleting it and saving again is a
+  -- cache hit that puts it back. Each time the lens follows without any refresh from here.
+  local function lens_line()
+    local l = vim.lsp.codelens.get(bufnr)[1]
+    return l and l.range.start.line
+  end
+  local first = lens_line()
+  result.saves = {}
+  -- (a first plain :write: Neovim may add the final newline the file lacked, which is new content)
+  for _, step in ipairs({ { 0, 0, {}, 0 }, { 0, 0, { "// moved" }, 1 }, { 0, 1, {}, 0 } }) do
+    local n = #result.finished
+    vim.api.nvim_buf_set_lines(bufnr, step[1], step[2], false, step[3])
+    vim.cmd("silent write")
+    local function done() -- the save's completed (full) analysis, skipping cancelled and quick ones
+      for i = n + 1, #result.finished do
+        local f = result.finished[i]
+        if f.cache ~= vim.NIL and f.depth == "full" then return f end
+      end
+    end
+    vim.wait(timeout, function() return done() ~= nil and lens_line() == first + step[4] end, 50)
+    table.insert(result.saves, { lens = lens_line(), expected = first + step[4], cache = (done() or {}).cache })
+  end
 
   -- Blame as navigation: on a file whose hot loop's diagnostic names the loads it waits on, the
   -- config's <leader>kb fills the quickfix list from the related information and jumps there.
   local blame_file = os.getenv("KS_BLAME_FILE")
   if blame_file then
-    for _, win in ipairs(vim.api.nvim_list_wins()) do -- close the report float first
-      if vim.api.nvim_win_get_config(win).relative ~= "" then vim.api.nvim_win_close(win, true) end
-    end
     vim.cmd("edit " .. vim.fn.fnameescape(blame_file))
     local blame_buf = vim.api.nvim_get_current_buf()
     local function pointing()

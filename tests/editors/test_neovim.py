@@ -140,6 +140,11 @@ def test_neovim_documented_setup(tmp_path, heading, fits):
     # <leader>kl -> codelens.run -> the setup's client-side kernelscope.showReport -> a float with the report
     assert got["mapping"] is True
     assert any(f.startswith("### `twice") and "occupancy" in f for f in got["floats"]), got["floats"]
+    # #17 item 5: lenses follow each save, a cache hit included, through the setup's handler alone
+    assert got["setup_handler"] is True
+    _, moved, back = got["saves"]
+    assert moved["lens"] == moved["expected"] == 3 and back["lens"] == back["expected"] == 2, got["saves"]
+    assert back["cache"].startswith("hit"), got["saves"]
     # <leader>kb (#17 item 7): from the stalled line to the line of the instruction it waits on
     blame = got["blame"]
     assert blame["mapping"] is True and blame["quickfix"], blame

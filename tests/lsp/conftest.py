@@ -38,6 +38,7 @@ class Session:
         self.root = root
         self.finished: list[dict[str, Any]] = []
         self.versions: dict[str, int] = {}
+        self.refreshes: list[str] = []  # workspace/codeLens/refresh and inlayHint/refresh, in order
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -170,7 +171,8 @@ def lsp(workspace: Path, cache_dir: Path):
                 features[types.WORKSPACE_CONFIGURATION] = slow_configuration
             # Requests VS Code answers and pytest-lsp's client does not implement.
             features[types.CLIENT_REGISTER_CAPABILITY] = lambda ls, params: None
-            features[types.WORKSPACE_CODE_LENS_REFRESH] = lambda ls, params: None
+            features[types.WORKSPACE_CODE_LENS_REFRESH] = lambda ls, params: session.refreshes.append("codeLens")
+            features[types.WORKSPACE_INLAY_HINT_REFRESH] = lambda ls, params: session.refreshes.append("inlayHint")
             register_lsp_features(client, features)
             session = Session(client, root)
             sessions.append(session)
