@@ -46,6 +46,9 @@ if TYPE_CHECKING:  # the program builder is optional for hand-built fragments
 #: Categories of GPA Fig. 5 (plus synchronization for barrier stalls).
 GLOBAL, LOCAL, CONSTANT = "global memory", "local memory", "constant memory"
 SHARED, ARITHMETIC, WAR, SYNC = "shared memory", "arithmetic", "WAR", "synchronization"
+#: not in GPA Fig. 5: warps at EXIT waiting for their writes to drain (see `_EXPLAINS`); its own
+#: class, so that no latency-hiding or load optimizer counts it
+DRAIN = "memory drain"
 MEMORY_CATEGORIES = frozenset({GLOBAL, LOCAL, CONSTANT})
 
 #: Upper bounds of latency, in issue slots, for latency-based pruning (GPA §IV: "for variable
@@ -82,6 +85,10 @@ _EXPLAINS: dict[StallReason, frozenset[str]] = {
     StallReason.short_scoreboard: frozenset({"shared", "mio", "either", "constant"}),
     StallReason.wait: frozenset({"fixed", "either"}),
     StallReason.barrier: frozenset({"sync"}),
+    # a warp at EXIT waits for its outstanding global writes (stores, reductions) to drain: the
+    # writes cause the stall, as a load causes a long-scoreboard stall (an extension of GPA §IV,
+    # which leaves drain with the EXIT; there it names a closing brace as the costly line)
+    StallReason.drain: frozenset({"l1tex"}),
 }
 #: The stall reasons GPA attributes to other instructions; all others are self-caused.
 DEPENDENCY_STALLS = frozenset(_EXPLAINS)
@@ -229,8 +236,18 @@ def _barrier_defs(ins: Instruction) -> dict[str, bool]:
     return out
 
 
+#: the virtual register a drain stall reads: every global/local write defines it
+WRITES = "WRITES"
+
+
+def _is_write(ins: Instruction) -> bool:
+    info = isa.opcode_info(ins.opcode)
+    return info.access in (isa.Access.STORE, isa.Access.ATOMIC) and ins.memory_space in ("global", "local", "generic")
+
+
 def _vdefs(ins: Instruction) -> set[str]:
-    return set(ins.defs) | set(_barrier_defs(ins)) | ({"SYNC"} if isa.is_sync(ins) else set())
+    return (set(ins.defs) | set(_barrier_defs(ins)) | ({"SYNC"} if isa.is_sync(ins) else set())
+            | ({WRITES} if _is_write(ins) else set()))
 
 
 def _vuses(ins: Instruction) -> set[str]:
@@ -358,7 +375,8 @@ def blame_instructions(
             if reason not in DEPENDENCY_STALLS or (reason == StallReason.barrier and isa.is_sync(use)):
                 selfs.append(SelfBlame(j, use.pc, use.line, use.opcode, reason, n))
                 continue
-            operands = ("SYNC",) if reason == StallReason.barrier else tuple(sorted(_vuses(use)))
+            operands = (("SYNC",) if reason == StallReason.barrier else (WRITES,) if reason == StallReason.drain
+                        else tuple(sorted(_vuses(use))))
             cands: dict[int, tuple[_Found, list[str], bool]] = {}  # def -> (found, operands, war)
             for op in operands:
                 found, trunc = _slice(instrs, preds, j, op, max_dist, budget)
@@ -396,7 +414,8 @@ def blame_instructions(
                 edges.append(BlameEdge(
                     def_index=i, use_index=j, def_pc=d.pc, use_pc=use.pc, def_line=d.line, use_line=use.line,
                     def_opcode=d.full_opcode, use_opcode=use.full_opcode, operands=tuple(ops), reason=reason,
-                    category=category(d, war), distance=f.min_d, path_length=f.max_d, samples=share))
+                    category=DRAIN if reason == StallReason.drain else category(d, war), distance=f.min_d,
+                    path_length=f.max_d, samples=share))
     return BlameResult(function=function, edges=tuple(edges), pruned=tuple(pruned), self_blame=tuple(selfs),
                        total_samples=total, active_samples=active, truncated_searches=truncated)
 

@@ -56,6 +56,9 @@ class MemoryShape:
     l2_hit_rate: float = 0.0
     bytes_l1: float = 0.0  # bytes the warp requests at L1 / shared
     pattern: str = "coalesced"  # "coalesced", "strided", "broadcast", "uncoalesced", "unknown"
+    #: an atomic whose address is the same for every thread of the grid: the lanes of one warp
+    #: that update it (all serialize at the L2 slice owning the word); 0 otherwise
+    same_address_lanes: int = 0
 
 
 @dataclass

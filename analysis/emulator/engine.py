@@ -49,7 +49,7 @@ _NO_INSTRUCTION = R[StallReason.no_instruction]
 _THROTTLE = [R[THROTTLE_REASON[r]] for r in RESOURCES] + [R[StallReason.lg_throttle]]
 
 
-_SHARED, _CONSTANT, _ATOMIC = RES_ID["shared"], RES_ID["constant"], RES_ID["atomic"]
+_SHARED, _CONSTANT, _ATOMIC, _L2_ATOMIC = RES_ID["shared"], RES_ID["constant"], RES_ID["atomic"], RES_ID["l2_atomic"]
 
 
 def _overrides(listener, hook: str) -> bool:
@@ -419,7 +419,10 @@ class Engine:
             fin = pipes[_ATOMIC].accept(sh.accept(t, shp.wavefronts) - sh.latency)
         else:  # M_ATOMIC_GLOBAL: performed at L2 (the atomic unit after the memory route)
             fin = memory.global_access(t, shp.wavefronts, shp.requests, 1.0)
-            fin = pipes[_ATOMIC].accept(fin)
+            if shp.same_address_lanes:  # every thread of the grid updates one word: one at a time
+                fin = pipes[_L2_ATOMIC].accept(fin, shp.same_address_lanes)
+            else:
+                fin = pipes[_ATOMIC].accept(fin)
         self._update_blocked(mem, pipes)
         return fin
 
@@ -428,7 +431,7 @@ class Engine:
         for blocked in self.ctx_blocked:
             if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
                 blocked[GLOBAL_ROUTE] = max(p[RES_ID["lsu"]].blocked_until(), p[RES_ID["l2"]].blocked_until(),
-                                            p[RES_ID["dram"]].blocked_until())
+                                            p[RES_ID["dram"]].blocked_until(), p[_L2_ATOMIC].blocked_until())
                 if mem == M_ATOMIC_GLOBAL:
                     blocked[RES_ID["atomic"]] = p[RES_ID["atomic"]].blocked_until()
             else:

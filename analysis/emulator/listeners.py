@@ -145,7 +145,8 @@ def resource_units(k: DecodedKernel, s: int) -> list[tuple[int, float]]:
         out = [(RES_ID["lsu"], shp.wavefronts), (RES_ID["l2"], shp.requests),
                (RES_ID["dram"], shp.requests * (1.0 - hit))]
         if mem == M_ATOMIC_GLOBAL:
-            out.append((RES_ID["atomic"], 1.0))
+            out.append((RES_ID["l2_atomic"], float(shp.same_address_lanes)) if shp.same_address_lanes
+                       else (RES_ID["atomic"], 1.0))
         return out
     if mem == M_SHARED:
         return [(RES_ID["shared"], shp.wavefronts)]

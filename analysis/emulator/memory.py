@@ -20,7 +20,7 @@ What the analysis cannot see is an assumption ("unknown" pattern), coalesced by 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import isa
 from ..sass import Instruction
@@ -360,6 +360,73 @@ def param_offsets(arch_major: int, params: list[tuple[str, bool, str]], values: 
     return out
 
 
+_THREAD_SOURCES = ("SR_TID", "SR_LANEID")
+
+
+def _thread_derived(ins: tuple[Instruction, ...], aa: AddressAnalysis, reg: str, at: int, depth: int = 0) -> bool:
+    """Whether `reg` at `at` is computed from the thread or lane index (followed through any
+    operation, not only affine ones: `threadIdx.x & 31`, a ballot's leader)."""
+    if depth > 8 or reg in ("RZ", "URZ", "PT"):
+        return False
+    j = aa.reaching_def(reg, at)
+    if j is None:
+        return False
+    x = ins[j]
+    if x.opcode in ("S2R", "CS2R") and any(op.startswith(_THREAD_SOURCES) for op in x.operands):
+        return True
+    return any(_thread_derived(ins, aa, u, j, depth + 1) for u in x.uses if u not in x.defs)
+
+
+def _one_lane_guard(ins: tuple[Instruction, ...], aa: AddressAnalysis, pred: str, at: int, runs_if: bool) -> bool:
+    """Whether the instruction at `at` runs only where an equality with a thread-derived value
+    holds (`if (threadIdx.x == 0)`, the elected lane of a warp aggregation) under this guard:
+    `pred` must be `runs_if` for it to run."""
+    negated = pred.startswith("!")
+    j = aa.reaching_def(pred.lstrip("!"), at)
+    if j is None:
+        return False
+    x = ins[j]
+    if x.opcode == "ISETP" and len(x.operands) >= 4:
+        cmp = next((m for m in x.modifiers if m in ("EQ", "NE")), None)
+        compared = [op.split(".")[0].lstrip("-|!") for op in x.operands[2:4]]
+    elif x.opcode == "LOP3" and x.operands and x.operands[0] == pred.lstrip("!"):
+        # `LOP3.LUT P0, RZ, R6, 0x1f, ...`: P0 = (the result != 0), e.g. `(threadIdx.x & 31) != 0`
+        cmp = "NE"
+        compared = [op.split(".")[0].lstrip("-|!~") for op in x.operands[2:5]]
+    else:
+        return False
+    if cmp is None:
+        return False
+    if not any(_thread_derived(ins, aa, r, j) for r in compared if _REG.match(r)):
+        return False
+    effective = runs_if != negated  # the instruction runs iff the comparison's result equals this
+    return (cmp == "EQ") == effective
+
+
+def active_lanes(ins: tuple[Instruction, ...], aa: AddressAnalysis, i: int, warp_size: int = 32) -> int:
+    """Lanes of a warp that execute instruction `i`: one under a guard that selects a single
+    thread of the warp or block, else the whole warp (the emulator runs all lanes otherwise).
+    The guard is the instruction's own predicate, the nearest conditional forward branch that
+    skips over it, or a predicated EXIT before it (`if (lane != 0) return;`)."""
+    x = ins[i]
+    if x.predicate is not None and _one_lane_guard(ins, aa, x.predicate, i, True):
+        return 1
+    targets = {b.branch_target for b in ins if b.branch_target is not None}
+    for j in range(i - 1, -1, -1):
+        b = ins[j]
+        skips = b.opcode == "BRA" and b.branch_target is not None and b.branch_target > x.pc
+        if b.predicate is not None and (skips or b.opcode in ("EXIT", "RET")):
+            # a conditional branch over `i`, or an early exit before it: `i` runs where it is not taken
+            if _one_lane_guard(ins, aa, b.predicate, j, False):
+                return 1
+            if skips:
+                return warp_size  # the nearest enclosing branch decides
+            continue
+        if b.pc in targets or b.opcode in ("EXIT", "RET"):
+            break  # a merge point: code before it does not guard `i` alone
+    return warp_size
+
+
 def memory_shapes(fn_name: str, instructions: tuple[Instruction, ...], block: tuple[int, int, int],
                   grid: tuple[int, int, int], l2_hit_rate: float | None,
                   warp_size: int = 32, params: dict[int, int] | None = None) -> dict[tuple[str, int], MemoryShape]:
@@ -386,7 +453,11 @@ def memory_shapes(fn_name: str, instructions: tuple[Instruction, ...], block: tu
                 hit = 1.0 if l2_hit_rate is None else l2_hit_rate
             else:
                 hit = l2_reuse_rate(addr, grid) if l2_hit_rate is None else l2_hit_rate
-            out[(fn_name, x.pc)] = global_shape(offs, width, hit)
+            shape = global_shape(offs, width, hit)
+            if info.klass is isa.InstrClass.ATOMIC and addr is not None and all(c == 0 for c in addr.coeffs):
+                # the same word for every thread of the grid: its updates contend (units.py)
+                shape = replace(shape, same_address_lanes=active_lanes(instructions, aa, x.index, warp_size))
+            out[(fn_name, x.pc)] = shape
         elif space == "constant":
             out[(fn_name, x.pc)] = MemoryShape(wavefronts=1.0, requests=0.0, pattern="broadcast")
     return out

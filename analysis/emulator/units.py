@@ -27,28 +27,34 @@ INF = math.inf
 #: Resource classes of the arch latency table (`analysis/arch.py: Resource`), in a fixed order:
 #: the engine refers to a resource by its position here.
 RESOURCES: tuple[str, ...] = ("fp32", "fp64", "fp16", "int", "sfu", "conversion", "tensor", "lsu",
-                              "shared", "l2", "dram", "constant", "branch", "barrier", "atomic")
+                              "shared", "l2", "dram", "constant", "branch", "barrier", "atomic", "l2_atomic")
 RES_ID = {name: i for i, name in enumerate(RESOURCES)}
 
 #: Where a resource lives. The arch gaps are per SMSP (a sub-partition's share); an SM-wide unit
 #: shared by fewer active sub-partitions serves each faster, a GPU-wide one (L2, DRAM) serves
 #: each active SM faster when fewer SMs run (what the roofline trajectory needs, §7).
 SCOPE: dict[str, str] = {"lsu": "sm", "shared": "sm", "constant": "sm", "atomic": "sm",
-                         "l2": "gpu", "dram": "gpu"}
+                         "l2": "gpu", "dram": "gpu", "l2_atomic": "gpu"}
 
 #: Nsight Compute's throttle reason when a warp cannot issue because the unit's input is full.
 #: MIO feeds shared memory, special math, dynamic branches and constants (ncu warp-state docs).
 THROTTLE_REASON: dict[str, StallReason] = {
     **{r: StallReason.math_pipe_throttle for r in ("fp32", "fp64", "fp16", "int", "conversion", "tensor")},
     **{r: StallReason.mio_throttle for r in ("sfu", "shared", "constant", "branch", "barrier", "atomic")},
-    **{r: StallReason.lg_throttle for r in ("lsu", "l2", "dram")},
+    **{r: StallReason.lg_throttle for r in ("lsu", "l2", "dram", "l2_atomic")},
 }
 
 #: Requests a unit queues before issue blocks (a throttle stall). Math pipes have no queue: a
 #: warp waits at issue (math_pipe_throttle). Memory units queue; SAAKE's Alg. 1 assumes an
 #: unbounded queue, which these depths approach while still producing lg/mio throttles.
 QUEUE_DEPTH: dict[str, int] = {"lsu": 32, "shared": 16, "constant": 8, "atomic": 16, "sfu": 4,
-                               "l2": 64, "dram": 64, "branch": 2, "barrier": 2}
+                               "l2": 64, "dram": 64, "branch": 2, "barrier": 2, "l2_atomic": 64}
+
+#: Updates to one global address the GPU completes per cycle: the L2 slice that owns the word
+#: performs them one after another. NVIDIA gives "one operation per clock" for atomics to a common
+#: global address (Kepler GK110 whitepaper, 2012, and the Kepler Tuning Guide); no later
+#: architecture documents a figure, so the same is assumed for all (docs/emulator.md).
+SAME_ADDRESS_UPDATES_PER_CYCLE = 1.0
 
 
 @dataclass(frozen=True)
@@ -432,6 +438,12 @@ def machine_from_arch(arch, device) -> tuple[MachineModel, tuple[tuple[str, str,
     l2_bw = device.l2_bandwidth_gbs * 1e9 if device.l2_bandwidth_gbs else None
     params = []
     for name in RESOURCES:
+        if name == "l2_atomic":
+            # not an arch-file class: the atomic unit's latency, and the SMSP's share of the GPU's
+            # one same-address update per cycle as the gap of one lane's update
+            lat = arch.instructions[Resource.atomic].latency or FALLBACK_LATENCY["atomic"]
+            params.append(ResourceParams(float(lat), device.sm_count * sched / SAME_ADDRESS_UPDATES_PER_CYCLE))
+            continue
         cls = Resource(name)
         spec = arch.instructions[cls]
         lat = spec.latency

@@ -12,6 +12,7 @@ from collections import defaultdict
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
 from ..blame import GLOBAL, latency_class
+from ..emulator.memory import AddressAnalysis, active_lanes
 from ..profile import StallReason as R
 from ..sass import Instruction
 from .base import MatchContext, Optimizer, insert_edit, kernel_line, pct, provenance_note
@@ -300,14 +301,19 @@ def thread_dependent_addresses(instrs: tuple[Instruction, ...], sources: tuple[s
 
 
 class ContendedAtomics(Optimizer):
-    """Global atomics to one address from every thread: they serialize in L2."""
+    """Global atomics to one word from many threads: they serialize at the L2 slice owning it."""
 
     name, title, group = "contended_atomics", "Aggregate atomics before going to global memory", "static"
 
     def match(self, ctx: MatchContext) -> list[Advice]:
-        dep = thread_dependent_addresses(ctx.instructions)
-        atoms = [i for i in ctx.instructions if i.opcode in ("ATOM", "ATOMG", "RED", "REDG")
-                 and i.memory_space in ("global", "generic", None) and i.index not in dep]
+        aa = AddressAnalysis(ctx.instructions)
+        atoms = []
+        for i in ctx.instructions:
+            if i.opcode not in ("ATOM", "ATOMG", "RED", "REDG") or i.memory_space not in ("global", "generic", None):
+                continue
+            addr, _ = aa.address(i)
+            if addr is not None and all(c == 0 for c in addr.coeffs[:3]):  # the same word for a whole block
+                atoms.append((i, all(c == 0 for c in addr.coeffs), active_lanes(ctx.instructions, aa, i.index)))
         if not atoms:
             return []
         # Precondition: the compiler has not already reduced. `REDUX` (sm_80+ warp reduction) or a
@@ -316,19 +322,36 @@ class ContendedAtomics(Optimizer):
         if any(i.opcode in ("REDUX", "ATOMS") or (i.opcode in ("ATOM", "RED") and i.memory_space == "shared")
                for i in ctx.instructions):
             return []
-        # GPA Eq. 2 over the samples on the atomics, like every line-local advice: the baseline is the
-        # kernel's own predicted (or measured) time, and contention is whatever the profile charges
-        # the atomics (the emulator models the L2 atomic unit's throughput).
-        est, share = _estimate(ctx, atoms, 31 / 32)
+        grid_wide = any(g for _, g, _ in atoms)
+        per_warp = all(lanes == 1 for _, _, lanes in atoms)  # the code already elects one lane per warp
+        block = ctx.profile.launch.block if ctx.profile is not None and ctx.profile.launch else None
+        warps = -(-(block[0] * block[1] * block[2]) // 32) if block else None
+        if per_warp:
+            if not warps or warps <= 1:
+                return []  # one atomic per block already
+            fraction, removed = 1 - 1 / warps, f"{warps - 1} of {warps} atomics removed"
+            how = (f"One lane per warp already updates it, so each block still sends {warps} updates. Combine "
+                   f"the block's warps in shared memory first, then issue one atomic per block.")
+        else:
+            fraction, removed = 31 / 32, "31 of 32 atomics removed"
+            how = ("Reduce within the warp (__shfl_down_sync / __reduce_add_sync) or block (shared memory) first, "
+                   "then issue one atomic per warp or block.")
+        instrs = [i for i, _, _ in atoms]
+        # GPA Eq. 2 over the samples on the atomics and blamed on them (warps draining at EXIT wait for
+        # them), like every line-local advice: the baseline is the kernel's own predicted (or measured)
+        # time, and the contention is what the profile charges them (the emulator serializes updates
+        # of one word at the L2, docs/emulator.md).
+        est, share = _estimate(ctx, instrs, fraction)
         if est is None or est.speedup <= 1.0:
             return []
-        lines = sorted({kernel_line(i) for i in atoms if kernel_line(i)})
-        msg = (f"{len(atoms)} global atomic{'s' if len(atoms) > 1 else ''} at line{'s' if len(lines) > 1 else ''} "
-               f"{', '.join(map(str, lines[:4]))} use an address that does not depend on the thread: every thread of "
-               f"the grid updates the same word and the updates serialize in L2. {pct(share)} of this kernel's "
-               f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them. Reduce within the "
-               f"warp (__shfl_down_sync / __reduce_add_sync) or block (shared memory) first, then issue one atomic "
-               f"per block. Est. {est.speedup:.2f}× (GPA Eq. 2, 31 of 32 atomics removed).")
+        lines = sorted({kernel_line(i) for i in instrs if kernel_line(i)})
+        who = "every thread of the grid updates the same word" if grid_wide else \
+            "every thread of a block updates its block's word"
+        msg = (f"{len(instrs)} global atomic{'s' if len(instrs) > 1 else ''} at line{'s' if len(lines) > 1 else ''} "
+               f"{', '.join(map(str, lines[:4]))} use an address that does not depend on the thread: {who}, and "
+               f"the updates serialize in L2. {pct(share)} of this kernel's "
+               f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them or wait for them. "
+               f"{how} Est. {est.speedup:.2f}× (GPA Eq. 2, {removed}).")
         return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg)]
 
 

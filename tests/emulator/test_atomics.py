@@ -1,0 +1,73 @@
+"""Same-address atomics contend (issue 20 item 4): updates of one word serialize at the L2 slice
+that owns it, one per cycle GPU-wide, so an atomics-only reduction is bounded by its update count;
+a guard that elects one lane per warp sends one update, not 32. Kernels in kernels/atomics.cu,
+compiled by the real nvcc."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.emulator.memory import memory_shapes
+from kernelscope.analysis.emulator.model import emulate_detailed
+from kernelscope.analysis.emulator.units import SAME_ADDRESS_UPDATES_PER_CYCLE
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.source import parse_source
+
+from _build import build_example
+
+FILE = Path(__file__).parent / "kernels" / "atomics.cu"
+UPDATES = 1 << 22  # one per thread of every_thread's launch
+
+
+@pytest.fixture(scope="module")
+def built(toolchain):
+    cat = load_arch_specs()
+    arch = cat.arch("sm_90")
+    return build_example(FILE, toolchain), parse_source(FILE.read_text()), arch, cat.default_device(arch)
+
+
+def _kernel(program, name):
+    return next(k for k in program.kernels if k.name.startswith(name + "("))
+
+
+def _atomic_shapes(program, name):
+    k = _kernel(program, name)
+    shapes = memory_shapes(k.mangled, k.sass.instructions, (256, 1, 1), (UPDATES // 256, 1, 1), None)
+    return [shapes[(k.mangled, i.pc)] for i in k.sass.instructions if i.opcode in ("REDG", "ATOMG", "RED", "ATOM")]
+
+
+@pytest.mark.parametrize("name, lanes", [("every_thread", 32), ("one_lane_per_warp", 1), ("bounds_guarded", 32),
+                                         ("per_block", 0)])
+def test_lanes_that_update_one_word(built, name, lanes):
+    program, *_ = built
+    (shape,) = _atomic_shapes(program, name)
+    assert shape.same_address_lanes == lanes
+
+
+def test_an_atomics_only_reduction_is_bounded_by_its_updates(built):
+    """4 M updates of one word at one per cycle cannot take fewer than 4 M cycles; a warp-level
+    pre-reduction sends 32x fewer and is predicted about that much faster."""
+    program, source, arch, device = built
+    e = emulate_detailed(program, _kernel(program, "every_thread"), arch, device, AnalysisOptions(), source)
+    assert e.prediction.cycles >= UPDATES / SAME_ADDRESS_UPDATES_PER_CYCLE
+    assert e.prediction.cycles < 1.5 * UPDATES / SAME_ADDRESS_UPDATES_PER_CYCLE
+    assert e.profile.utilization["l2_atomic"] > 0.9
+    w = emulate_detailed(program, _kernel(program, "one_lane_per_warp"), arch, device, AnalysisOptions(), source)
+    assert 20 < e.prediction.cycles / w.prediction.cycles < 40
+
+
+def test_the_drain_at_exit_is_blamed_on_the_writes(built):
+    """A warp at EXIT waits for its outstanding atomics: those samples are the atomics' cost
+    (category 'memory drain'), not the closing brace's."""
+    from kernelscope.analysis.blame import DRAIN, blame
+
+    program, source, arch, device = built
+    k = _kernel(program, "every_thread")
+    e = emulate_detailed(program, k, arch, device, AnalysisOptions(), source)
+    b = blame(k, e.profile)
+    drains = b.edges_where(lambda x: x.category == DRAIN)
+    assert drains and all(x.def_opcode.startswith(("REDG", "RED", "ATOM")) for x in drains)
+    assert all(x.use_opcode == "EXIT" for x in drains)
