@@ -237,10 +237,9 @@ def test_hanging_program_is_stopped_with_its_children(tmp_path):
     pidfile = tmp_path / "child.pid"
     script = (f"import subprocess, time; p = subprocess.Popen(['sleep', '300']); "
               f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(300)")
-    t0 = time.monotonic()
+    # a program left to run would sleep 300 s and return normally, without ProfileTimeoutError
     with pytest.raises(ProfileTimeoutError, match="process group was killed"):
         execute([PY, "-c", script], timeout=2, cancel=None, what="the program")
-    assert time.monotonic() - t0 < 20
     child = int(pidfile.read_text())
     for _ in range(50):
         if not _alive(child):
