@@ -128,10 +128,18 @@ class Utilization(_CountView):
             for r, units in resource_units(k, s):
                 busy[r] += e * units * m.params[r].gap
         cycles = max(run.cycles, 1.0)
-        # the emulated warps are one SMSP's when representative; busy is per SMSP either way
-        n_smsp = 1 if run.warps_emulated < run.warps_on_sm else max(1, run.active_smsps)
+        n_smsp = _smsps(run)
         self.busy = {RESOURCES[r]: b for r, b in enumerate(busy)}
         self.utilization = {RESOURCES[r]: min(1.0, b / cycles / n_smsp) for r, b in enumerate(busy) if b}
+
+    def busiest_cycles(self, run: EngineRun) -> float:
+        """The time the busiest unit needs for the run's (scaled) work: a floor under the run's time."""
+        return max(self.busy.values(), default=0.0) / _smsps(run)
+
+
+def _smsps(run: EngineRun) -> int:
+    """The emulated warps are one SMSP's when representative; busy is per SMSP either way."""
+    return 1 if run.warps_emulated < run.warps_on_sm else max(1, run.active_smsps)
 
 
 def resource_units(k: DecodedKernel, s: int) -> list[tuple[int, float]]:
