@@ -44,7 +44,7 @@ class AnalysisBudget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    issues: int = Field(400_000, ge=10_000, description=(
+    issues: int = Field(600_000, ge=10_000, description=(
         "Warp-instructions the emulator may issue for one file: the quick stage, sensitivity and what-if "
         "together. Past it the second stage degrades (coarser sweeps, smaller runs, fewer perturbations) "
         "and the result lists what was cut."))

@@ -59,3 +59,25 @@ def test_sweeps_keep_their_ends():
     assert neighbour_block_sizes((32, 64, 128, 256, 512, 1024), 256) == (128, 256, 512)
     assert neighbour_block_sizes((32, 64), 32) == (32, 64)
     assert neighbour_block_sizes((), 96) == ()
+
+
+def test_the_default_budget_leaves_every_example_uncut(toolchain, examples_dir):
+    """docs/emulator.md promises that a one-kernel file keeps its full second stage by default."""
+    from _build import build_example
+    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS,
+                                                     prepare, study_shape)
+    from kernelscope.analysis.options import AnalysisOptions
+
+    cat = load_arch_specs()
+    arch = cat.arch("sm_90")
+    device = cat.default_device(arch)
+    for path in sorted(examples_dir.glob("*.cu")):
+        program = build_example(path, toolchain)
+        for k in program.kernels:
+            prep = prepare(k, arch, device, AnalysisOptions(), program.source, program, settings=SENSITIVITY_SETTINGS)
+            n = len(program.kernels)  # what the quick stage may take at most, then an equal share
+            allowance = (AnalysisBudget().issues - DEFAULT_SETTINGS.issue_budget * n) / n
+            plan = plan_second_stage(study_shape(prep), allowance,
+                                     SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
+            assert plan.cuts == (), (path.name, k.name, plan.cuts)
