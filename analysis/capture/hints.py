@@ -3,6 +3,8 @@ argument bytes, and how many launches and configurations the program made."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..measure.ncu_report import mangled_base_name
 from ..options import CapturedKernel
 from .capture import Capture
@@ -11,24 +13,32 @@ _UNSIGNED = ("unsigned", "size_t", "uint", "uint8_t", "uint16_t", "uint32_t", "u
 _INTEGER = ("int", "long", "short", "char", "size_t", "int8_t", "int16_t", "int32_t", "int64_t", "bool", *_UNSIGNED)
 
 
-def captured_kernels(capture: Capture) -> dict[str, CapturedKernel]:
-    """Base kernel name -> its captured launch. Template instances of one kernel share a base name:
-    the most launched configuration over all of them stands for the kernel, as the model analyses
-    one instance (the same rule as a launch site that folds)."""
-    by_base: dict[str, dict[tuple, int]] = {}
-    launches: dict[str, int] = {}
+def captured_kernels(capture: Capture, names: Mapping[str, str] | None = None) -> dict[str, CapturedKernel]:
+    """Kernel name -> its captured launch: its most frequent configuration and launch count.
+
+    Each instance is keyed by its readable name (`names`: mangled -> demangled, as the program
+    model names it), so `MatrixMulCUDA<16>` and `MatrixMulCUDA<32>` each keep their own launch,
+    and an instance the program never launched has none. The base name's entry stands for every
+    instance together (the most launched configuration over all of them), for a lookup by the
+    name a user writes."""
+    names = names or {}
+    groups: dict[str, list] = {}
     for x in capture.launches:
-        base = mangled_base_name(x.kernel)
-        key = (x.grid, x.block, x.shared_bytes, tuple(a.hex() for a in x.args) if x.args is not None else ())
-        by_base.setdefault(base, {})[key] = by_base.setdefault(base, {}).get(key, 0) + 1
-    for name, n in capture.counts.items():
-        base = mangled_base_name(name)
-        launches[base] = launches.get(base, 0) + n
+        groups.setdefault(mangled_base_name(x.kernel), []).append(x)
+        groups.setdefault(names.get(x.kernel, x.kernel), []).append(x)
+    counts: dict[str, int] = {}
+    for mangled, n in capture.counts.items():
+        for key in {mangled_base_name(mangled), names.get(mangled, mangled)}:
+            counts[key] = counts.get(key, 0) + n
     out: dict[str, CapturedKernel] = {}
-    for base, configs in by_base.items():
+    for key, launches in groups.items():
+        configs: dict[tuple, int] = {}
+        for x in launches:
+            k = (x.grid, x.block, x.shared_bytes, tuple(a.hex() for a in x.args) if x.args is not None else ())
+            configs[k] = configs.get(k, 0) + 1
         (grid, block, smem, args), _ = max(configs.items(), key=lambda kv: kv[1])
-        out[base] = CapturedKernel(grid=grid, block=block, dynamic_smem=smem, args=args,
-                                   launches=launches.get(base, sum(configs.values())), configurations=len(configs))
+        out[key] = CapturedKernel(grid=grid, block=block, dynamic_smem=smem, args=args,
+                                  launches=counts.get(key, sum(configs.values())), configurations=len(configs))
     return out
 
 

@@ -12,6 +12,7 @@ from ..arch import load_arch_specs
 from ..inclusion import includers
 from ..options import AnalysisOptions
 from ..process import CancelToken
+from ..sass import demangle
 from ..source import parse_source
 from ..toolchain import ToolchainError, locate_toolchain
 from .capture import Capture, CaptureError, capture_program
@@ -69,7 +70,7 @@ def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] 
     except (CaptureError, ToolchainError) as e:
         hint = getattr(e, "hint", "")
         return CaptureOutcome(options, None, f"launch capture failed: {e}" + (f" ({hint})" if hint else ""))
-    kernels = captured_kernels(cap)
+    kernels = captured_kernels(cap, demangle(sorted(cap.counts), cancel=cancel))
     note = None
     if not cap.finished:
         note = (f"launch capture: the program stopped early (exit {cap.exit_code}); "

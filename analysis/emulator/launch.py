@@ -100,8 +100,9 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
                 if v is not None:
                     values[p.name] = v
                     origin[p.name] = ("launch_site", f"argument `{arg.strip()}` of the launch at {_where(*located[0])}")
-    # what the program really launched (launch capture) outranks what the source folds to
-    cap = options.captured.get(short) or options.captured.get(kernel_name)
+    # what the program really launched (launch capture) outranks what the source folds to: this
+    # instance's own launches; none when capture saw only other instances of the template
+    cap, launched_siblings = _capture_of(kernel_name, short, options)
     cap_detail = (f"launch capture: the most frequent of {cap.configurations} configuration(s), "
                   f"{cap.launches} launch(es)") if cap is not None else ""
     if cap is not None and fn is not None:
@@ -140,19 +141,20 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
 
     block = pick("block", site.get("block"), _dims(hint.block) if hint else None,
                  _annotation_dims(ann, "block") if ann else None, (DEFAULT_BLOCK, 1, 1),
-                 unresolved(short, located, "block", f"the default is {DEFAULT_BLOCK} threads"))
+                 unresolved(short, located, "block", f"the default is {DEFAULT_BLOCK} threads", launched_siblings))
     threads = block[0] * block[1] * block[2]
     n = values.get("n", values.get("N"))
     default_grid = (max(1, math.ceil(n / threads)), 1, 1) if n else (DEFAULT_BLOCKS_PER_SM * sm_count, 1, 1)
     grid = pick("grid", site.get("grid"), _dims(hint.grid) if hint else None,
                 _annotation_dims(ann, "grid") if ann else None, default_grid,
                 unresolved(short, located, "grid", "the default is one thread per element of n" if n
-                           else f"the default is {DEFAULT_BLOCKS_PER_SM} blocks per SM"))
+                           else f"the default is {DEFAULT_BLOCKS_PER_SM} blocks per SM", launched_siblings))
     smem_ann = None
     if ann is not None:
         smem_ann = ann.value("smem") if ann.get("smem") else ann.value("dynamic_smem")
     smem = pick("dynamic_smem", site.get("dynamic_smem"), hint.dynamic_smem if hint else None,
-                smem_ann, 0, unresolved(short, located, "shared_mem", "the default is no dynamic shared memory"))
+                smem_ann, 0, unresolved(short, located, "shared_mem", "the default is no dynamic shared memory",
+                                        launched_siblings))
     trip_hint = hint.trip_count if hint and hint.trip_count else (ann.value("trip") if ann else None)
     return ResolvedLaunch(LaunchConfig(grid=grid, block=block, dynamic_smem=smem), values, trip_hint, tuple(out))
 
@@ -189,7 +191,7 @@ GIVE_A_LAUNCH = ("give the real one with launch capture (`capture.enabled` in a 
                  "kernel, or the `analysis.launchHints` setting")
 
 
-def unresolved(kernel: str, located, field: str, basis: str) -> str:
+def unresolved(kernel: str, located, field: str, basis: str, launched_siblings: tuple[str, ...] = ()) -> str:
     """Why a launch value is a default, how to give the real one, and what the default is."""
     if not located:
         why = f"no launch of `{kernel}` in this file or the files of its translation unit"
@@ -198,7 +200,22 @@ def unresolved(kernel: str, located, field: str, basis: str) -> str:
         arg = getattr(s, field)
         shown = f" (`{arg.text}`)" if arg is not None else ""
         why = f"the launch at {_where(path, s)}{shown} does not fold to a constant"
+    if launched_siblings:
+        why += f"; launch capture saw the program launch {', '.join(launched_siblings)}, never this instance"
     return f"{why}; {GIVE_A_LAUNCH}; {basis}"
+
+
+def _capture_of(kernel_name: str, short: str, options: AnalysisOptions):
+    """(this kernel's captured launch, the instances of its template capture saw when it saw
+    only others). An entry under the base name alone (given in settings) stands for every
+    instance."""
+    own = options.captured.get(kernel_name)
+    if own is not None:
+        return own, ()
+    siblings = tuple(sorted(k for k in options.captured if "(" in k and base_name(k) == short))
+    if siblings:
+        return None, tuple(k.split("(")[0].removeprefix("void ").strip() for k in siblings)
+    return options.captured.get(short), ()
 
 
 def assumed_launch_note(kernel_name: str, assumptions) -> str | None:

@@ -144,7 +144,7 @@ def test_streams_float_arguments_and_a_double_free_are_captured_as_on_a_gpu(capt
 def test_a_header_is_captured_through_the_program_that_includes_it():
     header = REAL / "cuda-samples" / "simpleVote_kernel.cuh"
     out = with_capture(header, AnalysisOptions(flags=flags("cuda-samples/simpleVoteIntrinsics.cu")))
-    assert set(out.options.captured) == {"VoteAnyKernel1", "VoteAllKernel2", "VoteAnyKernel3"}
+    assert {k for k in out.options.captured if "(" not in k} == {"VoteAnyKernel1", "VoteAllKernel2", "VoteAnyKernel3"}
     assert out.options.captured["VoteAnyKernel3"].block == (96, 1, 1)
 
 
@@ -158,3 +158,19 @@ def test_the_model_uses_the_captured_launch_of_a_real_program(tmp_path):
     got = {a.name: (a.value, a.source) for a in k.assumptions}
     assert got["wA"] == ("320", "captured") and got["wB"] == ("640", "captured")
     assert got["launches"] == ("301", "captured")
+    # the <16> instance is compiled but never launched: it takes no sibling's launch, and says so
+    (k16,) = [k for k in analyze(src, out.options, depth="quick").kernels if "<16>" in k.name]
+    grid = next(a for a in k16.assumptions if a.name == "grid")
+    assert grid.source == "default" and "never this instance" in grid.detail and "MatrixMulCUDA<32>" in grid.detail
+
+
+def test_each_template_instance_is_modeled_with_its_own_captured_launch():
+    # simpleTemplates.cu runs testKernel<float> with 32 threads and testKernel<int> with 64,
+    # each with sizeof(T) * num_threads bytes of dynamic shared memory
+    src = REAL / "cuda-samples" / "simpleTemplates.cu"
+    out = with_capture(src, AnalysisOptions(flags=flags("cuda-samples/simpleTemplates.cu")))
+    kernels = {k.name.split("(")[0]: k for k in analyze(src, out.options, depth="quick").kernels}
+    f, i = kernels["void testKernel<float>"], kernels["void testKernel<int>"]
+    assert (f.launch.block, f.launch.dynamic_smem) == ((32, 1, 1), 128)
+    assert (i.launch.block, i.launch.dynamic_smem) == ((64, 1, 1), 256)
+    assert {a.source for k in (f, i) for a in k.assumptions if a.name in ("grid", "block")} == {"captured"}

@@ -31,7 +31,9 @@ def _by_name(result):
 def test_captured_launches_are_what_the_model_uses(tmp_path):
     src = PROGRAMS / "launches.cu"
     out = with_capture(src, AnalysisOptions())
-    assert out.message is None and set(out.options.captured) == {"saxpy", "scale"}
+    # each kernel by its base name and each instance by its full name, as the program model names it
+    assert out.message is None and set(out.options.captured) == {
+        "saxpy", "scale", "saxpy(int, float, float const*, float*)", "void scale<128>(float*, long)"}
     kernels = _by_name(analyze(src.resolve(), out.options, depth="quick"))
     saxpy, scale = kernels["saxpy"], kernels["scale<128>"]
     assert (saxpy.launch.grid, saxpy.launch.block) == ((4096, 1, 1), (256, 1, 1))
