@@ -155,20 +155,26 @@ def with_context(model: SourceModel, file: Path, unit: Path, flags: Sequence[str
                  toolchain: Toolchain) -> SourceModel:
     """`model` (of `file`) with the other files of `unit`'s translation unit as its context: the
     includer when `file` is analysed in its unit, and the local headers, those that hold kernels,
-    launches or annotations."""
+    launches or annotations. A file compiled on its own whose kernels are launched nowhere in its
+    unit (a `kernels.cu` that compiles alone and that `main.cu` includes) also gets the launches
+    of a workspace file that includes it."""
     file, unit = file.resolve(), unit.resolve()
     others = [unit] if unit != file else []
     others += [h for h in local_headers(unit, flags, toolchain) if h != file]
-    context = []
-    for other in others:
-        try:
-            text = other.read_text(errors="replace")
-        except OSError:
-            continue
-        m = parse_source(text)
-        if m.kernels or m.launch_sites or m.annotations:
-            context.append(IncludedSource(path=str(other), source=m))
+    context = [c for other in others if (c := _included(other)) is not None]
+    launched = {s.kernel for s in model.launch_sites} | {s.kernel for c in context for s in c.source.launch_sites}
+    if unit == file and any(k.name not in launched for k in model.kernels):
+        context += [c for c in map(_included, includers(file, flags, toolchain)[:1]) if c is not None]
     return model.model_copy(update={"context": tuple(context)}) if context else model
+
+
+def _included(path: Path) -> IncludedSource | None:
+    """A file of the unit, when it holds something a kernel is matched to."""
+    try:
+        m = parse_source(path.read_text(errors="replace"))
+    except OSError:
+        return None
+    return IncludedSource(path=str(path), source=m) if m.kernels or m.launch_sites or m.annotations else None
 
 
 def restricted_to_file(program: Program) -> Program:

@@ -72,3 +72,17 @@ def test_the_includer_sees_its_header_kernels_parameters_and_annotation(toolchai
     # `// kernelscope: trip=7` above the template line in the header
     ann = kernel_annotation(src, "void tiled_scale<128>(float*, int, int)")
     assert ann is not None and ann.value("trip") == 7
+
+
+def test_a_kernel_file_that_compiles_alone_takes_its_launches_from_its_includer(tmp_path, toolchain):
+    # kernels.cu compiles on its own, so it is analysed alone; its kernel is launched only by the
+    # main.cu that includes it, whose launch is then the kernel's, not a default
+    (tmp_path / "kernels.cu").write_text("__global__ void k(float *x, int n) { x[threadIdx.x] = n; }\n")
+    (tmp_path / "main.cu").write_text('#include "kernels.cu"\nint main() { k<<<64, 128>>>(0, 7); }\n')
+    kernels = tmp_path / "kernels.cu"
+    src = with_context(parse_source(kernels.read_text()), kernels, kernels, (), toolchain)
+    got = {a.name: (a.value, a.source) for a in resolve_launch("k", src, AnalysisOptions(), 132).assumptions}
+    assert (got["grid"], got["block"], got["n"]) == (("(64, 1, 1)", "launch_site"), ("(128, 1, 1)", "launch_site"),
+                                                     ("7", "launch_site"))
+    assert "main.cu:2" in next(a.detail for a in resolve_launch("k", src, AnalysisOptions(), 132).assumptions
+                               if a.name == "grid")
