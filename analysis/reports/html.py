@@ -10,7 +10,7 @@ from html import escape
 from ..arch import ArchSpecError, load_arch_specs
 from ..results import AnalysisResult, KernelReport
 from .chart import roofline_chart
-from .text import advice_order, assumed_values, in_source_order, launch_source
+from .text import advice_order, assumed_values, in_source_order, launch_source, occupancy_text
 
 _CSS = """
 body{font:14px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -52,10 +52,8 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
     if assumed := assumed_values(k):
         rows.append(("assumed", ", ".join(f"{a.name.replace('@', ' at ')} = {a.value}" for a in assumed)
                      + " (defaults; see docs/emulator.md)"))
-    if k.occupancy:
-        o = k.occupancy
-        rows.append(("occupancy", f"{_pct(o.occupancy)} ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps), "
-                                  f"limited by {o.limiter.replace('_', ' ')}"))
+    if k.occupancy:  # the text report's words: theoretical, and how the grid fills the device
+        rows.append(("occupancy", occupancy_text(k)))
     if k.bound:
         rows.append(("bound", f"{k.bound}" + (f", {_pct(k.roofline_fraction)} of roofline" if k.roofline_fraction else "")
                      + (" [measured]" if k.measured_duration_s is not None else " [modeled]")))

@@ -21,11 +21,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
         out.append(f"  launch      grid {k.launch.grid}, block {k.launch.block}, {k.launch.dynamic_smem} B dynamic shared"
                    f"  [{launch_source(k)}]")
     if k.occupancy:
-        o = k.occupancy
-        fill = grid_fill(k)
-        out.append(f"  occupancy   {_pct(o.occupancy)} theoretical ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps, "
-                   f"{o.active_blocks_per_sm} blocks/SM of {o.block_size} threads), limited by "
-                   f"{o.limiter.replace('_', ' ')}" + (f"; {fill}" if fill else ""))
+        out.append(f"  occupancy   {occupancy_text(k)}")
     else:
         out.append("  occupancy   unknown (no launch configuration)")
     measured = k.measured_duration_s is not None
@@ -140,6 +136,16 @@ def sms_used(k: KernelReport) -> tuple[int, int] | None:
     if o is None or o.waves is None or o.sm_count is None or launch is None or o.waves >= 1:
         return None
     return min(launch.blocks, o.sm_count), o.sm_count
+
+
+def occupancy_text(k: KernelReport) -> str:
+    """"100 % theoretical (64/64 warps, 8 blocks/SM of 256 threads), limited by warps; 3.9 waves …",
+    as the text and HTML reports print it."""
+    o = k.occupancy
+    fill = grid_fill(k)
+    return (f"{_pct(o.occupancy)} theoretical ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps, "
+            f"{o.active_blocks_per_sm} blocks/SM of {o.block_size} threads), limited by "
+            f"{o.limiter.replace('_', ' ')}" + (f"; {fill}" if fill else ""))
 
 
 def grid_fill(k: KernelReport) -> str | None:

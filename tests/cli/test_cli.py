@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import pty
@@ -219,3 +220,13 @@ def test_the_legend_names_a_level_with_points_but_no_slope(tmp_path):
     for level in pointed:
         label = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "Shared"}[level]
         assert (f"{label} intensity (no slope)" in legend) == (catalog.bandwidth(device, MemoryLevel(level)) is None)
+
+
+def test_html_and_text_say_the_same_occupancy(tmp_path):
+    """The HTML report dropped 'theoretical' and how the grid fills the device (small_grid.cu's 4
+    blocks fill 4 of 132 SMs however high the per-SM occupancy is)."""
+    proc = cli("analyze", str(REPO / "examples" / "small_grid.cu"), "--quick", "--html", str(tmp_path / "r.html"))
+    assert proc.returncode == 0, proc.stderr
+    text = re.search(r"^  occupancy   (.*)$", proc.stdout, re.M).group(1)
+    assert "theoretical" in text and "fill 4 of 132 SMs" in text
+    assert f"<tr><th>occupancy</th><td>{html.escape(text)}</td>" in (tmp_path / "r.html").read_text()
