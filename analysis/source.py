@@ -19,6 +19,7 @@ or empty model instead of an exception.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from bisect import bisect_right
 from collections.abc import Callable
@@ -414,6 +415,11 @@ class SourceModel(BaseModel):
         the translation unit, each with the path of the file it is in."""
         own = tuple((None, s) for s in self.launch_sites if s.kernel == kernel)
         return own + tuple((c.path, s) for c in self.context for s in c.source.launch_sites if s.kernel == kernel)
+
+    def context_model(self, path: str) -> SourceModel | None:
+        """The model of another file of the translation unit, by its path (None when not held)."""
+        want = os.path.normpath(path)
+        return next((c.source for c in self.context if os.path.normpath(c.path) == want), None)
 
     @property
     def unit_annotations(self) -> tuple[Annotation, ...]:

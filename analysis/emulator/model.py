@@ -12,6 +12,7 @@ hot loop. `what_if` predicts other block sizes and SM counts (the roofline traje
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -212,16 +213,21 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
         line = info.header_line if info and info.header_line else header.line
         bound, bound_source = None, "launch_site"
         sl = None
-        if src is not None:
+        # a loop charged to another file of the unit (a kernel defined in an included header) is
+        # that file's: its lines never name the analysed file's loops
+        where = program.line_table.get((fn.mangled_name, header.pc)) if program is not None else None
+        lsrc = src if src is None or where is None or os.path.normpath(where[0]) == os.path.normpath(
+            program.source_path) else src.context_model(where[0])
+        if lsrc is not None:
             if info is not None and info.source_line is not None:
-                sl = next((x for x in src.loops if x.header_line == info.source_line), None)
+                sl = next((x for x in lsrc.loops if x.header_line == info.source_line), None)
             if sl is None and L.latches:
                 # the latch's compare-and-branch carries the loop header's line; the header
                 # block's first instruction may carry an inner loop's (a 2-D grid-stride nest)
                 latch_line = fn.instructions[L.latches[-1]].line
-                sl = next((x for x in src.loops if x.header_line == latch_line), None)
+                sl = next((x for x in lsrc.loops if x.header_line == latch_line), None)
             if sl is None and line is not None:
-                sl = src.loop_at(line)
+                sl = lsrc.loop_at(line)
         body = [fn.instructions[i] for i in sorted(L.body)]
         latch = fn.instructions[L.latches[-1]] if L.latches else header
         step = loop_step(body, latch, list(fn.instructions))

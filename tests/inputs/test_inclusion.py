@@ -86,3 +86,21 @@ def test_a_kernel_file_that_compiles_alone_takes_its_launches_from_its_includer(
                                                      ("7", "launch_site"))
     assert "main.cu:2" in next(a.detail for a in resolve_launch("k", src, AnalysisOptions(), 132).assumptions
                                if a.name == "grid")
+
+
+def test_a_header_kernels_loops_are_the_headers_not_the_includers_lines(tmp_path):
+    # main.cu has a host loop at line 9, the line of tiled_scale's `for (r < reps)` in the header:
+    # the kernel's trips come from its own loop and the launch's reps = 3, never from main.cu's
+    (tmp_path / "kernels.cuh").write_text(HEADER.read_text())
+    loop_line = next(i for i, t in enumerate(HEADER.read_text().splitlines(), 1) if "r < reps" in t)
+    lines = ["#include <cuda_runtime.h>", '#include "kernels.cuh"', "int main() {", "    float *x = 0;",
+             "    int s = 0;"]
+    lines += ["    s += 1;"] * (loop_line - 1 - len(lines))
+    lines += ["    for (int j = 0; j < 1000000; ++j) s += j;",
+              "    tiled_scale<128><<<(1 << 20) / 128, 128>>>(x, 1 << 20, 3);", "    return s;", "}"]
+    (tmp_path / "main.cu").write_text("\n".join(lines) + "\n")
+    result = analyze(tmp_path / "main.cu", AnalysisOptions(), depth="quick")
+    (k,) = [k for k in result.kernels if "tiled_scale" in k.name]
+    trips = [a for a in k.assumptions if a.name.startswith("trip_count@")]
+    assert trips and not any("1000000" in a.detail for a in trips), trips
+    assert any("bound 3" in a.detail and a.source == "launch_site" for a in trips), trips
