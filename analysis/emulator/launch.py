@@ -77,7 +77,10 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     values: dict[str, int] = {}
     origin: dict[str, tuple[str, str]] = {}  # value name -> (Assumption source, detail)
     if source is not None:
-        values.update({c.name: c.value for c in source.constants})
+        # the constants of the file that defines the kernel: its loop bounds are written with them
+        home = source if source.kernel(short) is not None else next(
+            (c.source for c in source.context if c.source.kernel(short) is not None), source)
+        values.update({c.name: c.value for c in home.constants})
     if ann is not None:
         given = {e.key: e.value for e in ann.entries if e.value is not None}
         values.update(given)

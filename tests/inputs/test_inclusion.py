@@ -104,3 +104,13 @@ def test_a_header_kernels_loops_are_the_headers_not_the_includers_lines(tmp_path
     trips = [a for a in k.assumptions if a.name.startswith("trip_count@")]
     assert trips and not any("1000000" in a.detail for a in trips), trips
     assert any("bound 3" in a.detail and a.source == "launch_site" for a in trips), trips
+
+
+def test_a_header_kernels_values_include_its_headers_constants(tmp_path, toolchain):
+    # the loop bound TILE is a #define of the header, not of the .cu analysed
+    (tmp_path / "k.cuh").write_text("#define TILE 48\n__global__ void k(float *x) {\n"
+                                    "  for (int i = 0; i < TILE; ++i) x[i] += 1.0f;\n}\n")
+    (tmp_path / "main.cu").write_text('#include "k.cuh"\nint main() { k<<<1, 32>>>(0); }\n')
+    main = tmp_path / "main.cu"
+    src = with_context(parse_source(main.read_text()), main, main, (), toolchain)
+    assert resolve_launch("k(float*)", src, AnalysisOptions(), 132).values["TILE"] == 48
