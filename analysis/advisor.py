@@ -16,6 +16,7 @@ from typing import Any
 
 from .advice import Advice
 from .blame import BlameResult, blame
+from .call_sites import call_sites
 from .profile import KernelProfile, Profile
 from .program import FunctionProgram, Program
 from .results import StaticFact
@@ -45,7 +46,7 @@ def kernel_context(program: Program, function: FunctionProgram, profile: KernelP
         kernel=function.mangled, kernel_name=function.name, instructions=function.sass.instructions,
         source=program.source, source_lines=tuple(source_lines), profile=profile, blame=blamed, facts=tuple(facts),
         resources=function.resources, arch=arch, device=device, roofline=roof, sensitivity=sensitivity,
-        what_if=what_if)
+        what_if=what_if, call_sites=call_sites(program, function, profile) if profile is not None else ())
 
 
 def _trajectory(what_if: Any) -> tuple[TrajectoryPoint, ...]:

@@ -16,6 +16,7 @@ from typing import Literal
 from pathlib import Path
 
 from .advisor import advise
+from .call_sites import call_sites
 from .arch import ArchSpec, DeviceSpec, load_arch_specs
 from .compile import CompilerMessage, KernelResources, compile_cuda, local_headers
 from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
@@ -200,7 +201,7 @@ def _assemble(program: Program, catalog, device: DeviceSpec, options: AnalysisOp
                     sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
                     what_if={m: s.what_if for m, s in studies.items() if s.what_if})
     timings = {**timings, "advise": time.perf_counter() - t}
-    kernels = tuple(_kernel_report(fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled),
+    kernels = tuple(_kernel_report(program, fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled),
                                    device.sm_count) for fn in program.kernels)
     profile = None
     if profiles:
@@ -306,7 +307,8 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
                    assumptions=assumptions)
 
 
-def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline, sm_count: int) -> KernelReport:
+def _kernel_report(program: Program, fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline,
+                   sm_count: int) -> KernelReport:
     occ = study.occupancy
     per_wave = occ.active_blocks_per_sm * sm_count
     waves = study.launch.blocks / per_wave if study.launch is not None and per_wave > 0 else None
@@ -317,8 +319,14 @@ def _kernel_report(fn: FunctionProgram, facts: KernelFacts, study: _Study, roofl
         sampled = {ls.line: ls for ls in profile.lines}
         modeled_total = (study.modeled.total_samples or 1.0) if study.measured and study.modeled else None
         modeled = {ls.line: ls for ls in study.modeled.lines} if modeled_total else {}
+        below: dict[int, float] = {}  # line -> samples in the functions its calls reach
+        for c in call_sites(program, fn, profile):
+            loc = program.line_table.get((fn.mangled, c.pc))
+            if loc is not None:
+                below[loc[1]] = below.get(loc[1], 0.0) + c.total
         lines = tuple(lr.model_copy(update={
             "share": sampled[lr.line].total / total if lr.line in sampled else 0.0,
+            "callee_share": below.get(lr.line, 0.0) / total,
             "samples": {r.value: v for r, v in sampled[lr.line].samples.items()} if lr.line in sampled else {},
             "modeled_share": (modeled[lr.line].total / modeled_total if lr.line in modeled else 0.0)
             if modeled_total else None,

@@ -86,6 +86,9 @@ class LineReport(BaseModel):
 
     line: int
     share: float  # of the kernel's samples (Starlight Eq. 2), 0..1
+    #: of the kernel's samples, spent in the non-inlined functions this line calls (call_sites.py);
+    #: not part of `share`, whose lines add up to 100 %
+    callee_share: float = 0.0
     modeled_share: float | None = None  # the model's share, when `share` is measured
     samples: dict[str, float] = Field(default_factory=dict)  # by stall reason
     instruction_mix: dict[str, int] = Field(default_factory=dict)  # by instruction class, static count

@@ -42,6 +42,8 @@ class MatchContext:
     sensitivity: Any = None  # emulator sensitivity: bottleneck resource, latency/throughput bound
     #: emulator what-if (emulator.WhatIfReport): block sizes, grid and SM-count scaling
     what_if: Any = None
+    #: the kernel's calls with the samples of what they call (call_sites.CallSite)
+    call_sites: tuple[Any, ...] = ()
 
     @property
     def what_if_block(self) -> dict[int, float]:
@@ -113,14 +115,24 @@ class MatchContext:
             cost[e.def_index] = cost.get(e.def_index, 0.0) + e.samples
         return cost
 
-    def weight(self, instrs: Iterable[Instruction], reasons: Iterable[StallReason] | None = None) -> float:
-        """Blamed cost (profile), raw samples of `reasons`, or static issue weight (no profile)."""
+    @cached_property
+    def callee_cost(self) -> dict[int, dict[StallReason, float]]:
+        """CALL index -> the samples of the functions it reaches (call-site blame)."""
+        return {c.index: c.samples for c in self.call_sites}
+
+    def weight(self, instrs: Iterable[Instruction], reasons: Iterable[StallReason] | None = None, *,
+               callees: bool = True) -> float:
+        """Blamed cost (profile), raw samples of `reasons`, or static issue weight (no profile). A
+        CALL weighs what it calls as well (call-site blame): a change that removes the call
+        removes the callee's cost; `callees=False` weighs the call instruction alone."""
         instrs = list(instrs)
         if self.profile is not None:
-            if reasons is None and self.blame is not None:
-                return sum(self.cost_by_index.get(i.index, 0.0) for i in instrs)
             rs = list(reasons) if reasons is not None else None
-            return sum(self.samples_at(i, rs) for i in instrs)
+            below = sum(sum(v for r, v in self.callee_cost.get(i.index, {}).items() if rs is None or r in rs)
+                        for i in instrs) if callees else 0.0
+            if reasons is None and self.blame is not None:
+                return below + sum(self.cost_by_index.get(i.index, 0.0) for i in instrs)
+            return below + sum(self.samples_at(i, rs) for i in instrs)
         return sum(self.static_weight(i) for i in instrs)
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from .. import estimators
+from ..isa import call_is_jump
 from ..advice import Advice, Fix, SourceEdit
 from ..blame import ARITHMETIC, GLOBAL, SHARED, BlameEdge
 from ..profile import StallReason as R
@@ -140,15 +141,22 @@ class FunctionInlining(Optimizer):
         if ctx.source is not None and (fm := ctx.function_model) is not None:
             called = {c.callee.split("::")[-1] for c in ctx.source.calls if c.function == fm.name}
             callees = [f for f in ctx.source.functions if f.inlining == "noinline" and f.name in called]
-        calls = [i for i in ctx.instructions if i.opcode in ("CALL", "RET")]
+        calls = [i for i in ctx.instructions if i.opcode == "CALL" and not call_is_jump(i)]
         facts = [f for f in ctx.facts if f.kind == "noinline_call"]
         if not calls and not facts:
             return []
         if ctx.profile is not None and ctx.total > 0:
-            m = sum(p.total for p in ctx.profile.pcs if p.function != ctx.kernel) + ctx.weight(calls)
-            est = estimators.latency_hiding(ctx.total, m, ctx.active)
+            # What inlining removes is the calls' overhead: each CALL, the move of its return address
+            # just before it, and the callee's RET (GPA Eq. 2 over their blamed cost). Work the
+            # compiler folds once it sees the call's arguments is not counted, so on a callee with
+            # constant arguments this is a lower bound (docs/advisor.md).
+            rets = [i for i in ctx.instructions if i.opcode == "RET"]
+            ret_moves = [ctx.instructions[i.index - 1] for i in calls
+                         if i.index > 0 and ctx.instructions[i.index - 1].opcode in ("MOV", "MOV32I")]
+            m = ctx.weight([*calls, *ret_moves, *rets], callees=False)
+            est = estimators.stall_elimination(ctx.total, m)
             share = m / ctx.total
-            eqn = "GPA Eq. 4"
+            eqn = "GPA Eq. 2 over the calls' overhead"
         else:
             m = ctx.weight(calls) * 10  # a call/return pair costs ~10 issue slots of ABI moves (static guess)
             est = estimators.stall_elimination(ctx.static_total + m, m)
@@ -169,10 +177,15 @@ class FunctionInlining(Optimizer):
             if fix:
                 break
         names = ", ".join(f.name for f in callees) or "a device function"
-        msg = (f"{pct(share)} of this kernel's samples ({provenance_note(ctx)}) are spent in calls to {names} that the "
-               f"compiler did not inline (call sites at line{'s' if len(sites) > 1 else ''} "
-               f"{', '.join(map(str, sites[:4]))}). Each call moves arguments through the ABI, saves registers to the "
-               f"stack and blocks scheduling across the call. Inline it (`__forceinline__`). Est. {est.speedup:.2f}× "
-               f"({eqn}).")
+        inside = ""
+        if ctx.profile is not None and ctx.total > 0 and ctx.call_sites:
+            rets = [i for i in ctx.instructions if i.opcode == "RET"]
+            body = ctx.weight(calls) - ctx.weight(calls, callees=False) - ctx.weight(rets, callees=False)
+            inside = f"; their callees' own work is a further {pct(max(0.0, body) / ctx.total)}"
+        msg = (f"{pct(share)} of this kernel's samples ({provenance_note(ctx)}) are the overhead of calls to {names} "
+               f"that the compiler did not inline (call sites at line{'s' if len(sites) > 1 else ''} "
+               f"{', '.join(map(str, sites[:4]))}: the CALL, its return address, the RET){inside}. Each call moves "
+               f"arguments through the ABI, saves registers to the stack and blocks scheduling and constant folding "
+               f"across the call. Inline it (`__forceinline__`). Est. {est.speedup:.2f}× ({eqn}).")
         return [self.advice(ctx, lines=sites or [0], importance=share, estimate=est, message=msg, fix=fix,
                             static=ctx.profile is None)]

@@ -143,6 +143,10 @@ _MATH_CALLS = frozenset({"sin", "cos", "tan", "exp", "exp2", "exp10", "log", "lo
                          "normf", "fmod", "fmodf"})
 
 
+def _is_fp64_opcode(opcode: str) -> bool:
+    return isa.opcode_info(opcode).klass is isa.InstrClass.FP64
+
+
 class FastMath(Optimizer):
     """GPA: stalls inside CUDA math-library functions (precise sin/exp/pow/…)."""
 
@@ -151,12 +155,17 @@ class FastMath(Optimizer):
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.profile is None or ctx.total <= 0:
             return []
+        # -use_fast_math and the intrinsics are single precision: FP64 code and calls into FP64
+        # library functions (the double `pow`) are not theirs to speed up
+        fp64_calls = {c.index for c in ctx.call_sites if any(_is_fp64_opcode(op) for op in c.opcodes)}
         in_math = [i for i in ctx.instructions if i.location is not None and i.inline_chain
-                   and any(t in i.location.file for t in _MATH_FILES)]
+                   and any(t in i.location.file for t in _MATH_FILES)
+                   and not _is_fp64_opcode(i.opcode) and i.index not in fp64_calls]
         math_lines = {c.span.first_line for c in ctx.source.calls if c.callee.split("::")[-1] in _MATH_CALLS} \
             if ctx.source is not None else set()
         if not in_math and math_lines:
-            in_math = [i for i in ctx.instructions if kernel_line(i) in math_lines and latency_class(i) != "l1tex"]
+            in_math = [i for i in ctx.instructions if kernel_line(i) in math_lines and latency_class(i) != "l1tex"
+                       and not _is_fp64_opcode(i.opcode) and i.index not in fp64_calls]
         stalls = [x for x in R if x != R.selected]
         m = ctx.weight(in_math, stalls)
         if m <= 0 or m / ctx.total < 0.02:

@@ -51,7 +51,10 @@ class DoublePrecisionConstant(Optimizer):
                 lits = [lt for lt in lits if lt.text == fact.cause] or lits
             if fact.column is not None:
                 lits = sorted(lits, key=lambda lt: abs(lt.col_start - fact.column))
-            instrs = _on_line(ctx, fact.line, _is_fp64)
+            # the line's FP64 instructions, and its calls into FP64 library code (`pow(x, 2.0)` calls the
+            # double `pow`; with `2.0f` the float one is inlined): call-site blame charges them their callees
+            fp64_calls = {c.index for c in ctx.call_sites if c.opcodes & _FP64}
+            instrs = _on_line(ctx, fact.line, lambda i: _is_fp64(i) or i.index in fp64_calls)
             est, share = _estimate(ctx, instrs)
             if est is None:
                 continue

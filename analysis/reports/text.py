@@ -53,7 +53,9 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
     mix = sorted(k.instruction_mix.items(), key=lambda kv: -kv[1])
     out.append("  mix         " + ", ".join(f"{name} {n}" for name, n in mix))
     has_samples = any(lr.share > 0 for lr in k.lines)
-    ranked = sorted(k.lines, key=lambda lr: (lr.share if has_samples else lr.static_cost), reverse=True)[:_TOP_LINES]
+    # a call's line ranks with what it calls (call-site blame), shown apart from its own share
+    ranked = sorted(k.lines, key=lambda lr: (lr.share + lr.callee_share if has_samples else lr.static_cost),
+                    reverse=True)[:_TOP_LINES]
     if ranked:
         if has_samples:
             basis = "share of stall samples" + (" [measured]" if measured else " [modeled]")
@@ -71,7 +73,8 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
                 top = sorted(lr.samples.items(), key=lambda kv: -kv[1])[:2]
                 total = sum(lr.samples.values()) or 1.0
                 reasons = "  (" + ", ".join(f"{name.replace('_', ' ')} {v / total:.0%}" for name, v in top) + ")"
-            out.append(f"    {lr.line:>5}  {_pct(share):>5}  {text[:60]}{reasons}")
+            calls = f"  [+{_pct(lr.callee_share)} in the functions it calls]" if has_samples and lr.callee_share >= 0.005 else ""
+            out.append(f"    {lr.line:>5}  {_pct(share):>5}  {text[:60]}{reasons}{calls}")
     facts = [f for f in k.facts]
     if facts:
         out.append("  facts")

@@ -22,9 +22,9 @@ def top_reason(samples: dict[str, float]) -> str | None:
     return None if top is None or top[1] <= 0 else top[0].replace("_", " ")
 
 
-def label(share: float, samples: dict[str, float]) -> str:
+def label(share: float, samples: dict[str, float], with_calls: bool = False) -> str:
     reason = top_reason(samples)
-    text = f"{100 * share:.0f} %"
+    text = f"{100 * share:.0f} %" + (" with calls" if with_calls else "")
     return text if reason is None else f"{text} · {reason}"
 
 
@@ -33,7 +33,8 @@ def hot_lines(view: ResultView, min_share: float) -> Iterator[tuple[KernelReport
     `min_share` that is still where it was analysed; measured shares win over modeled ones."""
     for k in view.result.kernels:
         for lr in k.lines:
-            share = lr.share or lr.modeled_share or 0.0
+            # a call's line is as hot as what it calls (call-site blame), shown in its label
+            share = (lr.share or lr.modeled_share or 0.0) + lr.callee_share
             if share < min_share:
                 continue
             r = view.range(lr.line)
@@ -42,7 +43,7 @@ def hot_lines(view: ResultView, min_share: float) -> Iterator[tuple[KernelReport
 
 
 def build(view: ResultView, rng: types.Range) -> list[types.InlayHint]:
-    return [types.InlayHint(position=r.end, label=label(share, lr.samples), kind=None, padding_left=True,
+    return [types.InlayHint(position=r.end, label=label(share, lr.samples, lr.callee_share >= 0.005), kind=None, padding_left=True,
                             tooltip=f"{k.name}: this line's share of the kernel's samples")
             for k, lr, share, r in hot_lines(view, HOT_SHARE)
             if rng.start.line <= r.end.line <= rng.end.line]  # outside the requested range: not asked for

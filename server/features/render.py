@@ -67,11 +67,12 @@ def _has_measured_lines(kernel: KernelReport) -> bool:
 
 def share(kernel: KernelReport, line: LineReport, k: str) -> str:
     """The line's share of the kernel's samples, each number with its kind."""
+    below = (f", plus **{pct(line.callee_share)}** in the functions it calls" if line.callee_share >= 0.005 else "")
     if line.modeled_share is None:
-        return f"**{pct(line.share)}** of the kernel's samples ({k})"
+        return f"**{pct(line.share)}** of the kernel's samples ({k}){below}"
     measured = f"**{pct(line.share)}** measured" if _has_measured_lines(kernel) else \
         "measured n/a (the report has no line information: profile a `-lineinfo` build)"
-    return f"hotspot {measured} · {pct(line.modeled_share)} modeled, of the kernel's samples"
+    return f"hotspot {measured} · {pct(line.modeled_share)} modeled, of the kernel's samples{below}"
 
 
 def occupancy(kernel: KernelReport) -> str:

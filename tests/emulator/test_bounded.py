@@ -114,8 +114,8 @@ def test_a_whole_file_stays_within_one_budget(built, toolchain, tmp_path):
     ledgers = []
     start = B.Ledger.start.__func__
 
-    def spy(cls, b):
-        ledgers.append(start(cls, b))
+    def spy(cls, b, cancel=None):
+        ledgers.append(start(cls, b, cancel))
         return ledgers[-1]
 
     B.Ledger.start = classmethod(spy)
