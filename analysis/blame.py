@@ -263,7 +263,8 @@ class _Found:
 
 
 def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: int, operand: str,
-           max_dist: int, budget: int) -> tuple[dict[int, _Found], bool]:
+           max_dist: int, budget: int, vdefs: Sequence[set[str]], vuses: Sequence[set[str]]
+           ) -> tuple[dict[int, _Found], bool]:
     """Immediate defs of `operand` reaching instruction `use`, over simple backward paths.
 
     Each path stops at a def once the guards of the defs met on it cover the use's guard
@@ -287,7 +288,7 @@ def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: i
         if d > max_dist or x in on_path:
             continue
         ins = instrs[x]
-        if operand in _vdefs(ins):
+        if operand in vdefs[x]:
             f = found.get(x)
             if f is None:
                 found[x] = _Found(d, d, not shadowed)
@@ -296,7 +297,7 @@ def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: i
             covered = covered | {_guard(ins.predicate)}
             if covers(covered, use_guard):
                 continue
-        elif ins.predicate is None and operand in _vuses(ins):
+        elif ins.predicate is None and operand in vuses[x]:
             shadowed = True  # GPA dominator rule: k reads the operand unconditionally
         on_path.add(x)
         stack.append((-1 - x, 0, covered, shadowed))
@@ -364,6 +365,10 @@ def blame_instructions(
     truncated = 0
     total = sum(s.total for s in samples.values())
     active = sum(s.samples.get(StallReason.selected, 0.0) for s in samples.values())
+    # the virtual defs and uses of every instruction, once: each slice visits thousands
+    vdefs = [_vdefs(i) for i in instrs]
+    vuses = [_vuses(i) for i in instrs]
+    slices: dict[tuple[int, str], tuple[dict[int, _Found], bool]] = {}  # one per (use, operand), all reasons
 
     for j, use in enumerate(instrs):
         s = samples.get(use.pc)
@@ -376,11 +381,13 @@ def blame_instructions(
                 selfs.append(SelfBlame(j, use.pc, use.line, use.opcode, reason, n))
                 continue
             operands = (("SYNC",) if reason == StallReason.barrier else (WRITES,) if reason == StallReason.drain
-                        else tuple(sorted(_vuses(use))))
+                        else tuple(sorted(vuses[j])))
             cands: dict[int, tuple[_Found, list[str], bool]] = {}  # def -> (found, operands, war)
             for op in operands:
-                found, trunc = _slice(instrs, preds, j, op, max_dist, budget)
-                truncated += trunc
+                if (j, op) not in slices:
+                    slices[(j, op)] = _slice(instrs, preds, j, op, max_dist, budget, vdefs, vuses)
+                    truncated += slices[(j, op)][1]
+                found = slices[(j, op)][0]
                 for i, f in found.items():
                     war = op.startswith("B") and _barrier_defs(instrs[i]).get(op, False)
                     if i in cands:
