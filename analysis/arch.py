@@ -133,6 +133,22 @@ class ICacheSpec(Sourced):
     l1_miss_latency: float = Field(gt=0)
 
 
+class ConstantBank(Sourced):
+    """Where bank 0 holds what the SASS reads as `c[0x0][offset]`: blockDim.xyz, gridDim.xyz and the
+    first kernel argument. The layout is the compiler's, and it moved on sm_100 (CUDA 13)."""
+
+    block_dim: int = Field(ge=0)  # blockDim.x; .y and .z follow at +4, +8
+    grid_dim: int = Field(ge=0)  # gridDim.x; .y and .z follow at +4, +8
+    params: int = Field(ge=0)  # the first kernel argument; the others follow, each aligned to its size
+
+    def dimension(self, offset: int) -> tuple[str, int] | None:
+        """("block" | "grid", 0/1/2 for x/y/z) for a launch dimension's offset, else None."""
+        for name, base in (("block", self.block_dim), ("grid", self.grid_dim)):
+            if base <= offset < base + 12 and (offset - base) % 4 == 0:
+                return name, (offset - base) // 4
+        return None
+
+
 class ArchSpec(Sourced):
     """Per compute capability: CUDA's limits (Programming Guide Tables 30/31, cuda_occupancy.h) and pipes."""
 
@@ -156,6 +172,7 @@ class ArchSpec(Sourced):
     reserved_shared_memory_per_block: int = Field(ge=0)
     ldst_units_per_smsp: int = Field(gt=0)
     instructions: dict[Resource, InstructionSpec]
+    constant_bank: ConstantBank
     icache: ICacheSpec | None = None  # None: fetch is not modeled (a user file without the table)
 
     @field_validator("instructions")

@@ -526,6 +526,10 @@ def _instruction(i: int, t: _TextInstr, labels: Mapping[str, int], major: int) -
     mods_t = tuple(mods)
     # nvdisasm prints a return's target without a comma (`RET.REL.NODEC R2 `(kernel)`).
     operands = split_operands(_LABEL_AFTER_SPACE.sub(", `(", rest))
+    if pred is None and opcode == "BRA" and len(operands) > 1 and _PRED_OPERAND.fullmatch(operands[0]):
+        # sm_100+ prints a uniform branch's condition as its first operand (`BRA.U !UP0, `(.L_x_0)`),
+        # where sm_90 wrote `@!UP0 BRA.U`: it is the branch's guard either way
+        pred = operands[0]
     defs, uses = defs_and_uses(opcode, mods_t, operands, pred)
     control = decode_control(t.words[1]) if major >= 7 and len(t.words) >= 2 else None
     return _construct(Instruction, dict(
@@ -533,6 +537,9 @@ def _instruction(i: int, t: _TextInstr, labels: Mapping[str, int], major: int) -
         defs=defs, uses=uses, memory_space=opcode_info(opcode).memory_space,
         branch_target=_branch_target(opcode, operands, labels), location=t.inline[0] if t.inline else None,
         inline_chain=t.inline[1:], control=control, text=t.text))
+
+
+_PRED_OPERAND = re.compile(r"!?U?P[0-6]")
 
 
 def _branch_target(opcode: str, operands: tuple[str, ...], labels: Mapping[str, int]) -> int | None:

@@ -180,7 +180,7 @@ def _memory_access_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, 
     emulator assumes it coalesced).
     """
     sfn = program.source.kernel(base_name(fn.name))
-    params = param_offsets(arch.compute_capability[0], [(p.name, p.is_pointer, p.type_text) for p in sfn.params],
+    params = param_offsets(arch.constant_bank.params, [(p.name, p.is_pointer, p.type_text) for p in sfn.params],
                            dict(values)) if sfn is not None else {}
     instrs = fn.sass.instructions
     # The grid only sets L2 reuse, which is not a fact about the code.

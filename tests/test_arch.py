@@ -167,3 +167,44 @@ def test_builtin_catalog_is_cached():
 def test_models_are_frozen(cat):
     with pytest.raises(Exception):
         cat.device("T4").sm_count = 1  # type: ignore[misc]
+
+
+_LAYOUT_KERNEL = """__global__ void k(int* out, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) out[i] = n;
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"])
+def test_the_constant_bank_layout_is_what_nvcc_emits(arch, tmp_path):
+    """The catalogue's `constant_bank` (nvdisasm-cbank) against a real build: the kernel's first
+    argument, blockDim.x and gridDim.x are read at the offsets the arch data says; a grid-stride
+    loop is recognised from them (sm_100/sm_120 moved the whole layout, CUDA 13)."""
+    import re
+
+    from kernelscope.analysis.compile import compile_cuda
+    from kernelscope.analysis.emulator.launch import loop_step
+    from kernelscope.analysis.program import build_program
+    from kernelscope.analysis.sass import disassemble
+    from kernelscope.analysis.source import parse_source
+    from kernelscope.analysis.toolchain import locate_toolchain
+
+    tc = locate_toolchain()
+    src = tmp_path / "k.cu"
+    src.write_text(_LAYOUT_KERNEL)
+    res = compile_cuda(src, arch=arch, toolchain=tc, workdir=tmp_path)
+    assert res.success, [m.message for m in res.errors]
+    program = build_program(disassemble(res.cubin_path, tc.nvdisasm), parse_source(_LAYOUT_KERNEL), str(src), {})
+    (fn,) = program.kernels
+    bank = load_arch_specs().arch(arch).constant_bank
+    read = {0 if m.group(1) == "RZ" else int(m.group(1), 16)
+            for i in fn.sass.instructions for op in i.operands for m in re.finditer(r"c\[0x0\]\[(RZ|0x[0-9a-f]+)\]", op)}
+    assert {bank.params, bank.block_dim, bank.grid_dim} <= read, (arch, sorted(map(hex, read)))
+    loop = fn.cfg.loops[0]
+    body = [fn.sass.instructions[i] for b in loop.body for i in range(fn.cfg.blocks[b].start, fn.cfg.blocks[b].end)]
+    latch = fn.sass.instructions[fn.cfg.blocks[sorted(loop.latches)[-1]].last]
+    assert loop_step(sorted(body, key=lambda i: i.index), latch, list(fn.sass.instructions), bank) == ("grid", 0)
+    # sm_100+ prints a uniform branch's condition as an operand (`BRA.U !UP0, ...`): it is the guard
+    for i in fn.sass.instructions:
+        if i.opcode == "BRA" and len(i.operands) > 1 and re.fullmatch(r"!?U?P\d", i.operands[0]):
+            assert i.predicate == i.operands[0], i.text

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..arch import ConstantBank
 from ..capture.hints import scalar_value
 from ..isa import call_is_jump
 from ..options import AnalysisOptions, LaunchHint
@@ -250,9 +251,9 @@ def fold_bound(text: str, values: dict[str, int]) -> int | None:
 
 
 
-# blockDim.xyz and gridDim.xyz in the constant bank (sm_70+: c[0x0][0x0..0x8], c[0x0][0xc..0x14];
-# ptxas writes blockDim.x's offset 0 as `c[0x0][RZ]`)
-_GRID_DIM = re.compile(r"c\[0x0\]\[(RZ|0x(0|4|8|c|10|14))\]")
+# a constant-bank operand; where blockDim and gridDim sit is the arch's `constant_bank` (ptxas writes
+# offset 0, blockDim.x before sm_100, as `c[0x0][RZ]`)
+_CBANK = re.compile(r"c\[0x0\]\[(RZ|0x[0-9a-fA-F]+)\]")
 _IMM = re.compile(r"-?(0x[0-9a-fA-F]+|\d+)")
 
 
@@ -262,14 +263,14 @@ def _imm(text: str) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def _grid_dims(op: str, at: int, fn: list[Instruction], depth: int = 4) -> frozenset[int]:
+def _grid_dims(op: str, at: int, fn: list[Instruction], bank: ConstantBank, depth: int = 4) -> frozenset[int]:
     """The dimensions (0 = x, 1 = y, 2 = z) of the blockDim/gridDim values operand `op` of
     instruction `at` is made of: the register's nearest definition before `at` (else any, for a
     loop-carried value) is followed through `depth` instructions."""
-    m = _GRID_DIM.search(op)
+    m = _CBANK.search(op)
     if m:
-        off = 0 if m.group(1) == "RZ" else int(m.group(1), 16)
-        return frozenset({off // 4 % 3})
+        dim = bank.dimension(0 if m.group(1) == "RZ" else int(m.group(1), 16))
+        return frozenset({dim[1]}) if dim is not None else frozenset()
     reg = op.lstrip("-|~").split(".")[0]
     if depth == 0 or not reg or reg in ("RZ", "URZ") or _IMM.fullmatch(reg):
         return frozenset()
@@ -277,7 +278,8 @@ def _grid_dims(op: str, at: int, fn: list[Instruction], depth: int = 4) -> froze
     d = before[-1] if before else next((x for x in fn if reg in x.defs), None)
     if d is None:
         return frozenset()
-    return frozenset().union(*(_grid_dims(o.replace(".reuse", ""), d.index, fn, depth - 1) for o in d.operands[1:]))
+    return frozenset().union(*(_grid_dims(o.replace(".reuse", ""), d.index, fn, bank, depth - 1)
+                               for o in d.operands[1:]))
 
 
 def _exit_compare(body: list[Instruction], latch: Instruction) -> tuple[Instruction, Instruction | None]:
@@ -299,7 +301,7 @@ _MAX_COUNTED = 1 << 16  # a counted loop longer than this is left to the bound/h
 
 
 def counted_trip(body: list[Instruction], latch: Instruction, fn: list[Instruction],
-                 header: int) -> int | None:
+                 header: int, bank: ConstantBank) -> int | None:
     """Trips of a loop whose SASS counter runs from a constant to an immediate bound, else None.
 
     The counter's initial value is its last definition before the header (`MOV Rc, RZ`,
@@ -314,7 +316,7 @@ def counted_trip(body: list[Instruction], latch: Instruction, fn: list[Instructi
     a, b = (o.replace(".reuse", "") for o in setp.operands[2:4])
     if op is None or not _IMM.fullmatch(b):
         return None
-    kind, k = loop_step(body, latch, fn)
+    kind, k = loop_step(body, latch, fn, bank)
     upd = next((x for x in body if a in x.defs), None)
     if kind != "const" or not k or upd is None:
         return None
@@ -344,7 +346,7 @@ def counted_trip(body: list[Instruction], latch: Instruction, fn: list[Instructi
 
 
 def loop_step(body: list[Instruction], latch: Instruction,
-              fn: list[Instruction] | None = None) -> tuple[str, int | None]:
+              fn: list[Instruction] | None = None, bank: ConstantBank | None = None) -> tuple[str, int | None]:
     """How the SASS loop's counter moves per iteration.
 
     ("const", k): added k (k = source step × unroll factor); ("mul", f): multiplied by f
@@ -352,7 +354,8 @@ def loop_step(body: list[Instruction], latch: Instruction,
     ("grid", d): added blockDim.d·gridDim.d (a grid-stride loop over dimension d = 0, 1, 2), only
     when the stride is read from the grid dimensions (`fn`, the whole function, traces a stride
     register to them);
-    ("?", None) otherwise: a stride held in a register is not taken for a grid stride.
+    ("?", None) otherwise: a stride held in a register is not taken for a grid stride. Without
+    the arch's constant-bank layout (`bank`) no stride is known to be a grid dimension.
     """
     setp = _exit_compare(body, latch)[1]
     if setp is None:
@@ -378,7 +381,8 @@ def loop_step(body: list[Instruction], latch: Instruction,
         if upd.opcode in ("IADD3", "UIADD3", "IADD", "VIADD", "IMAD") and len(imms) == 1 and len(others) == 1:
             if upd.opcode != "IMAD" or "IADD" in mods:
                 return "const", abs(_imm(imms[0]))
-        dims = frozenset().union(*(_grid_dims(o, upd.index, scope) for o in others if not _IMM.fullmatch(o)))
+        dims = frozenset().union(*(_grid_dims(o, upd.index, scope, bank) for o in others if not _IMM.fullmatch(o))) \
+            if bank is not None else frozenset()
         if len(dims) == 1:
             return "grid", next(iter(dims))
         return "?", None

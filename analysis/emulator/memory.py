@@ -338,14 +338,15 @@ def l2_reuse_rate(addr: Affine | None, grid: tuple[int, int, int], cap: float = 
     return min(cap, 1.0 - 1.0 / sharing) if sharing > 1 else 0.0
 
 
-def param_offsets(arch_major: int, params: list[tuple[str, bool, str]], values: dict[str, int]) -> dict[int, int]:
+def param_offsets(base: int, params: list[tuple[str, bool, str]], values: dict[str, int]) -> dict[int, int]:
     """Constant-bank offsets of kernel arguments whose values are known.
 
-    Kernel arguments live in constant bank 0 from 0x160 (sm_70–sm_89) or 0x210 (sm_90+), each
-    aligned to its size (the CUDA ABI; visible in any SASS listing as c[0x0][0x210]...).
-    `params` is (name, is_pointer, type text) in declaration order; an unknown type stops the walk.
+    Kernel arguments live in constant bank 0 from `base` (`ArchSpec.constant_bank.params`: 0x160
+    on sm_70–sm_89, 0x210 on sm_90, 0x380 on sm_100/sm_120), each aligned to its size (the CUDA
+    ABI; visible in any SASS listing as c[0x0][0x210]...). `params` is (name, is_pointer, type
+    text) in declaration order; an unknown type stops the walk.
     """
-    off = 0x210 if arch_major >= 9 else 0x160
+    off = base
     out: dict[int, int] = {}
     for name, is_ptr, ty in params:
         t = ty.replace("const", "").replace("unsigned", "").strip()

@@ -175,7 +175,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     params: dict[int, int] = {}
     sfn = src.kernel(base_name(kernel.name)) if src is not None else None
     if sfn is not None:
-        params = param_offsets(arch.compute_capability[0],
+        params = param_offsets(arch.constant_bank.params,
                                [(p.name, p.is_pointer, p.type_text) for p in sfn.params], resolved.values)
     callees = _callees(kernel, program)
     shapes = memory_shapes(fn.mangled_name, fn.instructions, cfg_launch.block, cfg_launch.grid, hit, arch.warp_size,
@@ -230,7 +230,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
                 sl = lsrc.loop_at(line)
         body = [fn.instructions[i] for i in sorted(L.body)]
         latch = fn.instructions[L.latches[-1]] if L.latches else header
-        step = loop_step(body, latch, list(fn.instructions))
+        step = loop_step(body, latch, list(fn.instructions), arch.constant_bank)
         if sl is not None:  # the source's extent, in the units of the SASS counter
             bound, bound_source, step = counter_bound(sl, lambda t: _fold_loop_bound(t, resolved, cfg_launch), step,
                                                       info.unroll_factor if info else None)
@@ -238,7 +238,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
             key = (sl.index, L.parent)
             if key in left:
                 bound = left[key]
-        counted = counted_trip(body, latch, list(fn.instructions), L.header)
+        counted = counted_trip(body, latch, list(fn.instructions), L.header, arch.constant_bank)
         trip, a = resolve_trip(info_trip=counted if counted is not None else (info.trip_count if info else None),
                                bound_value=bound,
                                step=step, launch=cfg_launch, trip_hint=resolved.trip_hint,

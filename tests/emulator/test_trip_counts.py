@@ -47,7 +47,7 @@ def _trips(prog, name, target, options=None):
     out = []
     for L, a in zip(prep.decoded.loops, trips, strict=True):
         body = [ins[i] for i in sorted(L.body)]
-        out.append((loop_step(body, ins[L.latches[-1]], list(ins)), L.trip, a))
+        out.append((loop_step(body, ins[L.latches[-1]], list(ins), target[0].constant_bank), L.trip, a))
     return out
 
 
