@@ -101,7 +101,7 @@ def test_forceinline_replaces_noinline_and_is_faster(toolchain):
     assert title_of(baseline(src), a, v).startswith("Force-inline device function (verified ")
 
 
-@pytest.mark.parametrize("example", ["stencil_double_const.cu", "strided_access.cu"])
+@pytest.mark.parametrize("example", ["stencil_double_const.cu"])
 def test_restrict_const_compiles_and_is_not_slower(toolchain, example):
     src = EXAMPLES / example
     a = find(baseline(src), "restrict_pointers")
@@ -228,7 +228,7 @@ def test_quoted_includes_resolve_from_the_shadow_copy(toolchain, tmp_path):
 
 
 def test_cache_memory_disk_and_corrupt_entries(toolchain, tmp_path):
-    src = EXAMPLES / "strided_access.cu"
+    src = EXAMPLES / "stencil_double_const.cu"
     a = find(baseline(src), "restrict_pointers")
     cache = VerificationCache(tmp_path / "verify")
     first = verify(src, a, OPTIONS, toolchain=toolchain, baseline=baseline(src), cache=cache)

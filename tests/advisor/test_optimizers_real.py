@@ -175,17 +175,20 @@ void run(const float* a, const float* b, float* c) { k<<<dim3(64, 64), dim3(16, 
     y[i] = sqrtf(x[i] * 2.0f);  // MARK
 }""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y")),
     "restrict_pointers": (
+        # after the store to y, x must be read again: y may alias it
         """__global__ void k(float* x,  // MARK
                   float* y)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     y[i] = x[i] * 3.0f + x[i + 1];
+    y[i + N] = x[i] - x[i + 1];
 }""" + launch("k", "N / 256", "256", "float* x, float* y|x, y"),
         """__global__ void k(const float* __restrict__ x,  // MARK
                   float* __restrict__ y)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     y[i] = x[i] * 3.0f + x[i + 1];
+    y[i + N] = x[i] - x[i + 1];
 }""" + launch("k", "N / 256", "256", "const float* x, float* y|x, y")),
     "vectorize_loads": (
         """__global__ void k(const float* __restrict__ x, float* __restrict__ y)
