@@ -32,7 +32,7 @@ from .profile import Assumption, KernelProfile, LaunchConfig, Profile
 from .program import FunctionProgram, Program, build_program
 from .results import AnalysisResult, KernelReport, LineReport, Message, OccupancyReport, Resources, ToolchainInfo
 from .roofline import TrajectoryPoint, kernel_roofline, roofline_model, trajectory_points
-from .sass import disassemble
+from .sass import read_sass
 from .source import parse_source
 from .static_facts import KernelFacts, kernel_facts
 from .toolchain import Toolchain, find_compile_command, locate_toolchain
@@ -134,7 +134,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
         cancel.check()
         report("disassemble", 0.5)
         t = time.perf_counter()
-        module = disassemble(compiled.cubin_path, toolchain.nvdisasm, cancel=cancel)
+        module = read_sass(compiled.cubin, compiled.cubin_path, toolchain.nvdisasm, cancel=cancel)
         timings["disassemble"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -1,10 +1,11 @@
-"""SASS: the program as the GPU runs it, read from one nvdisasm listing.
+"""SASS: the program as the GPU runs it, read from one nvdisasm listing or decoded from the cubin.
 
 `nvdisasm -gi -hex -c` prints, per instruction, its PC, its text (predicate, opcode,
 operands), its 128-bit encoding (whose top bits hold the sm_70+ control codes) and, where
 they change, its source line and inline call chain. Every later stage reads the
-`SassFunction`s parsed from it. (nvdisasm's JSON mode says nothing more that kernelscope
-uses, and each nvdisasm run costs ~0.3 s of start-up, so one listing is read, not two.)
+`SassFunction`s parsed from it. Each nvdisasm run costs ~0.35 s of start-up, so `read_sass`
+first decodes the cubin itself (`cubin/`: the same listing, from encoding tables learned
+from nvdisasm) and runs nvdisasm only for what those tables do not cover.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ class SassModule(BaseModel):
 # ---- parsing nvdisasm output ------------------------------------------------------------------
 # Kept below the models: everything from here on is pure text -> model, except `disassemble`.
 
+import os  # noqa: E402
 import posixpath  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
@@ -138,6 +140,32 @@ from .process import CancelToken, run_tool  # noqa: E402
 
 class DisassemblyError(RuntimeError):
     pass
+
+
+def read_sass(cubin: bytes, cubin_path: Path, nvdisasm: Path, *, cancel: CancelToken | None = None,
+              cxxfilt: Path | None = None, timeout: float = 120.0) -> SassModule:
+    """The SASS of one cubin: decoded from its own bytes (`cubin.listing`, ~10 ms) where the
+    learned encoding tables cover every instruction, else from one nvdisasm run (~0.35 s of
+    start-up). Both give the same `SassModule`.
+
+    With KERNELSCOPE_CHECK_DECODER=1 in the environment, nvdisasm runs as well and any
+    difference raises `DisassemblyError` (how the test suite's every cubin can be checked).
+    """
+    from .cubin.listing import decode_cubin  # noqa: PLC0415 - its tables load on first use
+
+    module = decode_cubin(cubin)
+    if module is None:
+        return disassemble(cubin_path, nvdisasm, cancel=cancel, cxxfilt=cxxfilt, timeout=timeout)
+    if os.environ.get("KERNELSCOPE_CHECK_DECODER") == "1":
+        listed = disassemble(cubin_path, nvdisasm, cancel=cancel, cxxfilt=cxxfilt, timeout=timeout)
+        named = with_demangled_names(module, {f.mangled_name: f.name for f in listed.functions}
+                                     | {s.mangled_name: s.name for f in listed.functions for s in f.subroutines})
+        if named != listed:
+            raise DisassemblyError(f"the cubin decoder disagrees with nvdisasm on {cubin_path}")
+        return listed
+    names = demangle([f.mangled_name for f in module.functions]
+                     + [s.mangled_name for f in module.functions for s in f.subroutines], cxxfilt=cxxfilt, cancel=cancel)
+    return with_demangled_names(module, names)
 
 
 def disassemble(cubin_path: Path, nvdisasm: Path, *, cancel: CancelToken | None = None,
@@ -499,6 +527,12 @@ _INDIRECT_BRANCHES = frozenset({"BRX", "BRXU", "JMX", "JMXU"})
 def parse_nvdisasm(text_listing: str) -> SassModule:
     """`nvdisasm -gi -hex -c` output as a `SassModule`; names stay mangled (see `with_demangled_names`)."""
     (major, minor), sections = parse_text_listing(text_listing)
+    return module_from_sections((major, minor), sections)
+
+
+def module_from_sections(target: tuple[int, int], sections: Mapping[str, _TextSection]) -> SassModule:
+    """The model of a listing's sections, whoever read them (this parser or `cubin.listing`)."""
+    major, minor = target
     return SassModule.model_construct(arch=f"sm_{major}{minor}",
                                       functions=tuple(_function(sec, major) for sec in sections.values()))
 

@@ -1,0 +1,148 @@
+"""The cubin decoder against nvdisasm, on real cubins: same `SassModule` or no answer, never a guess.
+
+The cross-check compiles every `.cu` file of the repository (the sources the test suite
+compiles) for each architecture nvcc 13 targets and the tables cover (sm_75 to sm_120; nvcc 13
+dropped sm_70), and compares the decoded module with the parse of `nvdisasm -gi -hex -c`:
+every function, instruction (text, operands, registers, control codes, branch targets) and
+source line. The tables were learned from these sources, so a cubin the decoder declines is
+reported as a failure too: it means the toolchain moved and the tables need relearning
+(`python -m kernelscope.analysis.cubin.learn`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.compile import compile_cuda
+from kernelscope.analysis.cubin.elf import arch_of, read_cubin
+from kernelscope.analysis.cubin.encoding import arch_table, decode_word
+from kernelscope.analysis.cubin.learn import DEFAULT_ARCHS, compile_corpus, corpus_sources, learn_arch
+from kernelscope.analysis.cubin.lines import line_rows
+from kernelscope.analysis.cubin.listing import decode_cubin
+from kernelscope.analysis.process import run_tool
+from kernelscope.analysis.sass import DisassemblyError, disassemble, parse_nvdisasm, read_sass
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _listing(toolchain, cubin: Path) -> str:
+    res = run_tool([str(toolchain.nvdisasm), "-gi", "-hex", "-c", str(cubin)], timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def _compile(toolchain, src: Path, work: Path, arch: str = "sm_90", flags=()):
+    r = compile_cuda(src, arch=arch, user_flags=flags, toolchain=toolchain, workdir=work)
+    assert r.success, r.messages
+    return r
+
+
+def _differences(decoded, listed) -> list[str]:
+    out = []
+    if [f.mangled_name for f in decoded.functions] != [f.mangled_name for f in listed.functions]:
+        return [f"functions {[f.mangled_name for f in decoded.functions]} != {[f.mangled_name for f in listed.functions]}"]
+    for a, b in zip(decoded.functions, listed.functions):
+        if (a.is_kernel, a.subroutines, len(a.instructions)) != (b.is_kernel, b.subroutines, len(b.instructions)):
+            out.append(f"{a.mangled_name}: entry/subroutines/length differ")
+        out += [f"{a.mangled_name} {x.pc:#06x}: {x.text!r} != {y.text!r}"
+                for x, y in zip(a.instructions, b.instructions) if x != y][:5]
+    return out
+
+
+@pytest.mark.parametrize("name", ["sgemm_tiled.cu", "local_array.cu", "noinline_call.cu"])
+def test_examples_decode_as_nvdisasm_lists_them(toolchain, tmp_path, name):
+    """Shared memory, inlined atomics (inline chains from the line table's NVIDIA extension) and a
+    __noinline__ callee placed in the kernel's section (CALL.REL to its symbol, RET naming the kernel)."""
+    r = _compile(toolchain, REPO / "examples" / name, tmp_path)
+    decoded = decode_cubin(r.cubin)
+    assert decoded is not None, "the sm_90 table does not cover an example it was learned from"
+    listed = parse_nvdisasm(_listing(toolchain, r.cubin_path))
+    assert _differences(decoded, listed) == []
+    assert decoded == listed
+    if name == "local_array.cu":
+        assert any(i.inline_chain for f in decoded.functions for i in f.instructions)
+    if name == "noinline_call.cu":
+        assert decoded.functions[0].subroutines and any(i.opcode == "RET" for i in decoded.functions[0].instructions)
+
+
+def test_read_sass_decodes_without_nvdisasm_and_can_check_itself(toolchain, tmp_path, monkeypatch):
+    r = _compile(toolchain, REPO / "tests" / "data" / "lsp" / "saxpy.cu", tmp_path)
+    missing = tmp_path / "no-nvdisasm"  # read_sass must not need it for a covered cubin
+    module = read_sass(r.cubin, r.cubin_path, missing)
+    assert module == disassemble(r.cubin_path, toolchain.nvdisasm)  # demangled names included
+    monkeypatch.setenv("KERNELSCOPE_CHECK_DECODER", "1")
+    assert read_sass(r.cubin, r.cubin_path, toolchain.nvdisasm) == module
+
+
+def test_an_unknown_encoding_falls_back_to_nvdisasm(toolchain, tmp_path):
+    """A modifier combination no training word had (nor one bit away from one) makes the word
+    unknown: the decoder answers nothing for the cubin, and read_sass gives nvdisasm's reading."""
+    r = _compile(toolchain, REPO / "examples" / "sgemm_naive.cu", tmp_path)
+    cubin = read_cubin(r.cubin)
+    table = arch_table("sm_90")
+    at = cubin.section(".text._Z11sgemm_naivePKfS0_Pfi").offset  # the first instruction: an LDC
+    word = int.from_bytes(r.cubin[at:at + 16], "little")
+    assert decode_word(table, word, 0).text == "LDC R1, c[0x0][0x28]"
+    # Bits 73..75 hold the load's size (nvdisasm: clearing 75 gives .U8), bits 78/79 .IL/.IS.
+    assert decode_word(table, word ^ (1 << 75), 0).text == "LDC.U8 R1, c[0x0][0x28]"
+    odd = word ^ (1 << 75) ^ (1 << 78)
+    assert decode_word(table, odd, 0) is None
+    patched = r.cubin[:at] + odd.to_bytes(16, "little") + r.cubin[at + 16:]
+    assert decode_cubin(patched) is None
+    path = tmp_path / "patched.cubin"
+    path.write_bytes(patched)
+    module = read_sass(patched, path, toolchain.nvdisasm)
+    assert module == disassemble(path, toolchain.nvdisasm)
+    assert module.functions[0].instructions[0].opcode == "LDC"
+
+
+def test_check_mode_reports_a_disagreement(toolchain, tmp_path, monkeypatch):
+    """The environment switch compares with nvdisasm for real: a listing of another cubin differs."""
+    r = _compile(toolchain, REPO / "examples" / "small_grid.cu", tmp_path)
+    other = _compile(toolchain, REPO / "examples" / "strided_access.cu", tmp_path / "o")
+    monkeypatch.setenv("KERNELSCOPE_CHECK_DECODER", "1")
+    with pytest.raises(DisassemblyError):
+        read_sass(r.cubin, other.cubin_path, toolchain.nvdisasm)
+
+
+def test_line_table_rows_carry_inline_contexts(toolchain, tmp_path):
+    r = _compile(toolchain, REPO / "examples" / "local_array.cu", tmp_path)
+    rows = line_rows(read_cubin(r.cubin))
+    inlined = [x for x in rows if x.context]
+    assert inlined and all(x.file.endswith("device_atomic_functions.hpp") for x in inlined)
+    assert all(rows[x.first + x.context - 1].file.endswith("local_array.cu") for x in inlined)
+
+
+def test_learning_reproduces_nvdisasm_on_its_corpus(toolchain, tmp_path):
+    """The learner, run on one small listing: every word it keeps decodes to nvdisasm's text."""
+    r = _compile(toolchain, REPO / "examples" / "strided_access.cu", tmp_path)
+    listing = _listing(toolchain, r.cubin_path)
+    table, stats = learn_arch("sm_90", [listing], toolchain.nvdisasm)
+    decoded = decode_cubin(r.cubin, table)
+    assert decoded is not None and stats["instructions"] > 0
+    assert decoded == parse_nvdisasm(listing)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", DEFAULT_ARCHS)
+def test_every_repository_cubin_decodes_as_nvdisasm_lists_it(toolchain, tmp_path, arch):
+    if arch_table(arch) is None:
+        pytest.fail(f"no encoding table for {arch}: run python -m kernelscope.analysis.cubin.learn")
+    pairs = compile_corpus(corpus_sources(REPO), arch, tmp_path, jobs=min(2, os.cpu_count() or 1))
+    assert len(pairs) > 20
+    failures, instructions = [], 0
+    for cubin_path, listing in pairs:
+        data = cubin_path.read_bytes()
+        assert arch_of(read_cubin(data)) == (int(arch[3:-1]), int(arch[-1]))
+        listed = parse_nvdisasm(listing)
+        instructions += sum(len(f.instructions) for f in listed.functions)
+        decoded = decode_cubin(data)
+        if decoded is None:
+            failures.append(f"{cubin_path.parent.name}: not decoded (nvdisasm fallback)")
+        elif decoded != listed:
+            failures += [f"{cubin_path.parent.name}: {d}" for d in _differences(decoded, listed)] or \
+                [f"{cubin_path.parent.name}: modules differ"]
+    assert failures == [], f"{arch}, {len(pairs)} cubins, {instructions} instructions"
