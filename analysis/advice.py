@@ -86,10 +86,17 @@ class Advice(BaseModel):
     message: str  # the fact with numbers, what it means, what to do
     fix: Fix | None = None
     verified_speedup: float | None = None  # filled by verification (re-model or re-measure)
+    #: what the re-model of the fix said (analysis/verify.py); None until verified
+    verification: Literal["verified", "no_change", "slower", "does_not_compile"] | None = None
 
     @property
     def speedup(self) -> float:
         return self.verified_speedup if self.verified_speedup is not None else self.estimate.speedup
+
+    @property
+    def no_modeled_gain(self) -> bool:
+        """Its fix was re-modeled and gains nothing (or loses): kept in reports, not shown as a diagnostic."""
+        return self.verification in ("no_change", "slower")
 
 
 def advice_id(optimizer: str, kernel: str, line: int, detail: str = "") -> str:

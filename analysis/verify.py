@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .advice import Advice, Fix, FixKind, SourceEdit
 from .errors import KernelscopeError
-from .fixes import EditError, apply_edits, fix_digest, fix_for, plain_edits
+from .fixes import EditError, apply_edits, attach_fixes, fix_digest, fix_for, plain_edits
 from .options import AnalysisOptions
 from .pipeline import analyze, resolve_toolchain, source_digest
 from .process import CancelToken
@@ -282,6 +282,44 @@ def verify(source: Path, advice: Advice, options: AnalysisOptions, *, cancel: Ca
     if fix.is_snippet:
         reason += "; a template: its gain comes once the placeholders are filled in"
     return done(**common, verified_speedup=ratio, status=status, reason=reason)
+
+
+def with_verifications(advice: Iterable[Advice],
+                       verifications: Mapping[str, Verification] | Iterable[Verification]) -> tuple[Advice, ...]:
+    """The advice with what each fix's re-model said (the verified figure, or no modeled gain).
+    A verification counts only for the exact edit it compiled (same fix digest)."""
+    by_id = dict(verifications) if isinstance(verifications, Mapping) else {v.advice_id: v for v in verifications}
+    out = []
+    for a in advice:
+        v = by_id.get(a.id)
+        if v is None or a.fix is None or v.fix_digest != fix_digest(a.fix):
+            out.append(a)
+            continue
+        out.append(a.model_copy(update={"verification": v.status, "verified_speedup": v.verified_speedup}))
+    return tuple(out)
+
+
+def verify_all(source: Path, result: AnalysisResult, options: AnalysisOptions, *, limit: int,
+               cancel: CancelToken | None = None, toolchain: Toolchain | None = None,
+               cache: VerificationCache | None = None, fast_math: bool = False,
+               on_each: Callable[[Verification], None] | None = None) -> tuple[Verification, ...]:
+    """Verify the `limit` advice with a mechanical fix that promise the most (issue 15: verified by
+    default). Each verification is one quick analysis of a shadow copy; `cancel` stops between them."""
+    try:
+        text = source.read_text(errors="replace")
+    except OSError:
+        return ()
+    fixed = [a for a in attach_fixes(result.advice, text, fast_math=fast_math) if a.fix is not None and not a.fix.is_snippet]
+    out = []
+    for a in sorted(fixed, key=lambda a: -a.estimate.speedup)[:limit]:
+        if cancel is not None:
+            cancel.check()
+        v = verify(source, a, options, cancel=cancel, toolchain=toolchain, baseline=result, cache=cache,
+                   fast_math=fast_math)
+        out.append(v)
+        if on_each is not None:
+            on_each(v)
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------- ranking

@@ -53,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--sarif", type=Path, default=None, metavar="OUT", help="also write SARIF 2.1.0")
     a.add_argument("--profile", type=Path, default=None, metavar="REPORT",
                    help="use a measured .ncu-rep for this file instead of the modeled profile")
+    a.add_argument("--verify", action="store_true",
+                   help="re-model the fix of each advice that has one (compiles a shadow copy per fix) and report "
+                        "the verified figure, or 'no modeled gain'")
     a.add_argument("--capture", action="store_true",
                    help="build the file's main() and run it against kernelscope's stand-in CUDA runtime (no GPU) to "
                         "record the launches and argument values it really makes (runs your program; docs/emulator.md)")
@@ -171,10 +174,29 @@ def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, l
         options = captured.options
     show = _progress(args, label or source.name)
     try:
-        return analyze(source.resolve(), options, measured_report=report,
-                       depth="quick" if getattr(args, "quick", False) else "full", progress=show)
+        result = analyze(source.resolve(), options, measured_report=report,
+                         depth="quick" if getattr(args, "quick", False) else "full", progress=show)
+        if getattr(args, "verify", False) and result.compiled:
+            result = _verified(source.resolve(), result, options, show)
+        return result
     finally:
         _end_progress(show)
+
+
+#: fixes re-modeled per file by `analyze --verify` (the server's default, `kernelscope.verify.maxFixes`)
+VERIFY_LIMIT = 8
+
+
+def _verified(source: Path, result, options, show):
+    """The result with every mechanical fix re-modeled (issue 15: the figure a user can trust)."""
+    from kernelscope.analysis.fixes import attach_fixes
+    from kernelscope.analysis.verify import verify_all, with_verifications
+
+    if show is not None:
+        show("verify", 1.0)
+    done = verify_all(source, result, options, limit=VERIFY_LIMIT)
+    advice = attach_fixes(result.advice, source.read_text(errors="replace"))
+    return result.model_copy(update={"advice": with_verifications(advice, done)})
 
 
 def _print_messages(result) -> None:

@@ -12,8 +12,8 @@ Custom protocol, for tests, benchmarks and clients that want it:
   - `kernelscope.showReport(uri, kernel)` and `kernelscope.explain(uri, adviceId)` return Markdown
     (the first is also the code lens command);
   - `kernelscope.verifyAdvice(uri, adviceId)` -> the Verification as JSON (re-modeled fix), or null;
-  - `kernelscope.roofline(uri)` -> {svg, kind, device, kernels: [{kernel, name, bound, fraction,
-    bindingLevel, provenance, trajectory}]}: one chart of every kernel in the file; an error
+  - `kernelscope.roofline(uri)` -> {svg, kind, device, kernels: [{kernel, name, precision, bound,
+    fraction, bindingLevel, provenance, trajectory}]}: one chart of every kernel in the file; an error
     reply while the file has no result;
   - `kernelscope.lineHeat(uri)` -> {kind, lines: [{line, share, reason, kernel}]}: each line costing its
     kernel >= 1 % of the samples, 0-based where it is now (VS Code's heat decoration); no lines while
@@ -85,6 +85,7 @@ class KernelscopeServer(LanguageServer):
         """Kill what the server started: compilers, and profiles (ncu and the user's program)."""
         self.scheduler.shutdown()
         self.measured.cancel_all()
+        actions.VERIFIER.cancel_all()
 
     def report_server_error(self, error: Exception, source) -> None:
         # pygls shows a window/showMessage per failing notification; a broken client would flood the editor.
@@ -193,6 +194,7 @@ class KernelscopeServer(LanguageServer):
             self.scheduler.cancel(uri)
             return
         attached = self.measured.report(uri)
+        actions.VERIFIER.cancel(uri)  # its fixes are verified again once the new result is in
         return self.scheduler.request(uri, Path(path), reason, report=attached.path if attached else None,
                                       report_source=attached.source_sha256 if attached else None, **how)
 
@@ -231,10 +233,12 @@ class KernelscopeServer(LanguageServer):
             self.workspace_code_lens_refresh(None)
         if ws is not None and ws.inlay_hint is not None and ws.inlay_hint.refresh_support:
             self.workspace_inlay_hint_refresh(None)
+        if o.result.depth == "full":  # verified by default, in the background (features/actions.py)
+            asyncio.get_running_loop().create_task(actions.verify_in_background(self, o.uri))
 
     def publish(self, uri: str) -> int:
         view = self.view(uri)
-        diags = diagnostics.build(view, uri) if view is not None else []
+        diags = diagnostics.build(view, uri, actions.VERIFIER.shown(view.result)) if view is not None else []
         doc = self.docs.get(uri)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, diagnostics=diags, version=doc.doc.version if doc else None))
@@ -371,6 +375,7 @@ def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> 
 def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.scheduler.cancel(uri)
+    actions.VERIFIER.cancel(uri)
     ls.docs.pop(uri, None)
     ls.measured.forget(uri)
     if (h := ls._republish.pop(uri, None)) is not None:

@@ -79,6 +79,14 @@ class CaptureSettings(_Camel):
     launches_per_kernel: int = Field(64, ge=1, le=100_000, description="Launches recorded per kernel; later ones are only counted.")
 
 
+class VerifySettings(_Camel):
+    """Verified by default (docs/actions.md): after each full analysis, the fixes of the most promising
+    advice are applied to shadow copies and re-modeled in the background."""
+
+    enabled: bool = Field(True, description="Re-model the mechanical fixes of a file's advice after each full analysis; diagnostics then show the verified figure, and advice whose fix re-models to no gain is dropped from them.")
+    max_fixes: int = Field(4, ge=0, le=64, description="Fixes verified per file after each analysis, most promising first (each compiles a shadow copy).")
+
+
 class CacheSettings(_Camel):
     directory: Path | None = Field(None, description="Where analysis results and the server log are kept (default: the user cache dir, e.g. ~/.cache/kernelscope).")
     max_megabytes: float = Field(256.0, gt=0, description="Size bound of the on-disk result cache; the least recently used entries go first.")
@@ -93,6 +101,7 @@ class Settings(_Camel):
     profile: ProfileCommand | None = Field(None, description="Measured backend: the program to profile. Only run from a trusted workspace when it comes from a workspace file.")
     capture: CaptureSettings = Field(default_factory=CaptureSettings, description="Launch capture: the real launches of the file's own main(), without a GPU.")
     cache: CacheSettings = Field(default_factory=CacheSettings, description="Result cache.")
+    verify: VerifySettings = Field(default_factory=VerifySettings, description="Verification of advice in the background.")
     max_concurrent_analyses: int = Field(2, ge=1, le=64, description="Analyses (compiles) that may run at once, across all files.")
     analyze_on_open: bool = Field(True, description="Analyse a file when it is opened.")
     analyze_on_save: bool = Field(True, description="Analyse a file when it is saved.")

@@ -84,7 +84,8 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
     if advice:
         out.append("  advice")
         for a in advice:
-            est = f"verified {a.verified_speedup:.2f}x, " if a.verified_speedup else ""
+            est = ("no modeled gain, " if a.no_modeled_gain else
+                   f"verified {a.verified_speedup:.2f}x, " if a.verified_speedup else "")
             out.append(f"    {a.id}  line {a.lines[0]}: {a.title} ({est}est. {a.estimate.speedup:.2f}x, "
                        f"{_pct(a.importance)} of samples) [{a.provenance}]")
     return out

@@ -10,6 +10,7 @@ otherwise their columns could land in the wrong place.
 from __future__ import annotations
 
 import asyncio
+import logging
 import hashlib
 import threading
 from pathlib import Path
@@ -21,15 +22,20 @@ from kernelscope.analysis.advice import Advice, Fix, SourceEdit
 from kernelscope.analysis.fixes import attach_fixes, plain_text
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.results import AnalysisResult
-from kernelscope.analysis.verify import ActionPlan, Verification, VerificationCache, rank_actions, verify
+from kernelscope.analysis.process import CancelToken, Cancelled
+from kernelscope.analysis.verify import (ActionPlan, Verification, VerificationCache, rank_actions, verify, verify_all,
+                                         with_verifications)
 
 from ..tracking import ResultView
 from . import diagnostics
 
+log = logging.getLogger(__name__)
+
 EXPLAIN = "kernelscope.explain"
 VERIFY = "kernelscope.verifyAdvice"
 
-__all__ = ["EXPLAIN", "VERIFY", "VERIFIER", "build", "plain_text", "plans", "supports_snippets", "verify_command"]
+__all__ = ["EXPLAIN", "VERIFY", "VERIFIER", "build", "plain_text", "plans", "supports_snippets", "verify_command",
+           "verify_in_background"]
 
 def supports_snippets(caps: types.ClientCapabilities) -> bool:
     ws = caps.workspace
@@ -77,7 +83,8 @@ class Verifier:
     def __init__(self) -> None:
         self.cache = VerificationCache()
         self._latest: dict[tuple[str, str], Verification] = {}
-        self._fixed: dict[tuple[str, bool], tuple[Advice, ...]] = {}
+        self._fixed: dict[tuple, tuple[Advice, ...]] = {}
+        self._batches: dict[str, CancelToken] = {}  # uri -> the background verification running for it
         self._lock = threading.Lock()
 
     def configure(self, directory: Path | None) -> None:
@@ -92,7 +99,8 @@ class Verifier:
         """The result's advice with the fixes `fixes.fix_for` completes (block size with grid, hoisted
         load, tiling template). Those need the analysed text: the file on disk while it still has
         the analysed digest; otherwise the optimizers' own fixes."""
-        key = (result.source_sha256, fast_math)
+        # one source can have several results (modeled, then measured): their advice differs
+        key = (result.source_sha256, fast_math, tuple((a.id, a.provenance, a.estimate.speedup) for a in result.advice))
         with self._lock:
             if key in self._fixed:
                 return self._fixed[key]
@@ -113,9 +121,48 @@ class Verifier:
             ) -> Verification:
         """Blocking (compiles): call it from an executor."""
         v = verify(Path(result.source), advice, options, baseline=result, cache=self.cache, fast_math=fast_math)
-        with self._lock:
-            self._latest[(result.source_sha256, advice.id)] = v
+        self._remember(result, v)
         return v
+
+    def _remember(self, result: AnalysisResult, v: Verification) -> None:
+        with self._lock:
+            self._latest[(result.source_sha256, v.advice_id)] = v
+
+    def shown(self, result: AnalysisResult) -> tuple[Advice, ...]:
+        """The result's advice as the editor shows it: with each fix's re-modeled figure, or marked as
+        having no modeled gain (issue 15: verified by default)."""
+        return with_verifications(self.advice(result), self.for_result(result))
+
+    def start(self, uri: str) -> CancelToken:
+        """A new background batch for `uri`; the previous one is cancelled."""
+        token = CancelToken()
+        with self._lock:
+            old, self._batches[uri] = self._batches.get(uri), token
+        if old is not None:
+            old.cancel()
+        return token
+
+    def cancel(self, uri: str) -> None:
+        with self._lock:
+            old = self._batches.pop(uri, None)
+        if old is not None:
+            old.cancel()
+
+    def cancel_all(self) -> None:
+        """Shutdown: every batch stops (its compiler's process group is killed)."""
+        with self._lock:
+            batches, self._batches = list(self._batches.values()), {}
+        for token in batches:
+            token.cancel()
+
+    def verify_all(self, result: AnalysisResult, options: AnalysisOptions, limit: int, token: CancelToken,
+                   on_each) -> None:
+        """Blocking: the background batch (analysis.verify.verify_all), each outcome remembered."""
+        def each(v: Verification) -> None:
+            self._remember(result, v)
+            on_each(v)
+
+        verify_all(Path(result.source), result, options, limit=limit, cancel=token, cache=self.cache, on_each=each)
 
 
 VERIFIER = Verifier()
@@ -155,6 +202,42 @@ def build(view: ResultView, uri: str, version: int | None, requested: types.Rang
             title=f"Explain: {plan.title}{withheld}", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
             command=types.Command(title=f"Explain: {a.title}", command=EXPLAIN, arguments=[uri, a.id])))
     return out
+
+
+async def verify_in_background(ls: Any, uri: str) -> None:
+    """Verified by default (issue 15): after a full result, the fixes of its most promising advice are
+    re-modeled one after another; each outcome republishes the file's diagnostics and lenses. A newer
+    analysis of the file (or closing it) cancels the batch between two compiles."""
+    settings = ls.settings.verify
+    view = ls.view(uri)
+    if not settings.enabled or settings.max_fixes <= 0 or view is None or view.result.depth != "full" \
+            or not view.result.compiled:
+        return
+    result = view.result
+    VERIFIER.configure(ls.cache_dir() / "verify")
+    token = VERIFIER.start(uri)
+    loop = asyncio.get_running_loop()
+
+    def republish(_: Verification) -> None:  # on the worker thread
+        loop.call_soon_threadsafe(_refresh, ls, uri, result.source_sha256)
+
+    try:
+        await loop.run_in_executor(None, VERIFIER.verify_all, result, ls.settings.analysis, settings.max_fixes,
+                                   token, republish)
+    except Cancelled:
+        return
+    except Exception:  # a verification that fails must not take the server down; the estimate stays
+        log.exception("background verification of %s failed", uri)
+
+
+def _refresh(ls: Any, uri: str, sha256: str) -> None:
+    view = ls.view(uri)
+    if uri not in ls.docs or view is None or view.result.source_sha256 != sha256:
+        return  # a newer result is on its way
+    ls.publish(uri)
+    ws = ls.client_capabilities.workspace
+    if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
+        ls.workspace_code_lens_refresh(None)
 
 
 async def verify_command(ls: Any, uri: str, advice_id: str) -> dict[str, Any] | None:

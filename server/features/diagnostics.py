@@ -98,9 +98,11 @@ def advice_diagnostic(view: ResultView, uri: str, a: Advice) -> types.Diagnostic
         if r is not None and other not in {h.def_line for h in a.hotspots}:
             related.append(types.DiagnosticRelatedInformation(
                 location=types.Location(uri=uri, range=r), message=f"also involved: line {other}"))
+    verified = (f" Verified: the fix re-models at {a.verified_speedup:.2f}×."
+                if a.verification == "verified" and a.verified_speedup else "")
     return types.Diagnostic(
         range=rng,
-        message=f"[{a.provenance}] {a.message}",
+        message=f"[{a.provenance}] {a.message}{verified}",
         severity=advice_severity(a),
         source=SOURCE,
         code=a.optimizer,
@@ -113,9 +115,13 @@ def advice_diagnostic(view: ResultView, uri: str, a: Advice) -> types.Diagnostic
     )
 
 
-def build(view: ResultView, uri: str) -> list[types.Diagnostic]:
+def build(view: ResultView, uri: str, advice: tuple[Advice, ...] | None = None) -> list[types.Diagnostic]:
+    """Compiler messages and `advice` (default: the result's, unverified). Advice whose fix
+    re-modeled to no gain is left out (it stays in reports, marked so)."""
     out = compiler_diagnostics(view)
-    for a in view.result.advice:
+    for a in view.result.advice if advice is None else advice:
+        if a.no_modeled_gain:
+            continue
         d = advice_diagnostic(view, uri, a)
         if d is not None:
             out.append(d)

@@ -8,7 +8,7 @@ from kernelscope.analysis.reports.text import sms_used
 from kernelscope.analysis.results import KernelReport
 
 from ..tracking import ResultView
-from . import render
+from . import actions, render
 
 SHOW_REPORT = "kernelscope.showReport"
 
@@ -25,9 +25,11 @@ def title(view: ResultView, k: KernelReport) -> str:
             parts.append(f"grid fills {used[0]}/{used[1]} SMs")
     else:
         parts.append(f"{k.resources.registers} registers, occupancy n/a (launch unknown)")
-    best = max((a.speedup for a in view.result.advice if a.kernel == k.mangled), default=None)
+    shown = [a for a in actions.VERIFIER.shown(view.result) if a.kernel == k.mangled and not a.no_modeled_gain]
+    best = max(shown, key=lambda a: a.speedup, default=None)
     if best is not None:
-        parts.append(f"best fix est. {best:.2f}×")
+        label = "verified" if best.verification == "verified" and best.verified_speedup else "est."
+        parts.append(f"best fix {label} {best.speedup:.2f}×")
     if render.launch_assumed(k):
         parts.append("launch assumed")
     parts.append(render.kind(view.result))

@@ -56,7 +56,7 @@ async def test_quick_fix_applies_and_the_result_compiles(lsp, workspace):
                 context=types.CodeActionContext(diagnostics=[diag])))
             fixes = [a for a in acts if isinstance(a, types.CodeAction) and a.edit is not None]
             for a in acts:
-                assert "(est. " in a.title and a.title.endswith("×)")
+                assert "est. " in a.title and a.title.endswith("×)")  # "(verified …, est. …)" once verified
             if not fixes:
                 continue
             doc = TextDocument(uri, s.text("saxpy.cu"), position_codec=PositionCodec(types.PositionEncodingKind.Utf16))

@@ -136,3 +136,13 @@ def test_line_hover_lists_advice_best_first():
     _, view = _view(_result(weak, strong))
     h = hover.build(view, 3, 6).contents.value
     assert h.index("Strong idea") < h.index("Weak idea"), h
+
+
+def test_advice_whose_fix_re_models_to_no_gain_leaves_the_diagnostics():
+    """Issue 15: kept in the report (marked), not shown as a diagnostic; a verified one says its figure."""
+    _, view = _view(_result(_advice()))
+    assert len(diagnostics.build(view, URI, (_advice(),))) == 1
+    quiet = _advice(verification="no_change", verified_speedup=1.0)
+    assert diagnostics.build(view, URI, (quiet,)) == []
+    (d,) = diagnostics.build(view, URI, (_advice(verification="verified", verified_speedup=1.4),))
+    assert d.message.endswith("Verified: the fix re-models at 1.40×.")
