@@ -202,8 +202,14 @@ class Optimizer:
 
     def advice(self, ctx: MatchContext, *, lines: Sequence[int], importance: float, estimate: Estimate, message: str,
                detail: str = "", title: str | None = None, hotspots: Sequence[Hotspot] = (), fix: Fix | None = None,
-               columns: tuple[int, int] | None = None, static: bool = False) -> Advice:
+               columns: tuple[int, int] | None = None, static: bool = False,
+               changes: Sequence[Instruction] = ()) -> Advice:
+        """`changes`: the instructions the remedy changes, whose blamed cost the share is; the stalls
+        blamed on them become the advice's hotspots (where that cost is paid) unless given."""
         prov = "static" if static or ctx.profile is None else ctx.provenance
+        if not hotspots and changes and ctx.blame is not None:
+            idx = {i.index for i in changes}
+            hotspots = _pairs(ctx.blame.edges_where(lambda e: e.def_index in idx))
         if estimate.formula.startswith(_LINE_LOCAL):
             estimate = amdahl_bounded(estimate, importance)
         return Advice(id=advice_id(self.name, ctx.kernel, lines[0] if lines else 0, detail), optimizer=self.name,
@@ -221,6 +227,9 @@ def hotspots(edges: Iterable[BlameEdge], top: int = 5) -> tuple[Hotspot, ...]:
     return tuple(Hotspot(def_line=es[0].def_line, use_line=es[0].use_line, def_pc=es[0].def_pc, use_pc=es[0].use_pc,
                          def_opcode=es[0].def_opcode, use_opcode=es[0].use_opcode, distance=es[0].distance,
                          samples=sum(e.samples for e in es), category=es[0].category) for es in rows)
+
+
+_pairs = hotspots  # `Optimizer.advice` has a parameter of that name
 
 
 def describe_edge(e: BlameEdge | Hotspot) -> str:

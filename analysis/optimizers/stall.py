@@ -158,11 +158,16 @@ class FastMath(Optimizer):
         # -use_fast_math and the intrinsics are single precision: FP64 code and calls into FP64
         # library functions (the double `pow`) are not theirs to speed up
         fp64_calls = {c.index for c in ctx.call_sites if any(_is_fp64_opcode(op) for op in c.opcodes)}
+        math_lines = {c.span.first_line for c in ctx.source.calls if c.callee.split("::")[-1] in _MATH_CALLS} \
+            if ctx.source is not None else None
+        # code inlined from the math headers *on a line that calls a math function*: the same headers
+        # also define the `__half` operators and intrinsics, which fast math does not change (an FP16
+        # GEMM is not math-library code)
         in_math = [i for i in ctx.instructions if i.location is not None and i.inline_chain
                    and any(t in i.location.file for t in _MATH_FILES)
+                   and (math_lines is None or kernel_line(i) in math_lines)
                    and not _is_fp64_opcode(i.opcode) and i.index not in fp64_calls]
-        math_lines = {c.span.first_line for c in ctx.source.calls if c.callee.split("::")[-1] in _MATH_CALLS} \
-            if ctx.source is not None else set()
+        math_lines = math_lines or set()
         if not in_math and math_lines:
             in_math = [i for i in ctx.instructions if kernel_line(i) in math_lines and latency_class(i) != "l1tex"
                        and not _is_fp64_opcode(i.opcode) and i.index not in fp64_calls]

@@ -72,7 +72,7 @@ class DoublePrecisionConstant(Optimizer):
             cols = (lit.col_start, lit.col_end) if lit else ((fact.column, fact.end_column)
                                                               if fact.column is not None and fact.end_column else None)
             out.append(self.advice(ctx, lines=[fact.line], importance=share, estimate=est, message=msg, fix=fix,
-                                   columns=cols, detail=f"{fact.line}:{cols}"))
+                                   columns=cols, detail=f"{fact.line}:{cols}", changes=instrs))
         return out
 
 
@@ -113,7 +113,7 @@ class DoubleMathOnFloat(Optimizer):
                    f"kernel's {'samples' if ctx.profile else 'issue slots'}, {provenance_note(ctx)}). Call the float "
                    f"variant. Est. {est.speedup:.2f}× (GPA Eq. 2).")
             out.append(self.advice(ctx, lines=[fact.line], importance=share, estimate=est, message=msg, fix=fix,
-                                   columns=cols, detail=f"{fact.line}:{cols}"))
+                                   columns=cols, detail=f"{fact.line}:{cols}", changes=instrs))
         return out
 
 
@@ -178,7 +178,7 @@ class MissingRestrict(Optimizer):
         m = share_r + 0.25 * share_m
         if m <= 0:
             return []
-        est = estimators.stall_elimination(1.0, m)
+        est = estimators.stall_elimination(ctx.denominator, m * ctx.denominator)  # T: the kernel's own total
         share = share_r + share_m
         if est.speedup <= 1.0:
             return []
@@ -204,9 +204,12 @@ class MissingRestrict(Optimizer):
                f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them. Mark pointers "
                f"that never alias `__restrict__` and read-only ones `const`. Est. {est.speedup:.2f}× (GPA Eq. 2: "
                f"the redundant loads removed, a quarter of the others' cost hidden).")
-        return [self.advice(ctx, lines=[line], importance=share, estimate=est, message=msg,
+        # the fix goes on the declaration; the loads it changes are where their cost is
+        load_lines = sorted({ln for ld in late if (ln := kernel_line(ld)) and ln != line})
+        return [self.advice(ctx, lines=[line, *load_lines], importance=share, estimate=est, message=msg,
                             fix=Fix(kind="restrict_const", description="add `const`/`__restrict__` to the pointer parameters",
-                                    edits=tuple(sorted(edits, key=lambda e: (e.line, e.col), reverse=True))))]
+                                    edits=tuple(sorted(edits, key=lambda e: (e.line, e.col), reverse=True))),
+                            changes=late)]
 
 
 _ADDR = re.compile(r"\[(R\d+)(?:\.64)?(?:\s*\+\s*(-?0x[0-9a-fA-F]+|-?\d+))?\]\s*$")
@@ -253,7 +256,7 @@ class VectorizeLoads(Optimizer):
                    f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on these loads. "
                    f"Est. {est.speedup:.2f}× (GPA Eq. 2, {n - 1} of {n} requests removed).")
             out.append(self.advice(ctx, lines=list(lines) or [0], importance=share, estimate=est, message=msg,
-                                   detail=f"{op}:{','.join(map(str, lines))}"))
+                                   detail=f"{op}:{','.join(map(str, lines))}", changes=instrs))
         return out
 
 
@@ -280,7 +283,7 @@ class _FactStalls(Optimizer):
                    f"{len(instrs)} instructions. {self.explain} Est. {est.speedup:.2f}× (GPA Eq. 2).")
             cols = (fact.column, fact.end_column) if fact.column is not None and fact.end_column else None
             out.append(self.advice(ctx, lines=[line], importance=share, estimate=est, message=msg, columns=cols,
-                                   detail=str(line)))
+                                   detail=str(line), changes=instrs))
         return out
 
 
@@ -386,7 +389,7 @@ class ContendedAtomics(Optimizer):
                f"the updates serialize in L2. {pct(share)} of this kernel's "
                f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them or wait for them. "
                f"{how} Est. {est.speedup:.2f}× (GPA Eq. 2, {removed}).")
-        return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg)]
+        return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg, changes=instrs)]
 
 
 _DIVERGENT_IF = re.compile(r"\bif\s*\((?=[^;{]*\b(threadIdx\.[xyz]|tid|lane|laneId|lane_id)\b)[^;{]*(%|&)")
@@ -412,11 +415,14 @@ class DivergentBranch(Optimizer):
             if est is None or est.speedup <= 1.0:
                 continue
             cond = text[m.start():].split(")")[0] + ")"
+            if re.search(r"[&%]\s*(31|32|0x1f)\b", cond):
+                continue  # `(tid & 31) == 0` elects one lane per warp on purpose (a warp aggregation)
             msg = (f"Line {ln}: `{cond.strip()}` selects threads by a modulo of the thread index, so lanes of the same "
                    f"warp take different paths and each warp executes both (most lanes idle). {pct(share)} of this "
                    f"kernel's {'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are in the branch. "
                    f"Index the work so whole warps take the same path (e.g. `index = 2 * s * tid` with a contiguous "
                    f"range of active threads). Est. {est.speedup:.2f}× (GPA Eq. 2, assuming half the lanes idle).")
-            out.append(self.advice(ctx, lines=[ln], importance=share, estimate=est, message=msg,
-                                   columns=(m.start(), m.start() + len(cond)), detail=str(ln)))
+            lines = [ln, ln + 1] if any(kernel_line(i) == ln + 1 for i in body) else [ln]
+            out.append(self.advice(ctx, lines=lines, importance=share, estimate=est, message=msg,
+                                   columns=(m.start(), m.start() + len(cond)), detail=str(ln), changes=body))
         return out
