@@ -333,6 +333,38 @@ def _zero(operand: str) -> bool:
     return operand.lstrip("-") in ("RZ", "URZ")
 
 
+# Integer operations, the INT32 roofline's count. The instruction roofline (Ding & Williams,
+# "An Instruction Roofline Model for GPUs", 2019) counts integer instructions; the whitepapers'
+# INT32 peak (`ArchCatalog.peak_flops`) counts a multiply-add as two. So: a multiply-add counts 2,
+# every other per-thread integer instruction that computes a value from its operands counts 1
+# (add, logic, shift, compare, min/max, select, permute, bit counts), and what only moves data
+# counts 0 (MOV, CS2R, S2R, P2R/R2P, and IMAD used as a move), as do predicate-only logic
+# (PLOP3, PSETP), warp-wide ops (VOTE, MATCH, REDUX) and the uniform datapath (one value per
+# warp, not per thread). Unlike `flops`, compares and min/max count: ncu's flop counts leave
+# FSETP/FMNMX out, but an integer kernel's work is largely compares, selects and bit logic.
+_INT_OPS: dict[str, int] = {
+    **dict.fromkeys(("IMAD", "IMAD32I", "IMADSP", "IDP", "IDP4A", "VIADDMNMX"), 2),
+    **dict.fromkeys(("IADD3 IADD IADD32I LEA ISCADD IMUL IMUL32I IMNMX VIMNMX VHMNMX IABS SHF SHL SHR SEL "
+                     "PRMT BREV BMSK SGXT VABSDIFF VABSDIFF4 VIADD ISET ISETP LOP LOP3 LOP32I FLO POPC").split(), 1),
+}
+
+
+def int_ops(instr: Instruction) -> float:
+    """Integer operations per thread per execution (the rule above `_INT_OPS`); 0 for non-integer ops.
+
+    ptxas also uses IMAD as a move (`IMAD.MOV`, or RZ·RZ + c: 0), a shift (`IMAD.SHL`: 1) and an
+    add (`IMAD.IADD`: 1); only a real multiply-add counts 2.
+    """
+    n = _INT_OPS.get(instr.opcode, 0)
+    if n == 2 and instr.opcode.startswith("IMAD"):
+        ops = instr.operands
+        if "MOV" in instr.modifiers or (len(ops) >= 3 and _zero(ops[1]) and _zero(ops[2])):
+            return 0.0
+        if "SHL" in instr.modifiers or "IADD" in instr.modifiers:
+            return 1.0
+    return float(n)
+
+
 # ---- double precision and idioms ----------------------------------------------------------
 
 _TYPE = re.compile(r"^[FSU](8|16|32|64)$")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from . import isa
+from . import integer_work, isa
 from .arch import ArchSpec
 from .arch import Resource
 from .emulator.memory import TX, AddressAnalysis, lane_addresses, memory_shapes, param_offsets
@@ -68,6 +68,7 @@ def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_
     flops: dict[str, float] = defaultdict(float)
     nbytes: dict[str, float] = defaultdict(float)
     per_line: dict[int, dict] = {}
+    int_ops = integer_work.integer_ops(fn.sass.instructions)
     for ins in fn.sass.instructions:
         klass = isa.instruction_class(ins)
         mix[klass.value] += 1
@@ -75,7 +76,7 @@ def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_
         f = isa.flops(ins)
         precision = _PRECISION.get(klass, "int" if klass == isa.InstrClass.INT else None)
         if klass == isa.InstrClass.INT:
-            f = 1.0  # integer roofline counts instructions (Starlight's INT ceiling)
+            f = int_ops[ins.index]  # the INT32 roofline's work, as the emulator counts it
         if precision and f:
             flops[precision] += f * n
         space = ins.memory_space

@@ -262,15 +262,50 @@ def _chart(result: AnalysisResult) -> ET.Element:
 _SVG = "{http://www.w3.org/2000/svg}"
 
 
-def test_roofline_says_why_a_kernel_without_arithmetic_has_no_point():
-    """strided_copy only moves memory: no operations per byte, so the chart says so instead of
-    leaving the kernel out silently (issue #17, item 4)."""
+def test_a_memory_only_kernel_gets_its_bandwidth_instead_of_a_point():
+    """strided_copy computes only its index and bounds check: no operations, so intensity 0, which a
+    log axis cannot place; the chart gives its achieved DRAM bandwidth against the DRAM ceiling in a
+    panel below the plot, and the JSON its points at intensity 0 (issue #17, item 4)."""
     result = analyze((REPO / "examples" / "strided_access.cu").resolve(), AnalysisOptions(), depth="quick")
     (rl,) = result.rooflines
-    assert not rl.points and rl.bound == "memory"
-    notes = ["".join(t.itertext()) for t in _chart(result).iter(f"{_SVG}text") if t.get("class") == "no-point"]
-    assert len(notes) == 1 and notes[0].startswith("strided_copy: no floating-point work")
-    assert f"at {100 * rl.fraction:.0f} % of DRAM bandwidth" in notes[0]
+    assert rl.precision == "none" and rl.bound == "memory" and rl.binding_level == "dram"
+    assert rl.points and all(p.intensity == 0 and p.performance == 0 for p in rl.points)
+    dram = next(p for p in rl.points if p.level == "dram")
+    assert rl.fraction == pytest.approx(dram.bandwidth / dram.peak_bandwidth)
+    root = _chart(result)
+    assert not [g for g in root.iter(f"{_SVG}g") if g.get("class") == "kernel-point"]
+    (bar,) = [g for g in root.iter(f"{_SVG}g") if g.get("class") == "bandwidth-bar"]
+    assert bar.get("data-kernel").startswith("strided_copy") and bar.get("data-level") == "dram"
+    assert f"{100 * rl.fraction:.0f} % of 3.35 TB/s" in "".join(bar.itertext())
+    dumped = json.loads(result.model_dump_json())["rooflines"][0]
+    assert dumped["precision"] == "none" and {"bandwidth", "peak_bandwidth"} <= set(dumped["points"][0])
+
+
+_COMMON = REPO / "tests" / "data" / "real" / "cuda-samples" / "Common"
+
+
+def test_integer_kernels_sit_against_the_int32_roof_and_fp_kernels_keep_theirs():
+    """bitonicSort (cuda-samples) compares and swaps uint keys: its points are INT32 operations per
+    byte against the INT32 ceiling; sgemm_naive's point stays where its FP32 FLOPs put it (its integer
+    instructions are index arithmetic and loop control: bookkeeping, analysis/integer_work.py)."""
+    result = analyze(REPO / "tests" / "data" / "roofline" / "cuda-samples" / "bitonicSort.cu",
+                     AnalysisOptions(flags=(f"-I{_COMMON}",)), depth="quick")
+    assert result.compiled and len(result.rooflines) == 4
+    profiles = {k.kernel: k for k in result.profile.kernels}
+    for rl in result.rooflines:
+        prof = profiles[rl.kernel]
+        assert set(prof.flops) == {"int"} and rl.precision == "int32", rl.name
+        for p in rl.points:
+            assert p.intensity == pytest.approx(prof.flops["int"] / prof.bytes[p.level])
+            assert p.performance == pytest.approx(prof.flops["int"] / prof.duration_s)
+    labels = ["".join(t.itertext()) for t in _chart(result).iter(f"{_SVG}text") if t.get("class") == "kernel-label"]
+    assert sorted(labels) == sorted(f"{rl.name.split('(')[0]} (INT32)" for rl in result.rooflines)
+    fp = analyze((REPO / "examples" / "sgemm_naive.cu").resolve(), AnalysisOptions(), depth="quick")
+    (rl,) = fp.rooflines
+    (prof,) = fp.profile.kernels
+    assert rl.precision == "fp32" and prof.flops["fp32"] > 0 and not prof.flops.get("int")
+    dram = next(p for p in rl.points if p.level == "dram")
+    assert dram.intensity == pytest.approx(prof.flops["fp32"] / prof.bytes["dram"])
 
 
 def test_roofline_text_is_readable_and_the_trajectory_is_in_the_legend():

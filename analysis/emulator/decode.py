@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .. import isa
+from .. import integer_work, isa
 from ..profile import StallReason
 from ..sass import Instruction
 from .units import RES_ID, RESOURCES
@@ -169,7 +169,8 @@ def decode(functions: list[tuple[str, tuple[Instruction, ...]]],
     starts: dict[str, int] = {}
     for fname, ins_list in functions:
         starts[fname] = len(k.kind)
-        for ins in ins_list:
+        int_ops = integer_work.integer_ops(ins_list)  # the INT32 roofline's work, overhead left out
+        for ins, int_op in zip(ins_list, int_ops):
             k.fn.append(fname)
             k.pc.append(ins.pc)
             k.instr.append(ins)
@@ -203,7 +204,7 @@ def decode(functions: list[tuple[str, tuple[Instruction, ...]]],
             k.rbar.append(c.read_barrier if c is not None and c.read_barrier is not None and c.read_barrier < 6 else -1)
             k.result_reason.append(_result_reason(ins))
             k.is_store.append(info.access in (isa.Access.STORE, isa.Access.ATOMIC))
-            fl = isa.flops(ins)
+            fl = int_op if info.klass is isa.InstrClass.INT else isa.flops(ins)
             prec = _FLOP_PRECISION.get(info.klass)
             k.flops.append({prec: fl} if fl and prec else {})
     k.n_regs = max(1, len(regs))

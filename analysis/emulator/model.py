@@ -754,7 +754,9 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
     counts = sm_counts or sm_count_sweep(device.sm_count)
     ref = base_waves[0][0]
     warps_total = base.launch.blocks * math.ceil(base.launch.threads_per_block / arch.warp_size)
-    flops = sum(ref.traffic.flops.values()) / ref.run.warps_emulated * warps_total
+    # the roofline's operations: floating-point work, or integer ops where there is none (roofline.py)
+    ops = sum(v for p, v in ref.traffic.flops.items() if p != "int") or ref.traffic.flops.get("int", 0.0)
+    flops = ops / ref.run.warps_emulated * warps_total
     dram = ref.traffic.bytes.get("dram", 0.0) / ref.run.warps_emulated * warps_total
     scaling = []
     for s in counts:

@@ -14,7 +14,11 @@ ROOFLINE = "kernelscope.roofline"
 
 
 def build(result: AnalysisResult, options: AnalysisOptions) -> dict[str, Any]:
-    """{svg, kind, device, kernels: [{kernel, name, bound, fraction, bindingLevel, provenance, trajectory}]}.
+    """{svg, kind, device, kernels: [{kernel, name, precision, bound, fraction, bindingLevel, provenance, trajectory}]}.
+
+    `precision` is what the kernel's points count: "fp32" (any floating-point precision first),
+    "int32" for integer work alone, "none" for a memory-only kernel (intensity 0; `fraction` is
+    then its best bandwidth utilisation), as in docs/cli.md#the-roofline-chart.
 
     Blocking (reads the arch catalogue): call it from an executor.
     """
@@ -22,7 +26,7 @@ def build(result: AnalysisResult, options: AnalysisOptions) -> dict[str, Any]:
         "svg": roofline_chart(result, load_arch_specs(options.arch_file)),
         "kind": provenance_kind(result),
         "device": result.device,
-        "kernels": [{"kernel": r.kernel, "name": r.name, "bound": r.bound, "fraction": r.fraction,
+        "kernels": [{"kernel": r.kernel, "name": r.name, "precision": r.precision, "bound": r.bound, "fraction": r.fraction,
                      "bindingLevel": r.binding_level, "provenance": r.provenance,
                      "trajectory": len(r.trajectory)} for r in result.rooflines],
     }

@@ -7,8 +7,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from kernelscope.analysis.arch import load_arch_specs
-from kernelscope.analysis.roofline import (LATENCY_FRACTION, TrajectoryPoint, kernel_roofline, load_empirical,
-                                           roofline_model, roofline_svg, trajectory_points)
+from kernelscope.analysis.roofline import (LATENCY_FRACTION, MEMORY_ONLY, TrajectoryPoint, dominant_precision,
+                                           kernel_roofline, load_empirical, roofline_model, roofline_svg,
+                                           trajectory_points)
 
 from .sassfrag import profile
 
@@ -86,6 +87,53 @@ def test_svg_parses_and_has_ceilings_points_trajectory(h100):
     assert {g.get("data-level") for g in points} == {"dram", "l2"}
     assert any(el.get("class") == "trajectory" for el in root.iter(f"{SVG}polyline"))
     assert any(el.get("class") == "ridge" for el in root.iter(f"{SVG}circle"))
+
+
+def test_floating_point_first_then_integer_then_bytes(h100):
+    """The precision a point counts (#17 item 4): any floating-point work wins over integer ops, however
+    many (every kernel computes indices); integer ops place a kernel without FP work on the INT32 roof;
+    a kernel that counts no operation is memory-only."""
+    assert dominant_precision({"int": 5e12, "fp32": 1e9}) == "fp32"
+    assert dominant_precision({"int": 5e12, "fp64": 1e9, "fp32": 1e8}) == "fp64"
+    assert dominant_precision({"int": 5e12}) == "int32"
+    assert dominant_precision({"int": 0.0}) == dominant_precision({}) == MEMORY_ONLY
+    _, _, model = h100
+    k = kernel_roofline(profile({}, flops={"int": 4e9}, bytes_={"dram": 8e9}, duration_s=5e-3), model)
+    (p,) = k.points
+    assert k.precision == p.precision == "int32" and p.intensity == pytest.approx(0.5)
+    assert p.attainable == pytest.approx(min(model.peak("int32"), model.bandwidth("dram") * 0.5))
+
+
+def test_a_memory_only_kernel_is_placed_by_its_bytes(h100):
+    """No operations: intensity 0 at every level it moves bytes at, its achieved bytes/s beside each
+    level's bandwidth, and the bound from its best bandwidth utilisation."""
+    _, _, model = h100
+    bw = model.bandwidth("dram")
+    k = kernel_roofline(profile({}, bytes_={"dram": 8e9, "l2": 8e9}, duration_s=8e9 / (0.7 * bw)), model)
+    assert k.precision == MEMORY_ONLY and {p.level for p in k.points} == {"dram", "l2"}
+    dram = next(p for p in k.points if p.level == "dram")
+    assert (dram.intensity, dram.performance, dram.attainable) == (0.0, 0.0, 0.0)
+    assert dram.bandwidth == pytest.approx(0.7 * bw) and dram.peak_bandwidth == bw
+    assert k.bound == "memory" and k.fraction == pytest.approx(0.7) and k.binding_level == "dram"
+    svg = ET.fromstring(roofline_svg(model, [k]))
+    assert not [g for g in svg.iter(f"{SVG}g") if g.get("class") == "kernel-point"]
+    (bar,) = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "bandwidth-bar"]
+    assert bar.get("data-level") == "dram" and float(bar.get("data-fraction")) == pytest.approx(0.7, abs=1e-4)
+    assert "70 % of 3.35 TB/s" in "".join(bar.itertext())
+    assert float(svg.get("height")) > 440  # the panel is below the plot, which keeps its size
+    assert trajectory_points([("8 SMs", 8, {}, {"dram": 8e9}, 1e-2)]) == ()
+
+
+def test_equal_roofs_share_one_label(h100):
+    """On the H100 the INT32 and FP64 peaks are both 33.5 TOP/s: one line, one label, not two on top of each other."""
+    _, _, model = h100
+    assert model.peak("int32") == pytest.approx(model.peak("fp64"))
+    k = kernel_roofline(profile({}, flops={"int": 4e9}, bytes_={"dram": 8e9}, duration_s=5e-3), model)
+    root = ET.fromstring(roofline_svg(model, [k]))
+    labels = ["".join(t.itertext()) for t in root.iter(f"{SVG}text") if t.get("class") == "ceiling-label"]
+    assert sum("INT32" in t for t in labels) == 1 and any(t.startswith("FP64 / INT32") for t in labels)
+    names = ["".join(t.itertext()) for t in root.iter(f"{SVG}text") if t.get("class") == "kernel-label"]
+    assert names == ["frag (INT32)"]
 
 
 def test_trajectory_point_model():

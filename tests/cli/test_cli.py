@@ -195,13 +195,15 @@ def test_a_report_from_a_gpu_outside_the_catalogue_says_which_specs_stand_in():
 
 def test_html_draws_the_roofline_when_no_kernel_has_arithmetic(tmp_path):
     """strided_copy only moves memory: the HTML report left its chart out altogether; it draws the
-    ceilings and says why the kernel has no point (issue #17, item 4)."""
+    ceilings, and the kernel's DRAM bandwidth against the DRAM ceiling below the plot, since its
+    intensity is 0 (issue #17, item 4)."""
     proc = cli("analyze", str(REPO / "examples" / "strided_access.cu"), "--quick", "--html", str(tmp_path / "r.html"))
     assert proc.returncode == 0, proc.stderr
     html = (tmp_path / "r.html").read_text()
     assert html.count("<svg") == 1 and 'class="kernel-point"' not in html
-    note = re.search(r'class="no-point"[^>]*>(.*?)</text>', html, re.S)
-    assert note and "strided_copy: no floating-point work" in re.sub(r"<[^>]+>", "", note.group(1))
+    bar = re.search(r'<g class="bandwidth-bar" data-kernel="strided_copy[^"]*" data-level="dram"[^>]*>(.*?)</g>', html, re.S)
+    assert bar and re.search(r"\d+ % of 3\.35 TB/s", re.sub(r"<[^>]+>", "", bar.group(1)))
+    assert "No operations, so intensity 0" in html
 
 
 def test_the_legend_names_a_level_with_points_but_no_slope(tmp_path):
