@@ -282,6 +282,16 @@ def _grid_dims(op: str, at: int, fn: list[Instruction], bank: ConstantBank, dept
                                for o in d.operands[1:]))
 
 
+def _predicate_copy(x: Instruction) -> str | None:
+    """The predicate a `PLOP3.LUT` copies unchanged, else None: the AND (LUT 0x80) of one
+    un-negated predicate with true constants."""
+    ops = list(x.operands)
+    if len(ops) < 6 or ops[-2] != "0x80":
+        return None
+    srcs = [o for o in ops[2:-2] if o not in ("PT", "UPT")]
+    return srcs[0] if len(srcs) == 1 and not srcs[0].startswith("!") else None
+
+
 def _exit_compare(body: list[Instruction], latch: Instruction) -> tuple[Instruction, Instruction | None]:
     """The branch that decides whether the loop goes on, and the ISETP defining its predicate.
 
@@ -292,7 +302,23 @@ def _exit_compare(body: list[Instruction], latch: Instruction) -> tuple[Instruct
     pred = (test.predicate or "").lstrip("!")
     if not pred:
         return test, None
-    return test, next((x for x in reversed(body) if pred in x.defs and x.opcode in ("ISETP", "UISETP")), None)
+    d = next((x for x in reversed(body) if pred in x.defs), None)
+    if d is not None and d.opcode == "PLOP3" and (copied := _predicate_copy(d)) is not None:
+        # sm_90 compares a uniform counter into UP0 and copies it for the branch:
+        # `PLOP3.LUT P2, PT, PT, PT, UP0, 0x80, 0x0` is P2 = UP0
+        pred = copied
+    setp = next((x for x in reversed(body) if pred in x.defs and x.opcode in ("ISETP", "UISETP")), None)
+    # A 64-bit compare (a `size_t` counter) is two ISETPs: the low words, then `.EX` on the high
+    # words chained to the low result (`ISETP.GE.U32.AND.EX P0, PT, R17, UR5, PT, P0`). The high
+    # word only moves by the low word's carry, so the induction variable is the low compare's.
+    while setp is not None and "EX" in setp.modifiers and setp.operands:
+        chained = setp.operands[-1].lstrip("!")
+        low = next((x for x in reversed(body) if x.index < setp.index and chained in x.defs
+                    and x.opcode in ("ISETP", "UISETP")), None)
+        if low is None or low is setp:
+            break
+        setp = low
+    return test, setp
 
 
 _COMPARE = {"LT": lambda a, b: a < b, "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b,
@@ -345,6 +371,44 @@ def counted_trip(body: list[Instruction], latch: Instruction, fn: list[Instructi
     return None
 
 
+def _loop_carried(reg: str, at: int, body: list[Instruction], depth: int = 8) -> bool:
+    """Whether `reg` as read at instruction `at` depends on a value from the previous iteration:
+    its definitions in the body, followed back through their operands, reach a register the body
+    defines only at or after the reading instruction (it arrives over the back edge). A value
+    rebuilt each iteration from loop-invariant registers and constants is not. Too deep a chain
+    counts as carried (the induction variable's old reading)."""
+    before = [x for x in body if x.index < at and reg in x.defs]
+    if not before:
+        return any(reg in x.defs for x in body)
+    if depth == 0:
+        return True
+    d = before[-1]
+    return any(_loop_carried(u, d.index, body, depth - 1) for u in d.uses)
+
+
+_STEP_OPS = ("IADD3", "UIADD3", "IADD", "IMAD", "VIADD", "SHF")
+
+
+def _update_of(reg: str, at: int, body: list[Instruction]) -> Instruction | None:
+    """The instruction that advances counter `reg` as the compare at `at` reads it: its last
+    definition in the body before the compare (else the body's last, an update after the test),
+    through register copies (`IMAD.MOV.U32 R13, RZ, RZ, R0`); None when that is no add, multiply
+    or shift."""
+    for _ in range(4):
+        defs = [x for x in body if reg in x.defs]
+        before = [x for x in defs if x.index < at]
+        d = before[-1] if before else (defs[-1] if defs else None)
+        if d is None:
+            return None
+        src = d.operands[-1].replace(".reuse", "") if d.operands else ""
+        copy = (d.opcode == "MOV" and len(d.operands) == 2) or (
+            d.opcode == "IMAD" and "MOV" in d.modifiers and d.operands[1:3] == ("RZ", "RZ"))
+        if not copy or not re.fullmatch(r"U?R\d+", src) or not any(src in x.defs for x in body):
+            return d if d.opcode in _STEP_OPS else None
+        reg, at = src, d.index
+    return None
+
+
 def loop_step(body: list[Instruction], latch: Instruction,
               fn: list[Instruction] | None = None, bank: ConstantBank | None = None) -> tuple[str, int | None]:
     """How the SASS loop's counter moves per iteration.
@@ -363,7 +427,11 @@ def loop_step(body: list[Instruction], latch: Instruction,
     scope = list(fn) if fn is not None else list(body)
     counters = [u for u in setp.uses if u.lstrip("U").startswith("R") and u not in ("RZ", "URZ")]
     for c in counters:
-        upd = next((x for x in body if c in x.defs and x.opcode in ("IADD3", "UIADD3", "IADD", "IMAD", "VIADD", "SHF")), None)
+        if not _loop_carried(c, setp.index, body):
+            # recomputed in every iteration from loop-invariant values, e.g. a `size_t` bound
+            # `(k + 15) >> 4` rebuilt in the latch and compared with the counter
+            continue
+        upd = _update_of(c, setp.index, body)
         if upd is None:
             continue
         srcs = [o.replace(".reuse", "") for o in upd.operands[1:]]
@@ -376,8 +444,11 @@ def loop_step(body: list[Instruction], latch: Instruction,
             return ("shr", f) if "R" in mods else ("mul", f)
         if upd.opcode == "IMAD" and "SHL" in mods and len(imms) == 1:
             return "mul", _imm(imms[0])
-        if upd.opcode == "IMAD" and "IADD" in mods and len(imms) == 1 and len(others) == 2:
-            others = [o for o in others if o != "0x1"]  # IMAD.IADD Rc, Rc, 0x1, k: an add
+        if upd.opcode == "IMAD" and "IADD" in mods and "0x1" in others and len(others) == 2:
+            # IMAD.IADD Rc, Rk, 0x1, Rc is Rc + Rk·1: an add of k (a register: a grid stride
+            # `blockDim.x * gridDim.x` kept in Rk, not the constant step 1)
+            others.remove("0x1")
+            imms = [o for o in others if _IMM.fullmatch(o)]
         if upd.opcode in ("IADD3", "UIADD3", "IADD", "VIADD", "IMAD") and len(imms) == 1 and len(others) == 1:
             if upd.opcode != "IMAD" or "IADD" in mods:
                 return "const", abs(_imm(imms[0]))

@@ -12,7 +12,12 @@ with its exact published launch, on the device it was measured on. The script pr
 * where an .ncu-rep with source lines exists: the per-line hotspot rank correlation between the
   modeled line shares and the report's measured stall samples;
 * overall, per split and per device: geomean |log ratio| (as an error factor) and the fractions
-  within 1.5x and 2x.
+  within 1.5x and 2x;
+* the physical-limit invariant (issue #20): every kernel whose prediction breaks a limit of
+  `analysis/emulator/limits.py:limit_violations` (FLOP/s above the device's peak for a precision,
+  bytes/s above a level's bandwidth) or whose published work (a GEMM's 2·M·N·K) would run above the
+  device's peak in the predicted time. Any such kernel is listed and the script exits with status 1:
+  a prediction beyond the hardware is a bug in the model, never a figure to report.
 
 The split is a fixed rule (SPLIT_RULE), chosen before the model's error on this set was looked
 at: the 1st, 4th, 7th, ... series in CASES order are `test`, the rest `train`. No parameter of
@@ -61,6 +66,9 @@ class Case:
     values: dict[str, int] = field(default_factory=dict)
     trip: int | None = None        # source iterations of the loops whose bound the model cannot fold (`trip=`)
     report: Path | None = None     # .ncu-rep with line info: per-line hotspot correlation
+    # the published problem's arithmetic (FLOPs, roofline ceiling it runs on): the predicted time may not
+    # be shorter than this work at the device's peak (the physical-limit invariant, issue #20)
+    work: tuple[float, str] | None = None
 
     def analysis_key(self) -> tuple:
         """Cases with the same key share one analysis (they differ only in the template instance read)."""
@@ -110,7 +118,8 @@ def leimao(series: str, precision: str, instance: str, rates: dict[str, float]) 
     return tuple(
         Case(f"{precision} {label}", series, LEIMAO / f, kernel, "RTX 3090", from_tflops(GEMM4096, rates[label]),
              f"{rates[label]} TFLOP/s", grid, block, instance=instance,
-             values={**LM_VALUES, **({"num_thread_block_tiles": 4096 // bk} if bk else {})})
+             values={**LM_VALUES, **({"num_thread_block_tiles": 4096 // bk} if bk else {})},
+             work=(GEMM4096, "tensor_fp16" if label.startswith("V07") else precision))
         for label, f, kernel, grid, block, bk in LM_KERNELS if label in rates)
 
 
@@ -146,7 +155,8 @@ def tc_cases(series: str, device: str, ms: dict[str, float]) -> tuple[Case, ...]
     for label, t_ms in ms.items():
         src, kernel, inst, grid, block, smem, values, trip = launches[label]
         out.append(Case(label, series, src, kernel, device, t_ms * 1e-3, f"{t_ms} ms", grid, block,
-                        instance=inst, dynamic_smem=smem, values={**TC_VALUES, **values}, trip=trip))
+                        instance=inst, dynamic_smem=smem, values={**TC_VALUES, **values}, trip=trip,
+                        work=(GEMM4096, "fp32" if label in ("naive", "tiled") else "tensor_fp16")))
     return tuple(out)
 
 
@@ -158,7 +168,7 @@ CASES: tuple[Case, ...] = (
     # 1 (test) -- Turing
     Case("naive_gemm 1024^3", "gemm-gtx1660s", KERNELS / "naive_gemm.cu", "naive_gemm", "GTX 1660 SUPER",
          4.789792e-3, "4.790 ms (gpu__time_duration)", (32, 32, 1), (32, 32, 1),
-         values={"M": 1024, "N": 1024, "K": 1024}),
+         values={"M": 1024, "N": 1024, "K": 1024}, work=(2 * 1024**3, "fp32")),
     # 2, 3 -- Ampere GA102
     *leimao("leimao-sgemm-rtx3090", "fp32", "<float", LM_FP32),
     *leimao("leimao-hgemm-rtx3090", "fp16", "<__half", LM_FP16),
@@ -303,6 +313,28 @@ def launch_provenance(k) -> tuple[str, bool]:
     return "; ".join(parts), defaulted
 
 
+def physical_violations(case: Case, result, k) -> tuple[str, ...]:
+    """The limits the prediction breaks (issue #20 item 5): the modeled profile's own FLOP/s and
+    bytes/s against the device's ceilings (`limit_violations`), and the published problem's work
+    against the peak of the units it runs on, which catches trip counts too low for the modeled
+    FLOPs themselves to show it."""
+    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.emulator.limits import limit_violations
+    from kernelscope.analysis.roofline import roofline_model
+    cat = load_arch_specs()
+    ceilings = roofline_model(cat, cat.device(case.device))
+    prof = result.profile.kernel(k.mangled) if result.profile is not None else None
+    out = list(limit_violations(prof, ceilings)) if prof is not None else []
+    if case.work is not None and k.predicted_duration_s:
+        flop, ceiling = case.work
+        peak = ceilings.peak(ceiling)
+        rate = flop / k.predicted_duration_s
+        if peak and rate > peak * 1.001:
+            out.append(f"{case.name}: the published {flop:.3g} FLOPs in the predicted {fmt(k.predicted_duration_s)} "
+                       f"is {rate / 1e12:.1f} TFLOP/s, above the {ceiling} peak {peak / 1e12:.1f}")
+    return tuple(out)
+
+
 # --- measured profiles ----------------------------------------------------------------------------
 
 @lru_cache(maxsize=None)
@@ -353,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     rows: list[tuple[Case, float, float]] = []
     reports: dict[str, object] = {}  # by case name
+    violations: list[str] = []
     print(f"split rule: {SPLIT_RULE}\n")
     results = analyze_all(cases, args.jobs)
     print(f"{'kernel':22} {'device':30} {'split':5} {'predicted':>12} {'measured':>12} {'ratio':>6}")
@@ -369,6 +402,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{case.name:22} {case.device:30} {split_of(case):5} {p * 1e3:10.4f}ms {measured * 1e3:10.4f}ms "
                   f"{p / measured:6.2f}")
         print(f"  {'!' if defaulted else ' '} launch: {where}")
+        broken = physical_violations(case, results[case.analysis_key()], k)
+        violations += broken
+        for v in broken:
+            print(f"  X PHYSICAL LIMIT: {v}")
 
     print("\nper series (steps in CASES order): Spearman of predicted vs measured times, and step speedups")
     for series in series_order():
@@ -396,6 +433,12 @@ def main(argv: list[str] | None = None) -> int:
     for device in dict.fromkeys(c.device for c, _, _ in rows):
         print("  " + summary(device, [r for r in rows if r[0].device == device]))
     print(f"\n{len(rows)} kernels analysed in {time.perf_counter() - t0:.0f} s")
+    if violations:
+        print(f"\nPHYSICAL-LIMIT INVARIANT BROKEN by {len(violations)} prediction(s) (a model bug, issue #20):")
+        for v in violations:
+            print(f"  {v}")
+    else:
+        print("physical-limit invariant: no prediction above the device's peaks or bandwidths")
 
     if args.markdown:
         print("\n| kernel | series | GPU | published | predicted | measured | ratio | split |\n"
@@ -403,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         for c, p, m in rows:
             print(f"| {c.name} | {c.series} | {c.device} | {c.figure} | {fmt(p)} | {fmt(m)} | {p / m:.2f} | "
                   f"{split_of(c)} |")
-    return 0
+    return 1 if violations else 0
 
 
 def fmt(seconds: float) -> str:

@@ -12,9 +12,9 @@ from kernelscope.analysis.sass import disassemble
 from kernelscope.analysis.source import parse_source
 
 
-def build_example(path: Path, toolchain, arch: str = "sm_90") -> Program:
+def build_example(path: Path, toolchain, arch: str = "sm_90", flags: tuple[str, ...] = ()) -> Program:
     work = Path(tempfile.mkdtemp(prefix="ks-emu-"))
-    res = compile_cuda(path, arch=arch, toolchain=toolchain, workdir=work)
+    res = compile_cuda(path, arch=arch, user_flags=flags, toolchain=toolchain, workdir=work)
     assert res.success, [m.message for m in res.errors]
     module = disassemble(res.cubin_path, toolchain.nvdisasm)
     resources = {r.name: Resources(registers=r.registers, barriers=r.barriers, static_smem=r.shared_bytes,

@@ -123,6 +123,25 @@ def test_grid_stride_loop(shapes, target):
     assert "grid-stride" in a.detail and a.source == "launch_site"
 
 
+def test_an_unrolled_grid_stride_loop_covers_its_unroll_factor_per_trip(shapes, target):
+    # `#pragma unroll 4` over a grid-stride loop: the counter is advanced by the stride register
+    # (`IMAD.IADD Rc, Rstride, 0x1, Rc`, an add of blockDim.x * gridDim.x, not the constant 1);
+    # each SASS trip runs 4 strides, so ⌈100000 / (128 * 8 * 4)⌉ trips, not 4 times as many
+    ((step, trips, a),) = _trips(shapes, "grid_stride_unroll4", target)
+    assert step == ("grid", 0)
+    assert trips == math.ceil(100000 / (8 * 128 * 4))
+    assert "grid-stride" in a.detail and "4 per SASS iteration" in a.detail
+
+
+def test_a_grid_stride_loop_bounded_by_a_long_is_grid_stride(shapes, target):
+    # `int i < long n`: the exit test is a 64-bit compare of the sign-extended index; the counter
+    # is the index the grid stride is added to, not the 64-bit byte offset the body shifts it into
+    ((step, trips, a),) = _trips(shapes, "grid_stride_long", target)
+    assert step == ("grid", 0)
+    assert trips == math.ceil(100000 / (8 * 128))
+    assert "grid-stride" in a.detail
+
+
 def test_2d_grid_stride_loops_stride_by_their_own_dimension(shapes, target):
     (outer, inner) = _trips(shapes, "grid_stride_2d", target)
     assert outer[0] == ("grid", 1) and inner[0] == ("grid", 0)
@@ -173,3 +192,60 @@ def test_bound_from_an_annotation_value_is_labelled_annotation(tmp_path, toolcha
     prog = build_example(src, toolchain)
     loops = _trips(prog, "count_up", target)
     assert loops[0][2].source == "annotation" and "bound 2000" in loops[0][2].detail
+
+
+# ---- 64-bit (size_t) counters: register-tiled GEMMs that index with size_t (issue 16, cause 3) ----
+
+ROOT = Path(__file__).resolve().parents[2]
+LEIMAO = ROOT / "benchmarks" / "accuracy" / "kernels" / "leimao-gemm"
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_86"])
+def test_a_size_t_k_loop_counts_its_tiles(toolchain, arch):
+    # `for (size_t t = 0; t < (k + TK - 1) / TK; ++t)`: ptxas compares the two halves (ISETP, then
+    # ISETP.EX on the high words chained to it; on sm_90 in uniform registers, copied to the
+    # branch's predicate by PLOP3). The counter is the low half's, stepping by 1: 256 tiles at
+    # k = 4096, not 256 divided by the 4-fold replication of the fully unrolled inner loops
+    cat = load_arch_specs()
+    spec = cat.arch(arch)
+    prog = build_example(KERNELS / "tiled_k_loop.cu", toolchain, arch=arch)
+    (step, trips, a), = _trips(prog, "ktiles_sizet", (spec, cat.default_device(spec)))
+    assert step == ("const", 1)
+    assert trips == 4096 // 16, a
+    assert a.source == "launch_site" and a.detail == "bound 256"
+
+
+def test_a_bound_rebuilt_in_the_latch_is_not_the_counter(toolchain):
+    # Lei Mao's FP16 WMMA GEMM (V07, MIT, benchmarks/accuracy/README.md) at 4096^3 on sm_86:
+    # under register pressure ptxas rebuilds `num_thread_block_tiles = (k + 15) >> 4` from the
+    # constant bank in the latch (IMAD.MOV, IADD3, SHF.R) and compares it with the uniform
+    # counter (UIADD3 UR4, UR4, 0x1). The rebuilt value is not loop-carried, so it is not the
+    # induction variable; the loop was taken for a grid-stride one and ran once (0.02x measured)
+    cat = load_arch_specs()
+    spec = cat.arch("sm_86")
+    prog = build_example(LEIMAO / "07_2d_block_tiling_2d_warp_tiling_2d_thread_tiling_matrix_transpose_wmma.cu",
+                         toolchain, arch="sm_86")
+    k = next(f for f in prog.kernels if f.name.startswith("void gemm_v07<__half"))
+    values = {"m": 4096, "n": 4096, "k": 4096, "lda": 4096, "ldb": 4096, "ldc": 4096, "num_thread_block_tiles": 256}
+    opts = AnalysisOptions(launch_hints={"gemm_v07": LaunchHint(grid=(32, 32, 1), block=(256, 1, 1), values=values)})
+    loops = _trips(prog, k.name.split("(")[0], (spec, cat.device("RTX 3090")), opts)
+    (step, trips, a), = loops
+    assert step == ("const", 1)
+    assert trips == 256 and "grid-stride" not in a.detail
+
+
+def test_the_counter_is_updated_by_the_definition_the_compare_reads(toolchain):
+    # llm.c's adamw_kernel2 (MIT, benchmarks/accuracy/README.md) on sm_86: `int i < long n`, the
+    # grid stride added into R0 just before the 64-bit exit test, while the body's first write
+    # of R0 is `SHF.L.U64.HI R0, R0, 0x2, R7` (the byte offset's high word). Read as the update,
+    # that shift made the loop geometric (10 trips of x4); the definition the compare reads is
+    # the grid-stride add, so 2^20 elements over 2048 x 512 threads is one trip
+    cat = load_arch_specs()
+    spec = cat.arch("sm_86")
+    prog = build_example(ROOT / "benchmarks" / "accuracy" / "kernels" / "llm-c" / "adamw-b4819205" / "adamw.cu",
+                         toolchain, arch="sm_86")
+    opts = AnalysisOptions(launch_hints={"adamw_kernel2": LaunchHint(
+        grid=(2048, 1, 1), block=(512, 1, 1), values={"num_parameters": 1 << 20})})
+    ((step, trips, a),) = _trips(prog, "adamw_kernel2", (spec, cat.device("RTX 3060 Ti")), opts)
+    assert step == ("grid", 0)
+    assert trips == 1 and "grid-stride" in a.detail

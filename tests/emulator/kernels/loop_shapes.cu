@@ -40,6 +40,21 @@ __global__ void grid_stride(float* x, int n) {
     x[i] = x[i] * 2.0f + 1.0f;
 }
 
+// a grid-stride loop unrolled 4 times: four body copies with predicated EXITs between them, one
+// counter update per copy (IMAD.IADD Rc, Rstride, 0x1, Rc), one trip covering 4 strides
+__global__ void grid_stride_unroll4(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
+#pragma unroll 4
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    y[i] = a * x[i] + y[i];
+}
+
+// an int index bounded by a long (llm.c's adamw kernels): the compare is 64-bit (the index
+// sign-extended by SHF.R.S32.HI), and the body shifts the index into a 64-bit byte offset
+__global__ void grid_stride_long(float* x, const float* y, long n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    x[i] = x[i] * 2.0f + y[i];
+}
+
 __global__ void grid_stride_2d(float* x, int w, int h) {
   for (int y = blockIdx.y * blockDim.y + threadIdx.y; y < h; y += blockDim.y * gridDim.y)
     for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < w; c += blockDim.x * gridDim.x)
@@ -79,6 +94,8 @@ int main() {
   stride_k<<<8, 128>>>(x, 1000);
   bound_blockdim<<<8, 128>>>(x);
   grid_stride<<<8, 128>>>(x, 100000);
+  grid_stride_unroll4<<<8, 128>>>(100000, 2.0f, x, x);
+  grid_stride_long<<<8, 128>>>(x, x, 100000L);
   grid_stride_2d<<<dim3(8, 4), dim3(32, 4)>>>(x, 512, 256);
   arg_stride<<<8, 128>>>(x, 100000, 4096);
   halving<<<8, 256>>>(x);
