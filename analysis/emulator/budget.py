@@ -82,6 +82,8 @@ class StudyShape:
     grid_multipliers: tuple[int, ...]
     #: issues of one prediction (all its waves) at a per-run budget
     cost: Callable[[int], float]
+    #: loops the what-if re-models with staged loads (model.py `_staged_loops`), at most
+    staged_loops: int = 0
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,8 @@ def plan_second_stage(shape: StudyShape, allowance: float, sensitivity_budget: i
             n = resources if resources is not None else shape.resources
             total += (1 + 1.5 * n) * shape.cost(sens_b)
         if with_what_if:
-            total += max(1, len(sizes) + len(counts) + max(0, len(mults) - 1) - 2) * shape.cost(wi_b)
+            runs = len(sizes) + len(counts) + max(0, len(mults) - 1) - 2 + shape.staged_loops
+            total += max(1, runs) * shape.cost(wi_b)
         return total
 
     def coarse_trajectory():

@@ -28,7 +28,7 @@ from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provena
 from ..program import FunctionProgram, Program, base_name
 from ..source import SourceModel
 from .decode import K_BRA, REASONS, DecodedKernel, LoopSpec, callee_name, decode
-from . import sampling
+from . import sampling, staging
 from .budget import Ledger, StudyShape
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
@@ -496,8 +496,10 @@ def study_shape(prep: Prepared) -> StudyShape:
     used |= {RES_ID["branch"]} if any(kind == K_BRA for kind in k.kind) else set()
     current = prep.launch.threads_per_block
     sizes = block_size_sweep(prep.arch, current) if prep.launch.block[1:] == (1, 1) else ()
+    staged = sum(1 for L in k.loops if L.line is not None and L.parent is None and staging.staged_loads(k, L))
     return StudyShape(resources=len(used), block_sizes=sizes, current_block=current,
-                      sm_counts=sm_count_sweep(prep.device.sm_count), grid_multipliers=GRID_MULTIPLIERS, cost=cost)
+                      sm_counts=sm_count_sweep(prep.device.sm_count), grid_multipliers=GRID_MULTIPLIERS, cost=cost,
+                      staged_loops=min(STAGED_LOOPS_MAX, staged))
 
 
 # ---- sensitivity (SAAKE §3.3) --------------------------------------------------------------------
@@ -668,6 +670,16 @@ class GridPoint(BaseModel):
     blocks_per_s: float  # throughput of work (same work per block)
 
 
+class StagedLoop(BaseModel):
+    """A hot loop re-modeled with its global loads served from shared memory (`staging.py`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: int  # the loop's source line
+    loads: int  # global load instructions staged
+    seconds: float
+
+
 class WhatIfReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -681,6 +693,8 @@ class WhatIfReport(BaseModel):
     grid_scaling: tuple[GridPoint, ...]
     #: why the block-size sweep is empty when it is (e.g. the kernel indexes a 2-D block)
     block_sizes_note: str | None = None
+    #: hot loops with global loads, re-modeled as if those loads were from shared memory (tiling's ceiling)
+    staged_loops: tuple[StagedLoop, ...] = ()
 
     @property
     def more_blocks_help(self) -> bool:
@@ -777,12 +791,42 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
             prep.decoded.loops = list(base.decoded.loops)
             pred, _ = predict_waves(prep, cache=cache, ledger=ledger)
         grid_pts.append(GridPoint(blocks=blocks, seconds=pred.seconds, blocks_per_s=blocks / pred.seconds))
+    staged = _staged_loops(base, base_waves, ledger)
     return WhatIfReport(kernel=base.kernel.mangled, current_block_size=base.launch.threads_per_block,
                         current_seconds=base_pred.seconds, current_waves=base_pred.waves, block_sizes=tuple(points),
                         best_block_size=best, sm_scaling=tuple(scaling), grid_scaling=tuple(grid_pts),
-                        block_sizes_note=note)
+                        block_sizes_note=note, staged_loops=staged)
+
+
+#: loops below this share of the kernel's samples are not re-modeled for tiling
+STAGED_LOOP_SHARE = 0.1
+#: at most this many loops per kernel (the hottest), each one more emulation
+STAGED_LOOPS_MAX = 2
+
+
+def _staged_loops(base: Prepared, base_waves: list[tuple[Wave, float]], ledger: Ledger | None) -> tuple[StagedLoop, ...]:
+    """Tiling's modeled ceiling per hot loop that loads from global memory (`staging.py`).
+
+    Only outermost such loops: staging an outer loop's loads stages its inner loops' too."""
+    k = base.decoded
+    total = sum(w * wave.sampler.total for wave, w in base_waves) or 1.0
+    cands = []
+    for L in k.loops:
+        slots = staging.staged_loads(k, L)
+        if L.line is None or not slots:
+            continue
+        share = sum(w * sum(sum(wave.sampler.samples[s]) for s in L.body) for wave, w in base_waves) / total
+        if share >= STAGED_LOOP_SHARE:
+            cands.append((share, L, slots))
+    outer = [c for c in cands if not any(o[1] is not c[1] and c[1].body < o[1].body for o in cands)]
+    out = []
+    for _, L, slots in sorted(outer, key=lambda c: -c[0])[:STAGED_LOOPS_MAX]:
+        prep = replace(base, decoded=staging.stage_in_shared(k, slots))
+        pred, _ = predict_waves(prep, ledger=ledger)
+        out.append(StagedLoop(line=L.line, loads=len(slots), seconds=pred.seconds))
+    return tuple(sorted(out, key=lambda s: s.line))
 
 
 __all__ = ["emulate", "emulate_detailed", "sensitivity", "what_if", "prepare", "EmulationSettings", "Emulation",
            "Prediction", "SensitivityReport", "RegionSensitivity", "ResourceSensitivity", "WhatIfReport",
-           "BlockSizePoint", "ScalingPoint", "GridPoint", "EmulationError", "StallReason"]
+           "BlockSizePoint", "ScalingPoint", "GridPoint", "StagedLoop", "EmulationError", "StallReason"]
