@@ -121,6 +121,9 @@ class Function(BaseModel):
     launch_bounds_insert: Position  # before the name: insert "__launch_bounds__(N) " here
     body: Span | None
     template_params: str | None  # "<int BS, typename T>" for a template
+    #: pointers the body stores through: `p[i] = …`, `*p = …`, `p->f = …`, `++p[i]`, `atomicAdd(&p[i], …)`,
+    #: `atomicAdd(p + i, …)`, or `&p[i]` handed to any callee (which may write it)
+    stores: tuple[str, ...] = ()
 
     @property
     def is_kernel(self) -> bool:
@@ -357,6 +360,38 @@ class Constant(BaseModel):
     value: int
 
 
+class Branch(BaseModel):
+    """An `if` in a function: what its condition reads, for divergence (`optimizers/static.py`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    span: Span  # the whole statement
+    condition: Span  # the parenthesized condition, parentheses included
+    condition_text: str  # inside the parentheses, whitespace squashed
+    names: tuple[str, ...]  # identifiers and members it reads: "tid", "threadIdx.x"
+    #: each `%` and `&` in it: (operator, right operand), e.g. ("%", "2 * s"), ("&", "31")
+    masks: tuple[tuple[str, str], ...]
+    body_lines: tuple[int, int]  # first and last line of the taken branch
+    function: str | None
+
+    @property
+    def line(self) -> int:
+        return self.span.start.line
+
+
+class Division(BaseModel):
+    """A `/` or `%` (or `/=`, `%=`) in a function, and whether its divisor folds to a power of two
+    (which the compiler turns into a shift or a mask)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: int
+    operator: str  # "/", "%", "/=", "%="
+    divisor: str  # the right operand's text, whitespace squashed
+    power_of_two: bool
+    function: str | None
+
+
 class SourceModel(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -365,6 +400,11 @@ class SourceModel(BaseModel):
     literals: tuple[FloatLiteral, ...] = ()  # floating literals anywhere in the file
     calls: tuple[Call, ...] = ()  # calls in device code, kernel launches excluded
     shared_decls: tuple[SharedDecl, ...] = ()
+    branches: tuple[Branch, ...] = ()  # `if` statements in functions
+    divisions: tuple[Division, ...] = ()  # in functions
+    #: lines of statements that only compute a thread index from the built-ins (`blockIdx.x *
+    #: blockDim.x + threadIdx.x`): no call, no division
+    index_lines: tuple[int, ...] = ()
     launch_sites: tuple[LaunchSite, ...] = ()
     pragmas: tuple[Pragma, ...] = ()
     annotations: tuple[Annotation, ...] = ()
@@ -878,6 +918,11 @@ class _Collected:
         # (name, start_byte) of every write to a plain variable, per function: an assignment,
         # ++/--, or `&x` (which lets a callee write it, e.g. scanf or cudaMemcpyFromSymbol).
         self.writes: dict[int | None, list[tuple[str, int]]] = {}
+        # pointers stored through, per function (`Function.stores`)
+        self.stores: dict[int | None, list[str]] = {}
+        self.branches: list[tuple[Node, int | None]] = []
+        self.divisions: list[tuple[Node, int | None]] = []
+        self.statements: list[tuple[Node, int | None]] = []  # declarations and expression statements in functions
 
 
 def _written_name(node: Node | None) -> str | None:
@@ -893,6 +938,42 @@ def _written_name(node: Node | None) -> str | None:
             node = node.named_children[0]
         else:
             return None
+    return None
+
+
+def _base_pointer(node: Node | None) -> str | None:
+    """The pointer an address is based on: `p`, `p + i`, `(p)`, `(T*)p`, `p[i]` (a row of a 2-D array)."""
+    while node is not None:
+        if node.type == "identifier":
+            return _text(node)
+        if node.type == "parenthesized_expression" and node.named_child_count == 1:
+            node = node.named_children[0]
+        elif node.type == "binary_expression" and _text(node.child_by_field_name("operator")) in ("+", "-"):
+            node = node.child_by_field_name("left")
+        elif node.type in ("subscript_expression", "field_expression"):
+            node = node.child_by_field_name("argument")
+        elif node.type == "cast_expression":
+            node = node.child_by_field_name("value")
+        else:
+            return None
+    return None
+
+
+def _stored_through(node: Node | None) -> str | None:
+    """The pointer an lvalue stores through (`p[i]`, `*p`, `*(p + i)`, `p->f`, `p[i].f`); None for a
+    plain variable or a member of one."""
+    while node is not None and node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    if node is None:
+        return None
+    if node.type == "subscript_expression":
+        return _base_pointer(node.child_by_field_name("argument"))
+    if node.type == "pointer_expression" and _text(node.child_by_field_name("operator")) == "*":
+        return _base_pointer(node.child_by_field_name("argument"))
+    if node.type == "field_expression":
+        if _text(node.child_by_field_name("operator")) == "->":
+            return _base_pointer(node.child_by_field_name("argument"))
+        return _stored_through(node.child_by_field_name("argument"))
     return None
 
 
@@ -929,8 +1010,18 @@ def _collect(root: Node) -> _Collected:
             continue
         elif t == "call_expression":
             out.calls.append((node, fn))
+            args = node.child_by_field_name("arguments")
+            if _text(node.child_by_field_name("function")).split("::")[-1].startswith("atomic") and args is not None \
+                    and args.named_child_count and (ptr := _base_pointer(args.named_children[0])):
+                out.stores.setdefault(fn, []).append(ptr)  # atomicAdd(p + i, v) stores through p
+        elif t == "if_statement":
+            out.branches.append((node, fn))
+        elif t == "expression_statement" and fn is not None:
+            out.statements.append((node, fn))
         elif t == "declaration":
             out.declarations.append((node, fn))
+            if fn is not None:
+                out.statements.append((node, fn))
         elif t == "preproc_call":
             out.pragmas.append((node, fn))
         elif t == "preproc_include":
@@ -941,19 +1032,81 @@ def _collect(root: Node) -> _Collected:
             out.macros.append(node)
         elif t == "enumerator_list":
             out.enums.append(node)
-        elif t in ("assignment_expression", "update_expression"):
+        if t in ("binary_expression", "assignment_expression") and fn is not None and \
+                _text(node.child_by_field_name("operator")) in ("/", "%", "/=", "%="):
+            out.divisions.append((node, fn))
+        if t in ("assignment_expression", "update_expression"):
             field = "left" if t == "assignment_expression" else "argument"
-            name = _written_name(node.child_by_field_name(field))
+            target = node.child_by_field_name(field)
+            name = _written_name(target)
             if name:
                 out.writes.setdefault(fn, []).append((name, node.start_byte))
+            if ptr := _stored_through(target):
+                out.stores.setdefault(fn, []).append(ptr)
         elif t == "pointer_expression" and _text(node.child_by_field_name("operator")) == "&":
             name = _written_name(node.child_by_field_name("argument"))
             if name:
                 out.writes.setdefault(fn, []).append((name, node.start_byte))
+            if ptr := _stored_through(node.child_by_field_name("argument")):
+                out.stores.setdefault(fn, []).append(ptr)  # &p[i] handed on: the callee may store
         for child in reversed(node.named_children):
             if child.type not in _LEAVES:
                 stack.append((child, fn, loop, depth))
     return out
+
+
+# ---------------------------------------------------------------------------- branches
+
+
+def _power_of_two(value: int | None) -> bool:
+    return value is not None and value > 0 and value & (value - 1) == 0
+
+
+def _branch(node: Node, loc: _Locator, function: str | None) -> Branch | None:
+    clause = node.child_by_field_name("condition")
+    taken = node.child_by_field_name("consequence")
+    if clause is None or taken is None:
+        return None
+    value = clause.child_by_field_name("value") or (clause.named_children[-1] if clause.named_child_count else None)
+    if value is None:
+        return None
+    names: list[str] = []
+    masks: list[tuple[str, str]] = []
+    stack = [value]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            names.append(_text(n))
+        elif n.type == "field_expression":
+            names.append(_squash(_text(n)))
+        elif n.type == "binary_expression" and (op := _text(n.child_by_field_name("operator"))) in ("%", "&"):
+            masks.append((op, _squash(_text(n.child_by_field_name("right")))))
+        stack.extend(reversed(n.named_children))
+    span = loc.span(taken)
+    return Branch(span=loc.span(node), condition=loc.span(clause), condition_text=_squash(_text(value)),
+                  names=tuple(dict.fromkeys(names)), masks=tuple(masks), body_lines=(span.start.line, span.end.line),
+                  function=function)
+
+
+_BUILTIN_INDEX = frozenset({"blockIdx", "threadIdx", "blockDim", "gridDim"})
+
+
+def _index_only(node: Node) -> bool:
+    """A statement that reads a built-in index and computes with nothing but arithmetic on it: no
+    call (a cast is not one), no division."""
+    reads_builtin = False
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "call_expression" and not _is_cast(n):
+            return False
+        if n.type in ("binary_expression", "assignment_expression") and \
+                _text(n.child_by_field_name("operator")) in ("/", "%", "/=", "%="):
+            return False
+        if n.type == "field_expression" and _text(n.child_by_field_name("argument")) in _BUILTIN_INDEX:
+            reads_builtin = True
+        stack.extend(n.named_children)
+    return reads_builtin
 
 
 # ---------------------------------------------------------------------------- declarations
@@ -1640,7 +1793,9 @@ def _parse(text: str) -> SourceModel:
     found = _collect(tree.root_node)
     constants = _file_constants(found)
 
-    functions = [_function(node, loc, constants) for node in found.functions]
+    functions = [f if f is None or not found.stores.get(i) else
+                 f.model_copy(update={"stores": tuple(dict.fromkeys(found.stores[i]))})
+                 for i, f in enumerate(_function(node, loc, constants) for node in found.functions)]
     names = [f.name if f is not None else None for f in functions]
     device = [f is not None and f.is_device_code for f in functions]
     scopes = _function_scopes(found, functions, constants)
@@ -1704,6 +1859,14 @@ def _parse(text: str) -> SourceModel:
         literals=literals,
         calls=tuple(calls),
         shared_decls=tuple(shared),
+        branches=tuple(b for node, fn in found.branches if fn is not None and (b := _branch(node, loc, name(fn)))),
+        divisions=tuple(Division(line=node.start_point[0] + 1, operator=_text(node.child_by_field_name("operator")),
+                                 divisor=_squash(_text(node.child_by_field_name("right"))),
+                                 power_of_two=_power_of_two(_fold(node.child_by_field_name("right"), env(fn, node))),
+                                 function=name(fn))
+                        for node, fn in found.divisions),
+        index_lines=tuple(sorted({node.start_point[0] + 1 for node, fn in found.statements
+                                  if node.start_point[0] == node.end_point[0] and _index_only(node)})),
         launch_sites=tuple(launches),
         pragmas=tuple(pragmas),
         annotations=tuple(annotations),

@@ -575,3 +575,47 @@ def test_function_like_macros_and_dim3_variables_fold_at_the_launch():
     assert second.arg_values == (0, None)  # a self-referencing macro folds to nothing, and ends
     # an annotation above the `template <...>` line belongs to the kernel below it
     assert [(a.function, a.entries[0].value) for a in model.annotations] == [("k", 64)]
+
+
+# ---- what the optimizers read from the tree instead of the line text (issue #15)
+
+_SYNTAX = """
+__device__ float* pick(float* p, int i) { return p + i; }
+__global__ void k(const float* a, float* b, float* c, float* d, int* hist, float* e, int n) {
+  int tid = threadIdx.x;
+  int i = blockIdx.x * blockDim.x +
+          threadIdx.x;
+  if ((tid % 2 == 0) &&
+      i < n)
+    b[i] = a[i] / n;
+  if ((tid & 31) == 0) *(c + i) = a[i] % 16;
+  atomicAdd(hist + (i & 7), 1);
+  float* q = d;   // a pointer copy is not a store through d
+  q = q + 1;
+  e++;            // moving a pointer is not a store through it
+  const float* r = a;
+  pick(d, i)[0] += r[i] / 8;
+}
+"""
+
+
+def test_stores_are_the_pointers_written_through():
+    (k,) = [f for f in parse_source(_SYNTAX).functions if f.name == "k"]
+    # a store through what a call returns (`pick(d, i)[0]`) names no parameter
+    assert set(k.stores) == {"b", "c", "hist"}
+
+
+def test_branch_conditions_span_lines_and_name_their_masks():
+    first, second = parse_source(_SYNTAX).branches
+    assert first.line == 7 and first.condition.end.line == 8 and first.body_lines == (9, 9)
+    assert first.condition_text == "(tid % 2 == 0) && i < n"
+    assert {"tid", "i", "n"} <= set(first.names) and first.masks == (("%", "2"),)
+    assert second.masks == (("&", "31"),) and "tid" in second.names and second.function == "k"
+
+
+def test_divisions_know_a_power_of_two_divisor_and_index_lines_are_found():
+    m = parse_source(_SYNTAX)
+    assert {(d.line, d.operator, d.divisor, d.power_of_two) for d in m.divisions} == {
+        (7, "%", "2", True), (9, "/", "n", False), (10, "%", "16", True), (16, "/", "8", True)}
+    # one-line statements reading only the built-ins; the two-line index is not one line
+    assert 4 in m.index_lines and 5 not in m.index_lines and 9 not in m.index_lines

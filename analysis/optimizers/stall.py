@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 
 from collections import defaultdict
 
@@ -58,15 +57,15 @@ class RegisterReuse(Optimizer):
                             estimate=est, message=msg, static=True)]
 
 
-#: a division or modulo whose divisor is not a literal power of two (those compile to shifts/masks)
-_DIVISION = re.compile(r"[^/*]\s*[/%]\s*(?!(?:0x)?(?:1|2|4|8|16|32|64|128|256|512|1024|2048|4096)u?\b)[\w(.]")
-_INDEX = re.compile(r"^[^/%]*\b(blockIdx|threadIdx|blockDim|gridDim)\.[xyz]\b[^/%]*$")
+def _index_only(ctx: MatchContext, line: int) -> bool:
+    """A line computing only a thread index from the built-ins, no division or call (`source.index_lines`)."""
+    return ctx.source is not None and line in ctx.source.index_lines
 
 
-def _index_only(text: str) -> bool:
-    """A line computing only a thread index from the built-ins: no division or math call."""
-    code = text.split("//")[0]
-    return bool(_INDEX.search(code)) and "(" not in code.split("=", 1)[-1].replace("(size_t)", "").replace("(int)", "")
+def _divides(ctx: MatchContext, lines: list[int]) -> bool:
+    """A division or modulo on `lines` whose divisor does not fold to a power of two (those compile
+    to shifts and masks)."""
+    return ctx.source is not None and any(d.line in lines and not d.power_of_two for d in ctx.source.divisions)
 
 
 class StrengthReduction(Optimizer):
@@ -92,12 +91,12 @@ class StrengthReduction(Optimizer):
                     by_line[ln] += ctx.cost_by_index.get(ins.index, 0.0)
         # Precondition: the line must be hot, and a line whose only arithmetic is the global index
         # (`blockIdx.x*blockDim.x+threadIdx.x`, one IMAD) has nothing to reduce.
-        by_line = {ln: s for ln, s in by_line.items() if s / ctx.total >= 0.01 and not _index_only(ctx.line_text(ln))}
+        by_line = {ln: s for ln, s in by_line.items() if s / ctx.total >= 0.01 and not _index_only(ctx, ln)}
         m = sum(by_line.values())
         if m <= 0 or m / ctx.total < 0.01:
             return []
         lines = sorted(by_line, key=lambda ln: -by_line[ln])
-        divides = any(_DIVISION.search(ctx.line_text(ln)) for ln in lines)
+        divides = _divides(ctx, lines)
         est = estimators.stall_elimination(ctx.total, m)
         ops = sorted({ctx.instructions[e.def_index].opcode for e in edges}) or ["integer division"]
         msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) wait on long-latency "

@@ -118,11 +118,9 @@ class DoubleMathOnFloat(Optimizer):
 
 
 def _written(ctx: MatchContext, name: str) -> bool:
+    """The kernel stores through pointer `name` (`source.Function.stores`, read from the syntax tree)."""
     fm = ctx.function_model
-    body = "\n".join(ctx.source_lines[fm.body.start.line - 1: fm.body.end.line]) if fm and fm.body else ""
-    pat = rf"(\b{re.escape(name)}\s*\[[^\]]*\]\s*([+\-*/|&^]?=)(?!=))|(\*\s*\(?\s*{re.escape(name)}\b[^;=]*=(?!=))" \
-          rf"|(atomic\w*\s*\(\s*&?\s*{re.escape(name)}\b)|(\b{re.escape(name)}\s*\+\+|\+\+\s*{re.escape(name)}\b)"
-    return re.search(pat, body) is not None
+    return fm is not None and name in fm.stores
 
 
 class MissingRestrict(Optimizer):
@@ -392,7 +390,10 @@ class ContendedAtomics(Optimizer):
         return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg, changes=instrs)]
 
 
-_DIVERGENT_IF = re.compile(r"\bif\s*\((?=[^;{]*\b(threadIdx\.[xyz]|tid|lane|laneId|lane_id)\b)[^;{]*(%|&)")
+#: what a condition reads when it selects threads: the built-in and the names kernels give it
+_THREAD_INDEX = frozenset({"threadIdx.x", "threadIdx.y", "threadIdx.z", "tid", "lane", "laneId", "lane_id"})
+#: `(tid & 31) == 0`, `tid % 32`: one lane per warp, elected on purpose (a warp aggregation)
+_WARP_WIDE = frozenset({"31", "32", "0x1f", "0x1F", "warpSize"})
 
 
 class DivergentBranch(Optimizer):
@@ -405,24 +406,25 @@ class DivergentBranch(Optimizer):
         if fm is None or fm.body is None:
             return []
         out = []
-        for ln in range(fm.body.start.line, fm.body.end.line + 1):
-            text = ctx.line_text(ln)
-            m = _DIVERGENT_IF.search(text)
-            if m is None:
+        branches = ctx.source.branches if ctx.source is not None else ()
+        for b in branches:
+            if not fm.span.contains_line(b.line) or not b.masks or not _THREAD_INDEX & set(b.names):
                 continue
-            body = [i for i in ctx.instructions if kernel_line(i) in (ln, ln + 1)]
+            if any(rhs in _WARP_WIDE for _, rhs in b.masks):
+                continue
+            ln, last = b.line, max(b.line, b.body_lines[1])
+            body = [i for i in ctx.instructions if ln <= (kernel_line(i) or 0) <= last]
             est, share = _estimate(ctx, body, 0.5)
             if est is None or est.speedup <= 1.0:
                 continue
-            cond = text[m.start():].split(")")[0] + ")"
-            if re.search(r"[&%]\s*(31|32|0x1f)\b", cond):
-                continue  # `(tid & 31) == 0` elects one lane per warp on purpose (a warp aggregation)
-            msg = (f"Line {ln}: `{cond.strip()}` selects threads by a modulo of the thread index, so lanes of the same "
+            cond = f"if ({b.condition_text})"
+            msg = (f"Line {ln}: `{cond}` selects threads by a modulo of the thread index, so lanes of the same "
                    f"warp take different paths and each warp executes both (most lanes idle). {pct(share)} of this "
                    f"kernel's {'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are in the branch. "
                    f"Index the work so whole warps take the same path (e.g. `index = 2 * s * tid` with a contiguous "
                    f"range of active threads). Est. {est.speedup:.2f}× (GPA Eq. 2, assuming half the lanes idle).")
-            lines = [ln, ln + 1] if any(kernel_line(i) == ln + 1 for i in body) else [ln]
+            lines = sorted({kernel_line(i) for i in body if kernel_line(i)} | {ln})
+            cols = (b.span.start.col, b.condition.end.col) if b.condition.end.line == ln else None
             out.append(self.advice(ctx, lines=lines, importance=share, estimate=est, message=msg,
-                                   columns=(m.start(), m.start() + len(cond)), detail=str(ln), changes=body))
+                                   columns=cols, detail=str(ln), changes=body))
         return out
