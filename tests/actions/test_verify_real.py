@@ -161,10 +161,9 @@ def test_unroll_with_trip_count_is_not_slower(toolchain):
 
 
 def test_unroll_the_model_predicts_slower_is_withheld(toolchain):
-    src = EXAMPLES / "local_array.cu"
-    a = next((a for a in baseline(src).advice if a.optimizer == "loop_unrolling" and a.fix), None)
-    if a is None:
-        pytest.skip("the loop-unrolling optimizer no longer fires on local_array.cu")
+    # small_grid's grid-stride loop: the unrolling advice carries a `#pragma unroll` fix
+    src = EXAMPLES / "small_grid.cu"
+    a = next(a for a in baseline(src).advice if a.optimizer == "loop_unrolling" and a.fix)
     v = verify(src, a, OPTIONS, toolchain=toolchain, baseline=baseline(src))
     assert v.compiles
     (plan,) = rank_actions([a], [v])
