@@ -34,6 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 KERNELS = HERE / "kernels"
 REPORTS = HERE / "reports"
 
@@ -256,6 +257,27 @@ def summary(label: str, rows: list[tuple[Case, float, float]]) -> str:
     return f"{label}: n={len(rows)}, geomean error {geo:.2f}x, within 1.5x {w15:.0%}, within 2x {w2:.0%}"
 
 
+def split_error(rows: list[tuple[Case, float, float]]) -> dict:
+    logs = [abs(math.log(p / m)) for _, p, m in rows]
+    return {"kernels": len(rows), "geomean": math.exp(sum(logs) / len(logs)),
+            "within_2x": sum(x <= math.log(2.0) for x in logs) / len(logs)}
+
+
+def record(rows: list[tuple[Case, float, float]]) -> None:
+    """analysis/data/model_error.json: this run's figures, for `analysis/model_error.py`."""
+    import datetime
+    import json
+    import subprocess
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=REPO).stdout.strip() or "unknown"
+    out = {"overall": split_error(rows), "test": split_error([r for r in rows if split_of(r[0]) == "test"]),
+           "gpus": len({c.device for c, _, _ in rows}), "commit": commit,
+           "date": datetime.date.today().isoformat()}
+    path = REPO / "analysis" / "data" / "model_error.json"
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"recorded in {path.relative_to(REPO)}")
+
+
 # --- the model ------------------------------------------------------------------------------------
 
 def arch_of(device: str) -> str:
@@ -379,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="also print the docs/accuracy.md table rows")
     ap.add_argument("--series", help="only the cases of this series (a quick check of one entry)")
     ap.add_argument("--jobs", type=int, default=2, help="analyses run in parallel (default 2)")
+    ap.add_argument("--record", action="store_true",
+                    help="write the figures to analysis/data/model_error.json (what editors show beside a predicted time)")
     args = ap.parse_args(argv)
     cases = [c for c in CASES if not args.series or c.series == args.series]
 
@@ -440,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("physical-limit invariant: no prediction above the device's peaks or bandwidths")
 
+    if args.record and not args.series:
+        record(rows)
     if args.markdown:
         print("\n| kernel | series | GPU | published | predicted | measured | ratio | split |\n"
               "|---|---|---|---|---|---|---|---|")

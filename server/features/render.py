@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kernelscope.analysis.advice import Advice
+from kernelscope.analysis.model_error import model_error
 from kernelscope.analysis.reports.text import assumed_values, grid_fill
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport
 from kernelscope.analysis.verify import Verification
@@ -57,7 +58,8 @@ def duration(kernel: KernelReport) -> str | None:
     if kernel.measured_duration_s is not None:
         parts.append(f"{seconds(kernel.measured_duration_s)} measured")
     if kernel.predicted_duration_s is not None:
-        parts.append(f"{seconds(kernel.predicted_duration_s)} predicted")
+        err = model_error()
+        parts.append(f"{seconds(kernel.predicted_duration_s)} predicted" + (f" ({err.note()})" if err else ""))
     return "duration " + " · ".join(parts) if parts else None
 
 
