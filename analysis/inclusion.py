@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 from .compile import CompileResult, CompilerMessage, local_headers
 from .program import Program, base_name
+from .conditional import Passes
 from .source import IncludedSource, SourceModel, parse_source
 from .toolchain import CompileCommand, Toolchain, parse_compile_command
 
@@ -152,26 +153,28 @@ def _same(a: str, b: Path) -> bool:
 
 
 def with_context(model: SourceModel, file: Path, unit: Path, flags: Sequence[str],
-                 toolchain: Toolchain) -> SourceModel:
+                 toolchain: Toolchain, passes: Passes | None = None) -> SourceModel:
     """`model` (of `file`) with the other files of `unit`'s translation unit as its context: the
     includer when `file` is analysed in its unit, and the local headers, those that hold kernels,
     launches or annotations. A file compiled on its own whose kernels are launched nowhere in its
     unit (a `kernels.cu` that compiles alone and that `main.cu` includes) also gets the launches
-    of a workspace file that includes it."""
+    of a workspace file that includes it. Each file's conditionals are resolved with `passes`,
+    the unit's predefined macros (a header's own #defines above a conditional are read; those of
+    the files that include it are not, and leave what depends on them undecided)."""
     file, unit = file.resolve(), unit.resolve()
     others = [unit] if unit != file else []
     others += [h for h in local_headers(unit, flags, toolchain) if h != file]
-    context = [c for other in others if (c := _included(other)) is not None]
+    context = [c for other in others if (c := _included(other, passes)) is not None]
     launched = {s.kernel for s in model.launch_sites} | {s.kernel for c in context for s in c.source.launch_sites}
     if unit == file and any(k.name not in launched for k in model.kernels):
-        context += [c for c in map(_included, includers(file, flags, toolchain)[:1]) if c is not None]
+        context += [c for c in (_included(p, passes) for p in includers(file, flags, toolchain)[:1]) if c is not None]
     return model.model_copy(update={"context": tuple(context)}) if context else model
 
 
-def _included(path: Path) -> IncludedSource | None:
+def _included(path: Path, passes: Passes | None) -> IncludedSource | None:
     """A file of the unit, when it holds something a kernel is matched to."""
     try:
-        m = parse_source(path.read_text(errors="replace"))
+        m = parse_source(path.read_text(errors="replace"), passes)
     except OSError:
         return None
     return IncludedSource(path=str(path), source=m) if m.kernels or m.launch_sites or m.annotations else None

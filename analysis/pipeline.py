@@ -33,6 +33,7 @@ from .program import FunctionProgram, Program, build_program
 from .results import AnalysisResult, KernelReport, LineReport, Message, OccupancyReport, Resources, ToolchainInfo
 from .roofline import TrajectoryPoint, kernel_roofline, roofline_model, trajectory_points
 from .sass import read_sass
+from .conditional import compile_passes
 from .source import parse_source
 from .static_facts import KernelFacts, kernel_facts
 from .toolchain import Toolchain, find_compile_command, locate_toolchain
@@ -139,7 +140,8 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
 
     t = time.perf_counter()
     text = data.decode("utf-8", errors="replace")
-    src = with_context(parse_source(text), source, unit, options.flags, toolchain)
+    passes = compile_passes(compiled.command, options.arch, toolchain.version)
+    src = with_context(parse_source(text, passes), source, unit, options.flags, toolchain, passes)
     program = build_program(module, src, str(source), {r.name: _resources(r) for r in compiled.resources})
     if context is not None:
         program = restricted_to_file(program)

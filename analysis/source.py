@@ -29,6 +29,7 @@ import tree_sitter_cuda
 from pydantic import BaseModel, ConfigDict
 from tree_sitter import Language, Node, Parser
 
+from .conditional import Passes, resolved
 from .profile import LaunchConfig
 
 _log = logging.getLogger(__name__)
@@ -1775,10 +1776,21 @@ def _annotation(node: Node, loc: _Locator, function: str | None, env: _Env) -> A
 # ---------------------------------------------------------------------------- entry point
 
 
-def parse_source(text: str) -> SourceModel:
-    """The source model of one `.cu` file. Pure, and never raises: bad input gives an empty model."""
+def parse_source(text: str, passes: Passes | None = None) -> SourceModel:
+    """The source model of one `.cu` file. Pure, and never raises: bad input gives an empty model.
+
+    With `passes` (the compile's predefined macros, analysis/conditional.py), conditional blocks are
+    resolved as nvcc resolves them: kernels, loops and constants as its device pass reads the file,
+    launch sites as its host pass does. Without, every branch of every conditional is read."""
     try:
-        return _parse(text)
+        if passes is None:
+            return _parse(text)
+        source = text.encode("utf-8", "surrogatepass")
+        device, host = resolved(source, passes.device), resolved(source, passes.host)
+        model = _parse(device.decode("utf-8", "surrogatepass"))
+        if host == device:
+            return model
+        return model.model_copy(update={"launch_sites": _parse(host.decode("utf-8", "surrogatepass")).launch_sites})
     except Exception:  # noqa: BLE001 - an editor feeds us half-typed files; a bug here must not kill the server
         _log.exception("kernelscope: parsing the source structure failed")
         return SourceModel()

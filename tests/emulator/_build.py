@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
 from kernelscope.analysis.compile import compile_cuda
+from kernelscope.analysis.conditional import compile_passes
 from kernelscope.analysis.program import Program, build_program
 from kernelscope.analysis.results import Resources
 from kernelscope.analysis.sass import disassemble
@@ -21,5 +23,19 @@ def build_example(path: Path, toolchain, arch: str = "sm_90", flags: tuple[str, 
                                    stack_frame=r.stack_frame_bytes, spill_stores=r.spill_store_bytes,
                                    spill_loads=r.spill_load_bytes, local_bytes=r.local_bytes)
                  for r in res.resources}
-    source = parse_source(path.read_text())
+    source = parse_source(path.read_text(), compile_passes(res.command, arch, toolchain.version))  # as the pipeline reads it
     return build_program(module, source, str(path), resources)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "tests" / "data" / "real"  # real programs from public repositories (README there)
+
+
+def real_flags(src: Path) -> tuple[str, ...]:
+    """The nvcc flags that build `src` when it is one of tests/data/real's programs (its
+    build_flags.json), minus link flags: a -cubin compile links nothing."""
+    if REAL not in src.parents:
+        return ()
+    table = json.loads((REAL / "build_flags.json").read_text())
+    named = (*table["*"], *table.get(src.relative_to(REAL).as_posix(), ()))
+    return tuple(f.format(real=REAL) for f in named if not f.startswith("-l"))

@@ -1,7 +1,9 @@
 """No modeled kernel breaks a physical limit (issue 20 item 5): above the device's peak FLOP/s per
 precision, above a memory level's bandwidth for its modeled traffic, or with fewer FLOPs than its
 loops execute for the model's own trip counts. Over every example in examples/ and every test
-kernel in tests/emulator/kernels/, compiled by the real nvcc, on sm_90 and sm_80.
+kernel in tests/emulator/kernels/ on sm_90 and sm_80, and over tests/inputs/ and the real
+programs of tests/data/real/ on sm_90, compiled by the real nvcc (benchmarks/accuracy/run.py
+checks the same over its kernels and exits 1 on a violation).
 """
 
 from __future__ import annotations
@@ -17,29 +19,30 @@ from kernelscope.analysis.emulator.model import emulate_detailed, prepare
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.roofline import roofline_model
 
-from _build import build_example
+from _build import REAL, ROOT, build_example, real_flags
 
-ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "examples").glob("*.cu")) + sorted((Path(__file__).parent / "kernels").glob("*.cu"))
-
-
-# Known bug, not hidden: on A100 the naive SGEMM's modeled DRAM traffic comes to 1562 GB/s over
-# 1555 GB/s of bandwidth (0.5 % over); the DRAM pipe's gap and the bytes the traffic listener
-# counts disagree somewhere (see the report of issue 20).
-_KNOWN: dict = {}  # (file, arch) -> why; sgemm_naive on sm_80 was 0.5 % above the DRAM bandwidth until
-# a run's time was floored at its busiest unit's scaled work (model.run_wave)
+# the real programs and the input tests' kernels too, on sm_90 (their launches fold from main())
+CORPUS = sorted((ROOT / "tests" / "inputs").glob("*.cu")) + sorted(REAL.rglob("*.cu"))
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
-def test_no_kernel_is_predicted_beyond_the_device(src, arch, toolchain, request):
-    if (src.name, arch) in _KNOWN:
-        request.applymarker(pytest.mark.xfail(reason=_KNOWN[(src.name, arch)], strict=True))
+def test_no_kernel_is_predicted_beyond_the_device(src, arch, toolchain):
+    _check(src, arch, toolchain)
+
+
+@pytest.mark.parametrize("src", CORPUS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_real_kernel_is_predicted_beyond_the_device(src, toolchain):
+    _check(src, "sm_90", toolchain)
+
+
+def _check(src: Path, arch: str, toolchain) -> None:
     cat = load_arch_specs()
     spec = cat.arch(arch)
     device = cat.default_device(spec)
     ceilings = roofline_model(cat, device)
-    prog = build_example(src, toolchain, arch=arch)
+    prog = build_example(src, toolchain, arch=arch, flags=real_flags(src))
     assert prog.kernels
     for k in prog.kernels:
         options = AnalysisOptions()
