@@ -173,7 +173,9 @@ def emulated_trips(k: DecodedKernel, warps: int, *, sample: bool, warmup: int, m
     cool = [1] * len(trips)
     regions: dict[int, tuple[int, ...]] = {}
     while issues_per_warp(k, emul, regions) * warps > issue_budget:
-        cands = [i for i, e in enumerate(emul) if e > w + 1 + cool[i] and e < trips[i]]
+        # a loop run whole (a short inner loop under two outer ones) is sampled too when the
+        # run does not fit: nests multiply, so the innermost trips are what a 3-deep nest costs
+        cands = [i for i, e in enumerate(emul) if e > w + 1 + cool[i]]
         if not cands:
             cands = [i for i, e in enumerate(emul) if cool[i] and e == w + 2 and e < trips[i]]
             if not cands:
