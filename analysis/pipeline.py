@@ -15,28 +15,28 @@ from dataclasses import dataclass, replace
 from typing import Literal
 from pathlib import Path
 
-from .advisor import advise
-from .call_sites import call_sites
-from .arch import ArchSpec, DeviceSpec, load_arch_specs
-from .compile import CompilerMessage, KernelResources, compile_cuda, local_headers
+from .advisor.call_sites import call_sites
+from .advisor.ranking import advise
 from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
 from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
+from .frontend.compile import CompilerMessage, KernelResources, compile_cuda, local_headers
+from .machine.arch import ArchSpec, DeviceSpec, load_arch_specs
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError,
                              SensitivityReport, WhatIfReport, emulate_detailed, prepare, sensitivity, study_shape,
                              what_if)
-from .inclusion import compile_in_context, inclusion_context, is_header, restricted_to_file, with_context
-from .occupancy import Occupancy, occupancy
+from .advisor.static_facts import KernelFacts, kernel_facts
+from .frontend.conditional import compile_passes
+from .frontend.disassembly import read_sass
+from .frontend.inclusion import compile_in_context, inclusion_context, is_header, restricted_to_file, with_context
+from .frontend.program import FunctionProgram, Program, build_program
+from .frontend.source import parse_source
+from .frontend.toolchain import Toolchain, find_compile_command, locate_toolchain
+from .machine.occupancy import Occupancy, occupancy
+from .machine.roofline import TrajectoryPoint, kernel_roofline, roofline_model, trajectory_points
 from .options import AnalysisOptions
 from .process import CancelToken
 from .profile import Assumption, KernelProfile, LaunchConfig, Profile
-from .program import FunctionProgram, Program, build_program
-from .results import AnalysisResult, KernelReport, LineReport, Message, OccupancyReport, Resources, ToolchainInfo
-from .roofline import TrajectoryPoint, kernel_roofline, roofline_model, trajectory_points
-from .sass import read_sass
-from .conditional import compile_passes
-from .source import parse_source
-from .static_facts import KernelFacts, kernel_facts
-from .toolchain import Toolchain, find_compile_command, locate_toolchain
+from .results import AnalysisResult, KernelReport, Message, OccupancyReport, Resources, ToolchainInfo
 
 #: progress(stage, fraction) — fraction in 0..1 of the whole analysis
 Progress = Callable[[str, float], None]
@@ -49,7 +49,7 @@ def source_digest(data: bytes) -> str:
 def input_digest(source: Path, options: AnalysisOptions, toolchain: Toolchain) -> str:
     """The content hash a cached result of `source` is valid for: the file and its local headers."""
     h = hashlib.sha256(source.read_bytes())
-    # a header is analysed in the unit of a file that includes it (analysis/inclusion.py)
+    # a header is analysed in the unit of a file that includes it (analysis/frontend/inclusion.py)
     context = inclusion_context(source, options.flags, toolchain, options.compile_commands) if is_header(source) else None
     unit = context.unit if context is not None else source
     for header in ((unit,) if unit != source else ()) + local_headers(unit, options.flags, toolchain):

@@ -11,9 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .advice import Advice
+from .advisor.advice import Advice
+from .machine.roofline import KernelRoofline
 from .profile import Assumption, LaunchConfig, Profile
-from .roofline import KernelRoofline
 
 SCHEMA_VERSION = 1
 

@@ -36,7 +36,7 @@ def main() -> int:
     args = ap.parse_args()
     files = args.files or sorted((REPO / "examples").glob("*.cu"))
 
-    from kernelscope.analysis.toolchain import locate_toolchain
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     tc = locate_toolchain()
     cli = [sys.executable, "-m", "kernelscope.cli", "analyze", "--json"]

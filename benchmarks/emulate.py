@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "emulator"))
 
-from kernelscope.analysis.arch import load_arch_specs  # noqa: E402
+from kernelscope.analysis.machine.arch import load_arch_specs  # noqa: E402
 from kernelscope.analysis.emulator.model import (DEFAULT_SETTINGS, EmulationSettings, emulate_detailed,  # noqa: E402
                                                  sensitivity, what_if)
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint  # noqa: E402
@@ -152,7 +152,7 @@ def main() -> int:
     # 1. the examples ------------------------------------------------------------------------
     try:
         from _build import build_example
-        from kernelscope.analysis.toolchain import locate_toolchain
+        from kernelscope.analysis.frontend.toolchain import locate_toolchain
         tc = locate_toolchain()
         programs = []
         print(f"{'example kernel':44s} {'ms':>7s} {'issues':>7s} {'pred. time':>11s} {'waves':>7s}  trips (emulated)")

@@ -140,7 +140,7 @@ def rss(pid: int) -> int:
 
 
 def bare_nvcc(path: Path, arch: str = "sm_90", runs: int = 5) -> float:
-    from kernelscope.analysis.toolchain import locate_toolchain
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     tc = locate_toolchain()
     times = []

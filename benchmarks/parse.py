@@ -19,8 +19,8 @@ import re
 import time
 from pathlib import Path
 
-from kernelscope.analysis.sass import parse_nvdisasm
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.sass import parse_nvdisasm
+from kernelscope.analysis.frontend.source import parse_source
 
 REPO = Path(__file__).resolve().parent.parent
 _ANY_LINE = re.compile(r"^\s*(\S+)(.*)$", re.M)

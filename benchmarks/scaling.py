@@ -66,11 +66,11 @@ def _errors() -> None:
     sys.path.insert(0, str(REPO / "tests" / "emulator"))
     from _build import build_example
 
-    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.machine.arch import load_arch_specs
     from kernelscope.analysis.emulator.model import DEFAULT_SETTINGS, emulate_detailed
     from kernelscope.analysis.options import AnalysisOptions
-    from kernelscope.analysis.source import parse_source
-    from kernelscope.analysis.toolchain import locate_toolchain
+    from kernelscope.analysis.frontend.source import parse_source
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     cat = load_arch_specs()
     arch = cat.arch("sm_90")
@@ -102,7 +102,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
-    from kernelscope.analysis.toolchain import locate_toolchain
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     tc = locate_toolchain()
     cli = [sys.executable, "-m", "kernelscope.cli", "analyze", "--json"]

@@ -32,11 +32,11 @@ def main() -> int:
     args = ap.parse_args()
     files = args.files or sorted((REPO / "examples").glob("*.cu"))
 
-    from kernelscope.analysis.fixes import attach_fixes
+    from kernelscope.analysis.advisor.fixes import attach_fixes
     from kernelscope.analysis.options import AnalysisOptions
     from kernelscope.analysis.pipeline import analyze
-    from kernelscope.analysis.toolchain import locate_toolchain
-    from kernelscope.analysis.verify import VerificationCache, verify
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
+    from kernelscope.analysis.advisor.verify import VerificationCache, verify
 
     tc = locate_toolchain()
     options = AnalysisOptions()

@@ -128,7 +128,7 @@ def _report_device(args: argparse.Namespace, report: Path) -> tuple[str | None, 
     numbers belong to that GPU, so the model beside them must use its specs (a T4 is not a GTX 1660)."""
     if args.arch or args.device:
         return None, None
-    from kernelscope.analysis.arch import ArchSpecError, load_arch_specs
+    from kernelscope.analysis.machine.arch import ArchSpecError, load_arch_specs
     from kernelscope.analysis.measure.ncu_report import load_ncu_report
 
     prov = load_ncu_report(report).provenance
@@ -189,8 +189,8 @@ VERIFY_LIMIT = 8
 
 def _verified(source: Path, result, options, show):
     """The result with every mechanical fix re-modeled (issue 15: the figure a user can trust)."""
-    from kernelscope.analysis.fixes import attach_fixes
-    from kernelscope.analysis.verify import verify_all, with_verifications
+    from kernelscope.analysis.advisor.fixes import attach_fixes
+    from kernelscope.analysis.advisor.verify import verify_all, with_verifications
 
     if show is not None:
         show("verify", 1.0)
@@ -270,9 +270,9 @@ def _analyze_directory(args: argparse.Namespace, folder: Path) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from kernelscope.analysis.fixes import attach_fixes
+    from kernelscope.analysis.advisor.fixes import attach_fixes
     from kernelscope.analysis.pipeline import analyze
-    from kernelscope.analysis.verify import rank_actions, verify
+    from kernelscope.analysis.advisor.verify import rank_actions, verify
 
     source: Path = args.file
     if not source.is_file():
@@ -373,7 +373,7 @@ def _remote(spec: str):
 def _build(args: argparse.Namespace, source: Path, work: Path) -> Path:
     """FILE.cu built alone (it needs a main()) with -lineinfo, so the report maps stalls to lines."""
     from kernelscope.analysis.process import run_tool
-    from kernelscope.analysis.toolchain import locate_toolchain
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     options = _options(args)
     toolchain = locate_toolchain(options.nvcc_path)

@@ -43,7 +43,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from kernelscope.analysis.reports.chart import provenance_kind
-from kernelscope.analysis.verify import Verification
+from kernelscope.analysis.advisor.verify import Verification
 
 from . import progress, rpc
 from .cache import ResultCache

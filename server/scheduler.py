@@ -33,7 +33,7 @@ from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.measure.errors import MeasurementError, StaleReportError
 from kernelscope.analysis.process import CancelToken, Cancelled
 from kernelscope.analysis.results import AnalysisResult
-from kernelscope.analysis.toolchain import Toolchain
+from kernelscope.analysis.frontend.toolchain import Toolchain
 
 from .cache import ResultCache
 from .settings import Settings

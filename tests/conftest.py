@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.toolchain import Toolchain, ToolchainError, locate_toolchain
+from kernelscope.analysis.frontend.toolchain import Toolchain, ToolchainError, locate_toolchain
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -253,7 +253,7 @@ def test_a_grid_smaller_than_one_wave_is_reported(analysed):
 
 
 def _chart(result: AnalysisResult) -> ET.Element:
-    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.machine.arch import load_arch_specs
     from kernelscope.analysis.reports.chart import roofline_chart
 
     return ET.fromstring(roofline_chart(result, load_arch_specs()))
@@ -287,7 +287,7 @@ _COMMON = REPO / "tests" / "data" / "real" / "cuda-samples" / "Common"
 def test_integer_kernels_sit_against_the_int32_roof_and_fp_kernels_keep_theirs():
     """bitonicSort (cuda-samples) compares and swaps uint keys: its points are INT32 operations per
     byte against the INT32 ceiling; sgemm_naive's point stays where its FP32 FLOPs put it (its integer
-    instructions are index arithmetic and loop control: bookkeeping, analysis/integer_work.py)."""
+    instructions are index arithmetic and loop control: bookkeeping, analysis/machine/integer_work.py)."""
     result = analyze(REPO / "tests" / "data" / "roofline" / "cuda-samples" / "bitonicSort.cu",
                      AnalysisOptions(flags=(f"-I{_COMMON}",)), depth="quick")
     assert result.compiled and len(result.rooflines) == 4

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kernelscope.analysis.arch import (
+from kernelscope.analysis.machine.arch import (
     ArchCatalog, ArchSpecError, Resource, MemoryLevel, Precision, UnknownArchError, load_arch_specs,
 )
 
@@ -182,12 +182,12 @@ def test_the_constant_bank_layout_is_what_nvcc_emits(arch, tmp_path):
     loop is recognised from them (sm_100/sm_120 moved the whole layout, CUDA 13)."""
     import re
 
-    from kernelscope.analysis.compile import compile_cuda
+    from kernelscope.analysis.frontend.compile import compile_cuda
     from kernelscope.analysis.emulator.launch import loop_step
-    from kernelscope.analysis.program import build_program
-    from kernelscope.analysis.sass import disassemble
-    from kernelscope.analysis.source import parse_source
-    from kernelscope.analysis.toolchain import locate_toolchain
+    from kernelscope.analysis.frontend.program import build_program
+    from kernelscope.analysis.frontend.sass import disassemble
+    from kernelscope.analysis.frontend.source import parse_source
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     tc = locate_toolchain()
     src = tmp_path / "k.cu"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelscope.analysis.cfg import EdgeKind, build_cfg
-from kernelscope.analysis.sass import parse_nvdisasm
+from kernelscope.analysis.frontend.cfg import EdgeKind, build_cfg
+from kernelscope.analysis.frontend.sass import parse_nvdisasm
 from _listing import text_listing
 from test_sass import build
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.compile import CompileSetupError, compile_cuda, host_function_spans, blank_spans
+from kernelscope.analysis.frontend.compile import CompileSetupError, compile_cuda, host_function_spans, blank_spans
 from kernelscope.analysis.process import CancelToken, Cancelled, run_tool
-from kernelscope.analysis.toolchain import parse_compile_command
+from kernelscope.analysis.frontend.toolchain import parse_compile_command
 
 KERNELS = """\
 __device__ float twice(float x) { return x * 2.0f; }

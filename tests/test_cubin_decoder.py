@@ -6,7 +6,7 @@ compares every module the decoder returns with the parse of `nvdisasm -gi -hex -
 function, instruction (text, operands, registers, control codes, branch targets) and source
 line. A cubin the decoder declines goes to nvdisasm in the pipeline (the same module, slower):
 declines are counted and printed, not failed, since the corpus grows faster than the tables are
-relearned (`python -m kernelscope.analysis.cubin.learn`); the examples must decode
+relearned (`python -m kernelscope.analysis.frontend.cubin.learn`); the examples must decode
 (`test_examples_decode_as_nvdisasm_lists_them`). An architecture without a table always goes
 to nvdisasm (`test_an_arch_without_a_table_reads_through_nvdisasm`).
 """
@@ -18,14 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.compile import compile_cuda
-from kernelscope.analysis.cubin.elf import arch_of, read_cubin
-from kernelscope.analysis.cubin.encoding import arch_table, decode_word
-from kernelscope.analysis.cubin.learn import DEFAULT_ARCHS, compile_corpus, corpus_sources, learn_arch
-from kernelscope.analysis.cubin.lines import line_rows
-from kernelscope.analysis.cubin.listing import decode_cubin
+from kernelscope.analysis.frontend.compile import compile_cuda
+from kernelscope.analysis.frontend.cubin.elf import arch_of, read_cubin
+from kernelscope.analysis.frontend.cubin.encoding import arch_table, decode_word
+from kernelscope.analysis.frontend.cubin.learn import DEFAULT_ARCHS, compile_corpus, corpus_sources, learn_arch
+from kernelscope.analysis.frontend.cubin.lines import line_rows
+from kernelscope.analysis.frontend.cubin.listing import decode_cubin
 from kernelscope.analysis.process import run_tool
-from kernelscope.analysis.sass import DisassemblyError, disassemble, parse_nvdisasm, read_sass
+from kernelscope.analysis.frontend.sass import DisassemblyError, disassemble, parse_nvdisasm
+from kernelscope.analysis.frontend.disassembly import read_sass
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis import integer_work, isa
+from kernelscope.analysis.frontend import isa
+from kernelscope.analysis.machine import integer_work
 from emulator._build import build_example
 from test_isa import _ins
 from test_sass import build

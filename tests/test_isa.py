@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernelscope.analysis import isa
-from kernelscope.analysis.isa import Access, InstrClass, Pipe
-from kernelscope.analysis.sass import parse_nvdisasm
+from kernelscope.analysis.frontend import isa
+from kernelscope.analysis.frontend.isa import Access, InstrClass, Pipe
+from kernelscope.analysis.frontend.sass import parse_nvdisasm
 from _listing import text_listing
 from test_sass import build
 

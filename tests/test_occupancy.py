@@ -6,8 +6,8 @@ Shorthands: regs/warp = ceil(regs × 32 / 256) × 256; warps that fit = (65536 /
 
 import pytest
 
-from kernelscope.analysis.arch import load_arch_specs
-from kernelscope.analysis.occupancy import Limiter, occupancy
+from kernelscope.analysis.machine.arch import load_arch_specs
+from kernelscope.analysis.machine.occupancy import Limiter, occupancy
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.compile import compile_cuda
+from kernelscope.analysis.frontend.compile import compile_cuda
 from kernelscope.analysis.pipeline import _resources
-from kernelscope.analysis.program import FunctionProgram, build_program
-from kernelscope.analysis.sass import disassemble
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.program import FunctionProgram, build_program
+from kernelscope.analysis.frontend.sass import disassemble
+from kernelscope.analysis.frontend.source import parse_source
 
 LOADS_PER_ITERATION = 2  # acc += A[row * n + k] * B[k * n + col];
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis import isa
+from kernelscope.analysis.frontend import isa
 from kernelscope.analysis.process import run_tool
-from kernelscope.analysis.sass import (SassModule, decode_control, defs_and_uses, demangle, disassemble,
-                                       parse_nvdisasm, split_operands)
+from kernelscope.analysis.frontend.sass import decode_control, defs_and_uses, demangle, disassemble, parse_nvdisasm, split_operands
+from kernelscope.analysis.frontend.instructions import SassModule
 
 DATA = Path(__file__).parent / "data"
 

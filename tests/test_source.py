@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernelscope.analysis.source import SourceModel, parse_source
+from kernelscope.analysis.frontend.source import SourceModel, parse_source
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -23,7 +23,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 @pytest.fixture(autouse=True)
 def _no_swallowed_errors(caplog: pytest.LogCaptureFixture):
     """parse_source hides internal errors from the editor; tests must still see them."""
-    with caplog.at_level(logging.ERROR, logger="kernelscope.analysis.source"):
+    with caplog.at_level(logging.ERROR, logger="kernelscope.analysis.frontend.source"):
         yield
     assert not caplog.records, caplog.text
 

@@ -89,12 +89,12 @@ def test_no_memory_facts_without_a_block(examples_dir, toolchain):
     """Which threads share a warp is a launch fact: without the block shape nothing is claimed."""
     import tempfile
 
-    from kernelscope.analysis.arch import load_arch_specs
-    from kernelscope.analysis.compile import compile_cuda
-    from kernelscope.analysis.program import build_program
-    from kernelscope.analysis.sass import disassemble
-    from kernelscope.analysis.source import parse_source
-    from kernelscope.analysis.static_facts import kernel_facts
+    from kernelscope.analysis.machine.arch import load_arch_specs
+    from kernelscope.analysis.frontend.compile import compile_cuda
+    from kernelscope.analysis.frontend.program import build_program
+    from kernelscope.analysis.frontend.sass import disassemble
+    from kernelscope.analysis.frontend.source import parse_source
+    from kernelscope.analysis.advisor.static_facts import kernel_facts
 
     path = examples_dir / "strided_access.cu"
     with tempfile.TemporaryDirectory() as work:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.toolchain import (CompileCommand, ToolchainError, find_compile_command, locate_toolchain,
+from kernelscope.analysis.frontend.toolchain import (CompileCommand, ToolchainError, find_compile_command, locate_toolchain,
                                             parse_compile_command, wheel_bin_dirs)
 
 

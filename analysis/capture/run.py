@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..arch import load_arch_specs
-from ..inclusion import includers
+from ..frontend.inclusion import includers
+from ..frontend.sass import demangle
+from ..frontend.source import parse_source
+from ..frontend.toolchain import ToolchainError, locate_toolchain
+from ..machine.arch import load_arch_specs
 from ..options import AnalysisOptions
 from ..process import CancelToken
-from ..sass import demangle
-from ..source import parse_source
-from ..toolchain import ToolchainError, locate_toolchain
 from .capture import Capture, CaptureError, capture_program
 from .hints import captured_kernels
 
@@ -38,7 +38,7 @@ def has_main(source: Path) -> bool:
 
 def program_of(source: Path, options: AnalysisOptions) -> Path | None:
     """The program whose main() launches `source`'s kernels: the file itself, or, for a header or
-    a kernel file the workspace includes, the includer that has a main() (analysis/inclusion.py)."""
+    a kernel file the workspace includes, the includer that has a main() (analysis/frontend/inclusion.py)."""
     if has_main(source):
         return source
     try:

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from .. import integer_work, isa
+from ..frontend import isa
+from ..frontend.instructions import Instruction
+from ..machine import integer_work
 from ..profile import StallReason
-from ..sass import Instruction
 from .units import RES_ID, RESOURCES
-
-if TYPE_CHECKING:
-    from .sampling import CallContexts
 
 REASONS: tuple[StallReason, ...] = tuple(StallReason)
 R = {r: i for i, r in enumerate(REASONS)}
@@ -32,6 +29,19 @@ M_NONE, M_GLOBAL, M_SHARED, M_CONSTANT, M_ATOMIC_GLOBAL, M_ATOMIC_SHARED = range
 GLOBAL_ROUTE = len(RESOURCES)
 
 _ZERO_REGS = {"RZ", "URZ", "PT", "UPT"}
+
+
+@dataclass(frozen=True)
+class CallContexts:
+    """Loop sampling's buckets (sampling.py) beyond the kernel's own loops:
+    (call-site bucket, callee loop) -> bucket."""
+
+    bucket: dict[tuple[int, int], int]
+    order: tuple[tuple[int, int], ...]  # the pairs in bucket order (bucket = 1 + loops + position)
+
+    def of(self, base: int, loop: int) -> int:
+        """The bucket of `loop`'s steady state entered from a call made in bucket `base`."""
+        return loop + 1 if base == 0 else self.bucket.get((base, loop), loop + 1)
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..arch import ConstantBank
 from ..capture.hints import scalar_value
-from ..isa import call_is_jump
+from ..frontend.instructions import Instruction
+from ..frontend.isa import call_is_jump
+from ..frontend.program import base_name
+from ..frontend.source import Annotation, LaunchSite, SourceModel
+from ..frontend.source import Loop as SourceLoop
+from ..machine.arch import ConstantBank
 from ..options import AnalysisOptions, LaunchHint
 from ..profile import Assumption, LaunchConfig
-from ..program import base_name
-from ..sass import Instruction
-from ..source import Annotation, LaunchSite, SourceModel
-from ..source import Loop as SourceLoop
 
 DEFAULT_BLOCK = 256
 DEFAULT_BLOCKS_PER_SM = 8

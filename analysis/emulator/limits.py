@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from ..machine.roofline import RooflineModel
 from ..profile import KernelProfile
-from ..roofline import RooflineModel
 from .decode import K_BRA, K_CALL, K_EXIT, K_RET, DecodedKernel
 
 _FLOW = (K_BRA, K_CALL, K_EXIT, K_RET)

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .. import isa
-from ..sass import Instruction
+from ..frontend import isa
+from ..frontend.instructions import Instruction
 from .decode import MemoryShape
 
 # coefficient slots

@@ -20,16 +20,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..arch import ArchSpec, DeviceSpec
-from ..isa import call_is_jump
-from ..occupancy import Occupancy, occupancy
+from ..frontend.isa import call_is_jump
+from ..frontend.program import FunctionProgram, Program, base_name
+from ..frontend.source import SourceModel
+from ..machine.arch import ArchSpec, DeviceSpec
+from ..machine.occupancy import Occupancy, occupancy
 from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
-from ..program import FunctionProgram, Program, base_name
-from ..source import SourceModel
-from .decode import K_BRA, REASONS, DecodedKernel, LoopSpec, callee_name, decode
 from . import sampling, staging
 from .budget import Ledger, StudyShape
+from .decode import K_BRA, REASONS, DecodedKernel, LoopSpec, callee_name, decode
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import PCSampler, TrafficCounter, Utilization, resource_units

@@ -19,27 +19,14 @@ count fits the run's issue budget.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from .decode import B_BACK, B_EXIT, B_JUMP, K_BRA, K_CALL, K_EXIT, K_RET, DecodedKernel
+from .decode import B_BACK, B_EXIT, B_JUMP, K_BRA, K_CALL, K_EXIT, K_RET, CallContexts, DecodedKernel
 
 #: recursion deeper than this is cut: the deeper CALL falls through (an assumption on the result)
 MAX_CALL_DEPTH = 8
 #: call contexts beyond this many share their callee loop's own bucket (a recursion fanning out);
 #: the scale of such a context then misses its call site's factor
 MAX_CALL_CONTEXTS = 64
-
-
-@dataclass(frozen=True)
-class CallContexts:
-    """Buckets beyond the kernel's own loops: (call-site bucket, callee loop) -> bucket."""
-
-    bucket: dict[tuple[int, int], int]
-    order: tuple[tuple[int, int], ...]  # the pairs in bucket order (bucket = 1 + loops + position)
-
-    def of(self, base: int, loop: int) -> int:
-        """The bucket of `loop`'s steady state entered from a call made in bucket `base`."""
-        return loop + 1 if base == 0 else self.bucket.get((base, loop), loop + 1)
 
 
 def successors(k: DecodedKernel, s: int) -> tuple[int, ...]:

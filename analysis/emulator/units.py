@@ -24,7 +24,7 @@ from ..profile import StallReason
 
 INF = math.inf
 
-#: Resource classes of the arch latency table (`analysis/arch.py: Resource`), in a fixed order:
+#: Resource classes of the arch latency table (`analysis/machine/arch.py: Resource`), in a fixed order:
 #: the engine refers to a resource by its position here.
 RESOURCES: tuple[str, ...] = ("fp32", "fp64", "fp16", "int", "sfu", "conversion", "tensor", "lsu",
                               "shared", "l2", "dram", "constant", "branch", "barrier", "atomic", "l2_atomic")
@@ -429,7 +429,7 @@ def machine_from_arch(arch, device) -> tuple[MachineModel, tuple[tuple[str, str,
     Gaps are per SMSP as `ArchSpec.pipe_gap` defines them; l2/dram gaps are one 128 B warp request
     at the SMSP's share of the device bandwidth (`ArchCatalog.pipe_gap`'s rule).
     """
-    from ..arch import WARP_REQUEST_BYTES, Resource
+    from ..machine.arch import WARP_REQUEST_BYTES, Resource
 
     used: list[tuple[str, str, float]] = []
     sched = arch.schedulers_per_sm

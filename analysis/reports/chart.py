@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..arch import ArchCatalog
+from ..machine.arch import ArchCatalog
+from ..machine.roofline import roofline_model, roofline_svg
 from ..results import AnalysisResult
-from ..roofline import roofline_model, roofline_svg
 
 
 def provenance_kind(result: AnalysisResult) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..arch import ArchSpecError, load_arch_specs
+from ..machine.arch import ArchSpecError, load_arch_specs
 from ..results import AnalysisResult, KernelReport
 from .chart import roofline_chart
 from .text import advice_order, assumed_values, in_source_order, launch_source, occupancy_text

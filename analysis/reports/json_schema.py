@@ -15,7 +15,7 @@ def render_schema_markdown() -> str:
     return (
         "# `kernelscope analyze --json` schema\n\n"
         f"Schema version {SCHEMA_VERSION} (the `schema_version` field). It is generated from the pydantic models in\n"
-        "`analysis/results.py`, `analysis/advice.py` and `analysis/profile.py`; a test keeps this file in sync.\n"
+        "`analysis/results.py`, `analysis/advisor/advice.py` and `analysis/profile.py`; a test keeps this file in sync.\n"
         "Lines are 1-based. Source columns in `StaticFact`, `Advice.columns` and `SourceEdit` are 0-based\n"
         "character indices; compiler `Message.column` is 1-based as compilers print it.\n"
         "Samples are per stall reason, using Nsight Compute's warp-state names; `provenance.kind` says\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..advice import Advice
+from ..advisor.advice import Advice
 from ..results import AnalysisResult
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

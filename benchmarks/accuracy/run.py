@@ -281,7 +281,7 @@ def record(rows: list[tuple[Case, float, float]]) -> None:
 # --- the model ------------------------------------------------------------------------------------
 
 def arch_of(device: str) -> str:
-    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.machine.arch import load_arch_specs
     return load_arch_specs().device(device).arch
 
 
@@ -340,9 +340,9 @@ def physical_violations(case: Case, result, k) -> tuple[str, ...]:
     bytes/s against the device's ceilings (`limit_violations`), and the published problem's work
     against the peak of the units it runs on, which catches trip counts too low for the modeled
     FLOPs themselves to show it."""
-    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.machine.arch import load_arch_specs
     from kernelscope.analysis.emulator.limits import limit_violations
-    from kernelscope.analysis.roofline import roofline_model
+    from kernelscope.analysis.machine.roofline import roofline_model
     cat = load_arch_specs()
     ceilings = roofline_model(cat, cat.device(case.device))
     prof = result.profile.kernel(k.mangled) if result.profile is not None else None

@@ -18,12 +18,12 @@ from typing import Any
 
 from lsprotocol import types
 
-from kernelscope.analysis.advice import Advice, Fix, SourceEdit
-from kernelscope.analysis.fixes import attach_fixes, plain_text
+from kernelscope.analysis.advisor.advice import Advice, Fix, SourceEdit
+from kernelscope.analysis.advisor.fixes import attach_fixes, plain_text
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.results import AnalysisResult
 from kernelscope.analysis.process import CancelToken, Cancelled
-from kernelscope.analysis.verify import (ActionPlan, Verification, VerificationCache, rank_actions, verify, verify_all,
+from kernelscope.analysis.advisor.verify import (ActionPlan, Verification, VerificationCache, rank_actions, verify, verify_all,
                                          with_verifications)
 
 from ..tracking import ResultView

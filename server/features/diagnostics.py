@@ -7,7 +7,7 @@ import re
 
 from lsprotocol import types
 
-from kernelscope.analysis.advice import Advice
+from kernelscope.analysis.advisor.advice import Advice
 from kernelscope.analysis.results import AnalysisResult, Message
 
 from ..tracking import ResultView

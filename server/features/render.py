@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kernelscope.analysis.advice import Advice
+from kernelscope.analysis.advisor.advice import Advice
 from kernelscope.analysis.model_error import model_error
 from kernelscope.analysis.reports.text import assumed_values, grid_fill
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport
-from kernelscope.analysis.verify import Verification
+from kernelscope.analysis.advisor.verify import Verification
 
 from . import docs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.reports.chart import provenance_kind, roofline_chart
 from kernelscope.analysis.results import AnalysisResult

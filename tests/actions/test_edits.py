@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.advice import Advice, Estimate, Fix, Hotspot, SourceEdit
-from kernelscope.analysis.fixes import (EditError, apply_edits, block_size_fix, fast_math_variant, fix_digest, fix_for,
+from kernelscope.analysis.advisor.advice import Advice, Estimate, Fix, Hotspot, SourceEdit
+from kernelscope.analysis.advisor.fixes import (EditError, apply_edits, block_size_fix, fast_math_variant, fix_digest, fix_for,
                                         forceinline_fix, hoist_load_fix, launch_bounds_fix, plain_text,
                                         pragma_unroll_fix, shared_memory_tiling_fix, unroll_factor)
-from kernelscope.analysis.source import parse_source
-from kernelscope.analysis.verify import Verification, original_line, rank_actions
+from kernelscope.analysis.frontend.source import parse_source
+from kernelscope.analysis.advisor.verify import Verification, original_line, rank_actions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KERNELS = Path(__file__).resolve().parent / "kernels"

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.advice import Advice, Estimate, Fix, SourceEdit
-from kernelscope.analysis.fixes import attach_fixes, fix_for, launch_bounds_fix, pragma_unroll_fix
+from kernelscope.analysis.advisor.advice import Advice, Estimate, Fix, SourceEdit
+from kernelscope.analysis.advisor.fixes import attach_fixes, fix_for, launch_bounds_fix, pragma_unroll_fix
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.results import AnalysisResult
-from kernelscope.analysis.source import parse_source
-from kernelscope.analysis.verify import VerificationCache, VerifyError, rank_actions, verify
+from kernelscope.analysis.frontend.source import parse_source
+from kernelscope.analysis.advisor.verify import VerificationCache, VerifyError, rank_actions, verify
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -139,7 +139,7 @@ def test_block_size_matches_the_what_if(toolchain):
 
 def test_block_size_named_constant_changes_the_time(toolchain):
     src = EXAMPLES / "strided_access.cu"
-    from kernelscope.analysis.fixes import block_size_fix
+    from kernelscope.analysis.advisor.fixes import block_size_fix
 
     text = src.read_text()
     fix = block_size_fix("strided_copy", 64, parse_source(text), text)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.advice import Advice
-from kernelscope.analysis.advisor import advise
-from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.advisor.advice import Advice
+from kernelscope.analysis.advisor.ranking import advise
+from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.options import AnalysisOptions
-from kernelscope.analysis.program import Program
-from kernelscope.analysis.roofline import roofline_model
+from kernelscope.analysis.frontend.program import Program
+from kernelscope.analysis.machine.roofline import roofline_model
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,13 @@ class Analysed:
 
 def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arch: str = "sm_90",
             options: AnalysisOptions | None = None, with_what_if: bool = False) -> Analysed:
-    from kernelscope.analysis.compile import compile_cuda
+    from kernelscope.analysis.frontend.compile import compile_cuda
     from kernelscope.analysis.emulator.launch import resolve_launch
     from kernelscope.analysis.pipeline import _resources
-    from kernelscope.analysis.program import build_program
-    from kernelscope.analysis.sass import disassemble
-    from kernelscope.analysis.source import parse_source
-    from kernelscope.analysis.static_facts import kernel_facts
+    from kernelscope.analysis.frontend.program import build_program
+    from kernelscope.analysis.frontend.sass import disassemble
+    from kernelscope.analysis.frontend.source import parse_source
+    from kernelscope.analysis.advisor.static_facts import kernel_facts
 
     options = options or AnalysisOptions(arch=arch)
     path = tmp_path / "k.cu"

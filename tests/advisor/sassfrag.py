@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from kernelscope.analysis.profile import (KernelProfile, LaunchConfig, PCSample, Provenance, StallReason)
-from kernelscope.analysis.sass import ControlCode, Instruction, SourceLocation
+from kernelscope.analysis.frontend.instructions import ControlCode, Instruction, SourceLocation
 
 FN = "_Z4fragPf"
 

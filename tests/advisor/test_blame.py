@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelscope.analysis.blame import (ARITHMETIC, GLOBAL, LOCAL, SHARED, SYNC, WAR, apportion, blame_instructions,
+from kernelscope.analysis.advisor.blame import (ARITHMETIC, GLOBAL, LOCAL, SHARED, SYNC, WAR, apportion, blame_instructions,
                                         covers, instruction_predecessors)
 from kernelscope.analysis.profile import StallReason as R
 

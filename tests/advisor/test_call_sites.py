@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.call_sites import call_sites
+from kernelscope.analysis.advisor.call_sites import call_sites
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 
@@ -22,7 +22,7 @@ def noinline(toolchain):
 
 def test_the_calls_carry_their_callee_and_the_samples_add_up(toolchain):
     from kernelscope.analysis.emulator.model import emulate
-    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.machine.arch import load_arch_specs
     import sys
     sys.path.insert(0, str(REPO / "tests" / "emulator"))
     from _build import build_example

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelscope.analysis import estimators as est
+from kernelscope.analysis.advisor import estimators as est
 
 
 def test_gpa_eq2_stall_elimination():

@@ -417,8 +417,8 @@ void run(const float* a, const float* b, float* c) { k<<<dim3(256, 256), dim3(T,
 
 
 def test_no_block_size_advice_for_a_2d_tile(toolchain, tmp_path):
-    from kernelscope.analysis.arch import load_arch_specs
-    from kernelscope.analysis.occupancy import occupancy
+    from kernelscope.analysis.machine.arch import load_arch_specs
+    from kernelscope.analysis.machine.occupancy import occupancy
 
     r = analyse(H + TILED_2D, toolchain, tmp_path)
     # The launch is held back by the blocks-per-SM cap, the case thread_increase fires on for a 1-D

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from kernelscope.analysis.advisor import run_optimizers
-from kernelscope.analysis.arch import load_arch_specs
-from kernelscope.analysis.blame import blame_instructions
-from kernelscope.analysis.optimizers import REGISTRY, MatchContext
-from kernelscope.analysis.optimizers.latency import LoopUnrolling
-from kernelscope.analysis.optimizers.parallel import BlockIncrease, ThreadIncrease
-from kernelscope.analysis.optimizers.static import DoublePrecisionConstant, MissingRestrict
+from kernelscope.analysis.advisor.ranking import run_optimizers
+from kernelscope.analysis.machine.arch import load_arch_specs
+from kernelscope.analysis.advisor.blame import blame_instructions
+from kernelscope.analysis.advisor.optimizers import REGISTRY, MatchContext
+from kernelscope.analysis.advisor.optimizers.latency import LoopUnrolling
+from kernelscope.analysis.advisor.optimizers.parallel import BlockIncrease, ThreadIncrease
+from kernelscope.analysis.advisor.optimizers.static import DoublePrecisionConstant, MissingRestrict
 from kernelscope.analysis.profile import StallReason as R
 from kernelscope.analysis.results import StaticFact
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.source import parse_source
 
 from .sassfrag import FN, ins, profile, samples
 
@@ -134,7 +134,7 @@ def test_every_optimizer_runs_on_the_context():
 # uncoalesced accesses or bank conflicts, so these three are checked on hand-built inputs here.
 
 def test_function_split_positive_and_negative():
-    from kernelscope.analysis.optimizers.stall import FunctionSplit
+    from kernelscope.analysis.advisor.optimizers.stall import FunctionSplit
     pcs = hot_loop_samples()
     fetch = samples(i5={R.no_instruction: 40, R.selected: 4})
     (a,) = FunctionSplit().match(ctx_for({**pcs, **fetch}))
@@ -144,7 +144,7 @@ def test_function_split_positive_and_negative():
 
 @pytest.mark.parametrize("kind,opt", [("uncoalesced_access", "coalesced_access"), ("bank_conflict", "bank_conflicts")])
 def test_fact_driven_optimizers(kind, opt):
-    from kernelscope.analysis.optimizers.static import CoalescedAccess, SharedBankConflicts
+    from kernelscope.analysis.advisor.optimizers.static import CoalescedAccess, SharedBankConflicts
     cls = {"coalesced_access": CoalescedAccess, "bank_conflicts": SharedBankConflicts}[opt]
     code = list(loop_code())
     if opt == "bank_conflicts":

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.advice import Advice, Estimate, Fix, Hotspot, SourceEdit
-from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.advisor.advice import Advice, Estimate, Fix, Hotspot, SourceEdit
+from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.profile import LineSample, Profile, StallReason
 from kernelscope.analysis.reports.html import render_html
 from kernelscope.analysis.reports.sarif import to_sarif
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport, Resources
-from kernelscope.analysis.roofline import TrajectoryPoint, kernel_roofline, roofline_model
+from kernelscope.analysis.machine.roofline import TrajectoryPoint, kernel_roofline, roofline_model
 
 from .sassfrag import FN, profile, provenance, samples
 

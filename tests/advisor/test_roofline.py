@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from kernelscope.analysis.arch import load_arch_specs
-from kernelscope.analysis.roofline import (LATENCY_FRACTION, MEMORY_ONLY, TrajectoryPoint, dominant_precision,
+from kernelscope.analysis.machine.arch import load_arch_specs
+from kernelscope.analysis.machine.roofline import (LATENCY_FRACTION, MEMORY_ONLY, TrajectoryPoint, dominant_precision,
                                            kernel_roofline, load_empirical, roofline_model, roofline_svg,
                                            trajectory_points)
 

@@ -10,7 +10,7 @@ import pytest
 from kernelscope.analysis.capture import CaptureError, capture_program, kparam_sizes
 from kernelscope.analysis.capture.capture import build_program, build_runtime
 from kernelscope.analysis.process import run_tool
-from kernelscope.analysis.toolchain import ToolchainError, locate_toolchain
+from kernelscope.analysis.frontend.toolchain import ToolchainError, locate_toolchain
 
 PROGRAMS = Path(__file__).parent / "programs"
 

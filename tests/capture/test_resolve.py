@@ -11,7 +11,7 @@ from kernelscope.analysis.capture.hints import scalar_value
 from kernelscope.analysis.capture.run import with_capture
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
-from kernelscope.analysis.toolchain import ToolchainError, locate_toolchain
+from kernelscope.analysis.frontend.toolchain import ToolchainError, locate_toolchain
 
 PROGRAMS = Path(__file__).parent / "programs"
 

@@ -178,7 +178,7 @@ def test_profile_remote_needs_the_program(tmp_path):
 
 
 def test_a_report_from_a_gpu_outside_the_catalogue_says_which_specs_stand_in():
-    from kernelscope.analysis.arch import ArchSpecError, load_arch_specs
+    from kernelscope.analysis.machine.arch import ArchSpecError, load_arch_specs
 
     report = REPO / "tests" / "data" / "ncu-reports" / "rtx3080-monte-carlo-pi.ncu-rep"
     proc = cli("analyze", str(REPO / "tests" / "data" / "lsp" / "saxpy.cu"), "--quick", "--no-emulate",
@@ -209,7 +209,7 @@ def test_html_draws_the_roofline_when_no_kernel_has_arithmetic(tmp_path):
 def test_the_legend_names_a_level_with_points_but_no_slope(tmp_path):
     """A memory level the device's specs give no bandwidth for has points but no slope; the legend
     says so rather than leaving a point beside no line of its colour."""
-    from kernelscope.analysis.arch import MemoryLevel, load_arch_specs
+    from kernelscope.analysis.machine.arch import MemoryLevel, load_arch_specs
 
     proc = cli("analyze", str(REPO / "examples" / "sgemm_naive.cu"), "--quick", "--html", str(tmp_path / "r.html"))
     assert proc.returncode == 0, proc.stderr

@@ -6,12 +6,12 @@ import json
 import tempfile
 from pathlib import Path
 
-from kernelscope.analysis.compile import compile_cuda
-from kernelscope.analysis.conditional import compile_passes
-from kernelscope.analysis.program import Program, build_program
+from kernelscope.analysis.frontend.compile import compile_cuda
+from kernelscope.analysis.frontend.conditional import compile_passes
+from kernelscope.analysis.frontend.program import Program, build_program
 from kernelscope.analysis.results import Resources
-from kernelscope.analysis.sass import disassemble
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.sass import disassemble
+from kernelscope.analysis.frontend.source import parse_source
 
 
 def build_example(path: Path, toolchain, arch: str = "sm_90", flags: tuple[str, ...] = ()) -> Program:

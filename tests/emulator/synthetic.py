@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from kernelscope.analysis.cfg import build_cfg
+from kernelscope.analysis.frontend.cfg import build_cfg
 from kernelscope.analysis.emulator.decode import decode
 from kernelscope.analysis.emulator.engine import Engine, EngineConfig
 from kernelscope.analysis.emulator.listeners import PCSampler
 from kernelscope.analysis.emulator.model import _cfg_loops
 from kernelscope.analysis.emulator.units import RESOURCES, MachineModel, ResourceParams
-from kernelscope.analysis.program import FunctionProgram, LoopInfo
+from kernelscope.analysis.frontend.program import FunctionProgram, LoopInfo
 from kernelscope.analysis.results import Resources
-from kernelscope.analysis.sass import Instruction, SassFunction
+from kernelscope.analysis.frontend.instructions import Instruction, SassFunction
 
 
 def ins(i: int, op: str, defs=(), uses=(), pred=None, target=None, mods=(), operands=(), space=None) -> Instruction:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.memory import memory_shapes
 from kernelscope.analysis.emulator.model import emulate_detailed
 from kernelscope.analysis.emulator.units import SAME_ADDRESS_UPDATES_PER_CYCLE
 from kernelscope.analysis.options import AnalysisOptions
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.source import parse_source
 
 from _build import build_example
 
@@ -62,7 +62,7 @@ def test_an_atomics_only_reduction_is_bounded_by_its_updates(built):
 def test_the_drain_at_exit_is_blamed_on_the_writes(built):
     """A warp at EXIT waits for its outstanding atomics: those samples are the atomics' cost
     (category 'memory drain'), not the closing brace's."""
-    from kernelscope.analysis.blame import DRAIN, blame
+    from kernelscope.analysis.advisor.blame import DRAIN, blame
 
     program, source, arch, device = built
     k = _kernel(program, "every_thread")

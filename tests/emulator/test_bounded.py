@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.engine import EngineConfig
 from kernelscope.analysis.emulator.model import DEFAULT_SETTINGS, emulate_detailed, sensitivity
 from kernelscope.analysis.options import AnalysisOptions
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.source import parse_source
 
 from _build import build_example
 

@@ -64,7 +64,7 @@ def test_sweeps_keep_their_ends():
 def test_the_default_budget_leaves_every_example_uncut(toolchain, examples_dir):
     """docs/emulator.md promises that a one-kernel file keeps its full second stage by default."""
     from _build import build_example
-    from kernelscope.analysis.arch import load_arch_specs
+    from kernelscope.analysis.machine.arch import load_arch_specs
     from kernelscope.analysis.emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS,
                                                      prepare, study_shape)
     from kernelscope.analysis.options import AnalysisOptions

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.arch import load_arch_specs
-from kernelscope.analysis.cfg import EdgeKind
+from kernelscope.analysis.machine.arch import load_arch_specs
+from kernelscope.analysis.frontend.cfg import EdgeKind
 from kernelscope.analysis.emulator.decode import B_EXIT, B_JUMP, K_BRA, K_CALL, decode
 from kernelscope.analysis.emulator.model import emulate_detailed
-from kernelscope.analysis.isa import call_is_jump
+from kernelscope.analysis.frontend.isa import call_is_jump
 from kernelscope.analysis.options import AnalysisOptions
 
 from _build import build_example
@@ -98,12 +98,12 @@ def test_debug_build_runs_its_callees(toolchain, examples_dir, tmp_path):
     # `-G` keeps every device function as its own SASS function, reached by CALL.ABS.NOINC
     import math
 
-    from kernelscope.analysis import isa
-    from kernelscope.analysis.compile import compile_cuda
+    from kernelscope.analysis.frontend import isa
+    from kernelscope.analysis.frontend.compile import compile_cuda
     from kernelscope.analysis.emulator.model import EmulationSettings
-    from kernelscope.analysis.program import build_program
-    from kernelscope.analysis.sass import disassemble
-    from kernelscope.analysis.source import parse_source
+    from kernelscope.analysis.frontend.program import build_program
+    from kernelscope.analysis.frontend.sass import disassemble
+    from kernelscope.analysis.frontend.source import parse_source
 
     src = examples_dir / "noinline_call.cu"
     res = compile_cuda(src, arch="sm_90", user_flags=["-G"], toolchain=toolchain, workdir=tmp_path)

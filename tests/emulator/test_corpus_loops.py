@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.program import source_line_of
+from kernelscope.analysis.frontend.program import source_line_of
 
 from _build import REAL, ROOT, build_example, real_flags
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator import emulate, emulate_detailed, sensitivity, what_if
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint
 from kernelscope.analysis.profile import StallReason
@@ -148,7 +148,7 @@ def test_modeled_throughput_stays_under_the_roofline_ceilings(programs, target, 
     emulator's own L2 gap implies (128 B per gap per SMSP).
     """
     from kernelscope.analysis.emulator.units import machine_from_arch
-    from kernelscope.analysis.roofline import PROFILE_PRECISIONS, roofline_model
+    from kernelscope.analysis.machine.roofline import PROFILE_PRECISIONS, roofline_model
 
     arch, dev = target
     cat = load_arch_specs()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernelscope.analysis.emulator.launch import loop_step, resolve_launch
 from kernelscope.analysis.emulator.memory import memory_shapes
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.source import parse_source
 
 from synthetic import ins, loop_kernel, machine, run
 

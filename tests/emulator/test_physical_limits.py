@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.limits import limit_violations, loop_flops_floor
 from kernelscope.analysis.emulator.model import emulate_detailed, prepare
 from kernelscope.analysis.options import AnalysisOptions
-from kernelscope.analysis.roofline import roofline_model
+from kernelscope.analysis.machine.roofline import roofline_model
 
 from _build import REAL, ROOT, build_example, real_flags
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.arch import load_arch_specs
+from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.launch import loop_step
 from kernelscope.analysis.emulator.model import prepare
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.conditional import compile_passes, resolved
+from kernelscope.analysis.frontend.conditional import compile_passes, resolved
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.source import parse_source
 
 HERE = Path(__file__).parent
 CONDITIONAL = HERE / "conditional.cu"

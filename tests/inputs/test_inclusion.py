@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.emulator.launch import kernel_annotation, resolve_launch
-from kernelscope.analysis.inclusion import includers, with_context
+from kernelscope.analysis.frontend.inclusion import includers, with_context
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.source import parse_source
 
 HERE = Path(__file__).resolve().parent / "inclusion"
 MAIN, HEADER, IMPL = HERE / "main.cu", HERE / "kernels.cuh", HERE / "kernels_impl.cu"

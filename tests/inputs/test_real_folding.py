@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH, resolve_launch
-from kernelscope.analysis.inclusion import with_context
+from kernelscope.analysis.frontend.inclusion import with_context
 from kernelscope.analysis.options import AnalysisOptions
-from kernelscope.analysis.source import parse_source
+from kernelscope.analysis.frontend.source import parse_source
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 _FLAGS = json.loads((REAL / "build_flags.json").read_text())

@@ -7,7 +7,7 @@ from pygls.workspace.position_codec import PositionCodec
 from pygls.workspace.text_document import TextDocument
 
 from kernelscope.analysis.model_error import model_error
-from kernelscope.analysis.toolchain import locate_toolchain
+from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
 SAXPY_DECL = 3  # 0-based line of `__global__ void saxpy(`
 SAXPY_BODY = 6  # 0-based line of `y[i] = /* é😀 */ 2.5 * a * x[i] + y[i];`

@@ -3,7 +3,7 @@
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from kernelscope.analysis.advice import Advice, Estimate, Fix, Hotspot, SourceEdit
+from kernelscope.analysis.advisor.advice import Advice, Estimate, Fix, Hotspot, SourceEdit
 from kernelscope.analysis.profile import LaunchConfig
 from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport, OccupancyReport, Resources
 from kernelscope.server.features import actions, diagnostics, hover, lens

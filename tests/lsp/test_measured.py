@@ -283,7 +283,7 @@ def _gpu_absent() -> str | None:
 @pytest.mark.gpu
 @pytest.mark.skipif(_gpu_absent() is not None, reason=str(_gpu_absent()))
 async def test_profile_now_on_a_gpu_shows_measured_beside_modeled(lsp, workspace):
-    from kernelscope.analysis.toolchain import locate_toolchain
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     src = Path(__file__).resolve().parents[2] / "examples" / "sgemm_naive.cu"
     shutil.copy(src, workspace / "sgemm_naive.cu")

@@ -14,7 +14,7 @@ import pytest
 from kernelscope.analysis.measure.errors import ProfileTimeoutError
 from kernelscope.analysis.measure.target import ProfileTarget, execute
 from kernelscope.analysis.process import CancelToken, Cancelled, run_tool
-from kernelscope.analysis.toolchain import locate_toolchain
+from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
 from .client import RawServer, process_rss, processes_of
 from .conftest import report, scaled

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.toolchain import locate_toolchain
+from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
 from .client import RawServer
 

@@ -1,0 +1,438 @@
+"""GPA §IV instruction blamer: attribute each dependency stall to the instructions that cause it.
+
+A warp stalled on `long_scoreboard` at instruction j waits for some earlier instruction i
+(the load); the sample is j's, the blame is i's. For every stalled instruction j this module
+
+1. slices backward (intra-function, immediate sources only) through the operands j reads:
+   registers, predicates and the control-code barriers B0–B5, treated as *virtual registers*
+   (GPA Fig. 3): a write/read barrier set by i is a def of `B<n>`, a wait mask on j is a use;
+2. keeps searching past predicated defs until the union of their guards covers j's guard
+   (GPA Fig. 4, "predicated-definition coverage");
+3. prunes cold edges (GPA §IV): by opcode (memory stalls blame memory instructions, sync
+   stalls blame sync instructions), by dominator (an unpredicated instruction k between i and
+   j on every path reads the same operand: the stall would have shown at k), and by latency
+   (every path is longer, in instructions, than i's latency upper bound);
+4. apportions j's samples over the surviving incoming edges by GPA Eq. 1 (issue ratio ×
+   path ratio, the longer path getting less);
+5. classifies each edge (GPA Fig. 5): global/local/constant memory, shared memory,
+   arithmetic or write-after-read (WAR) execution dependency, and synchronization.
+
+Samples of other reasons (throttles, not selected, fetch, …) are caused by the instruction
+that shows them (GPA §IV) and stay there as `SelfBlame`.
+
+The module works on any `KernelProfile`, modeled or measured; it never looks at provenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..frontend import isa
+from ..frontend.cfg import CFG, build_cfg
+from ..frontend.instructions import Instruction, SassFunction
+from ..profile import KernelProfile, PCSample, StallReason
+
+if TYPE_CHECKING:  # the program builder is optional for hand-built fragments
+    from ..frontend.program import FunctionProgram
+
+# ---------------------------------------------------------------------------------------------
+# Which stall an instruction's result can cause. The opcode facts come from `isa` (the one
+# opcode table); this maps them to Nsight Compute's warp states: long scoreboard = the L1TEX
+# return path, short scoreboard = MIO, wait = a fixed-latency result.
+# ---------------------------------------------------------------------------------------------
+
+#: Categories of GPA Fig. 5 (plus synchronization for barrier stalls).
+GLOBAL, LOCAL, CONSTANT = "global memory", "local memory", "constant memory"
+SHARED, ARITHMETIC, WAR, SYNC = "shared memory", "arithmetic", "WAR", "synchronization"
+#: not in GPA Fig. 5: warps at EXIT waiting for their writes to drain (see `_EXPLAINS`); its own
+#: class, so that no latency-hiding or load optimizer counts it
+DRAIN = "memory drain"
+MEMORY_CATEGORIES = frozenset({GLOBAL, LOCAL, CONSTANT})
+
+#: Upper bounds of latency, in issue slots, for latency-based pruning (GPA §IV: "for variable
+#: latency instructions, we use their upper bounds … the TLB miss latency" — Jia et al. 2018
+#: measured L1 TLB misses beyond 1000 cycles on Volta; fixed-latency results need at most the
+#: 15-cycle stall count the control code can encode).
+LATENCY_BOUND = {"l1tex": 1024, "constant": 1024, "shared": 128, "mio": 128, "either": 128,
+                 "fixed": 15, "sync": 1024}
+
+#: FP64 and conversions run on the MIO pipe on consumer parts and on fixed-latency pipes on HPC
+#: parts, so they may explain either short-scoreboard or wait stalls.
+_EITHER_PIPES = frozenset({isa.Pipe.FP64, isa.Pipe.CONVERSION})
+
+
+def latency_class(ins: Instruction) -> str:
+    """Which return path an instruction's result takes: l1tex, constant, shared, mio, either, fixed, sync."""
+    if isa.is_sync(ins):
+        return "sync"
+    space = ins.memory_space
+    if space == "shared":
+        return "shared"
+    if space == "constant":
+        return "constant"
+    if space is not None:  # global, local, generic; isa files texture/surface fetches under global
+        return "l1tex"
+    if isa.pipe(ins) in _EITHER_PIPES:
+        return "either"
+    return "mio" if isa.is_variable_latency(ins) else "fixed"
+
+
+#: Which latency classes may cause which dependency stall (GPA §IV, opcode-based pruning).
+_EXPLAINS: dict[StallReason, frozenset[str]] = {
+    StallReason.long_scoreboard: frozenset({"l1tex", "constant"}),
+    StallReason.short_scoreboard: frozenset({"shared", "mio", "either", "constant"}),
+    StallReason.wait: frozenset({"fixed", "either"}),
+    StallReason.barrier: frozenset({"sync"}),
+    # a warp at EXIT waits for its outstanding global writes (stores, reductions) to drain: the
+    # writes cause the stall, as a load causes a long-scoreboard stall (an extension of GPA §IV,
+    # which leaves drain with the EXIT; there it names a closing brace as the costly line)
+    StallReason.drain: frozenset({"l1tex"}),
+}
+#: The stall reasons GPA attributes to other instructions; all others are self-caused.
+DEPENDENCY_STALLS = frozenset(_EXPLAINS)
+
+
+def category(ins: Instruction, war: bool = False) -> str:
+    """GPA Fig. 5 class of a dependency whose source is `ins`."""
+    if war:
+        return WAR
+    cls = latency_class(ins)
+    if cls == "sync":
+        return SYNC
+    if cls == "constant":
+        return CONSTANT
+    if cls == "shared":
+        return SHARED
+    if cls == "l1tex":
+        return LOCAL if ins.memory_space == "local" else GLOBAL
+    return ARITHMETIC
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlameEdge:
+    """A def → use pair with the samples of one stall reason at the use blamed on the def."""
+
+    def_index: int
+    use_index: int
+    def_pc: int
+    use_pc: int
+    def_line: int | None
+    use_line: int | None
+    def_opcode: str
+    use_opcode: str
+    operands: tuple[str, ...]  # what links them: "R4", "P0", "B1" (virtual barrier), "SYNC"
+    reason: StallReason
+    category: str
+    distance: int  # shortest path, in instructions from def to use (adjacent = 1)
+    path_length: int  # longest explored path; Eq. 1's path ratio uses it (GPA §IV heuristic 2)
+    samples: float  # blamed stall samples (Eq. 1)
+
+
+@dataclass(frozen=True)
+class PrunedEdge:
+    def_index: int
+    use_index: int
+    operand: str
+    reason: StallReason
+    rule: str  # "opcode", "dominator", "latency"
+
+
+@dataclass(frozen=True)
+class SelfBlame:
+    """Samples the stalled instruction causes itself (throttles, fetch, …) or that no edge explains."""
+
+    index: int
+    pc: int
+    line: int | None
+    opcode: str
+    reason: StallReason
+    samples: float
+    unexplained: bool = False  # a dependency stall whose source was not found (or all edges pruned)
+
+
+@dataclass(frozen=True)
+class BlameResult:
+    function: str
+    edges: tuple[BlameEdge, ...]
+    pruned: tuple[PrunedEdge, ...]
+    self_blame: tuple[SelfBlame, ...]
+    total_samples: float  # T of GPA §V-B: all samples of this function
+    active_samples: float  # A: issued (selected) samples
+    truncated_searches: int = 0  # slices that hit the exploration budget
+
+    @property
+    def stall_samples(self) -> float:
+        return self.total_samples - self.active_samples
+
+    def by_category(self) -> dict[str, float]:
+        acc: dict[str, float] = {}
+        for e in self.edges:
+            acc[e.category] = acc.get(e.category, 0.0) + e.samples
+        return acc
+
+    def blamed_on(self, index: int) -> float:
+        """Stall samples blamed on the instruction at `index` as a dependency source."""
+        return sum(e.samples for e in self.edges if e.def_index == index)
+
+    def edges_where(self, pred: Callable[[BlameEdge], bool]) -> tuple[BlameEdge, ...]:
+        return tuple(e for e in self.edges if pred(e))
+
+
+# ---------------------------------------------------------------------------------------------
+# Flow: the function's CFG (`cfg.py`) at instruction granularity
+# ---------------------------------------------------------------------------------------------
+
+
+def function_cfg(instrs: Sequence[Instruction], function: str = "") -> CFG:
+    """The CFG of a bare instruction sequence (hand-built fragments have no `FunctionProgram`)."""
+    return build_cfg(SassFunction(mangled_name=function, name=function, is_kernel=True, instructions=tuple(instrs)))
+
+
+def instruction_predecessors(instrs: Sequence[Instruction]) -> tuple[tuple[int, ...], ...]:
+    """Predecessors of every instruction (by index) in the function's control-flow graph."""
+    return function_cfg(instrs).instruction_predecessors()
+
+
+# ---------------------------------------------------------------------------------------------
+# Predicate coverage (GPA Fig. 4)
+# ---------------------------------------------------------------------------------------------
+
+ALWAYS = "_"
+
+
+def _guard(pred: str | None) -> str:
+    return ALWAYS if pred in (None, "PT", "UPT") else pred
+
+
+def covers(union: frozenset[str], use_guard: str) -> bool:
+    """P contains p' iff p' ∈ P or _ ∈ P, where {p_i} ∪ {!p_i} = _ (GPA §IV)."""
+    if ALWAYS in union or use_guard in union:
+        return True
+    return any(p.startswith("!") and p[1:] in union for p in union)
+
+
+# ---------------------------------------------------------------------------------------------
+# Backward slicing
+# ---------------------------------------------------------------------------------------------
+
+
+def _barrier_defs(ins: Instruction) -> dict[str, bool]:
+    """Virtual barrier registers written by `ins`, each mapped to "is only a read barrier" (WAR)."""
+    c = ins.control
+    if c is None:
+        return {}
+    out: dict[str, bool] = {}
+    if c.read_barrier is not None:
+        out[f"B{c.read_barrier}"] = True
+    if c.write_barrier is not None:
+        out[f"B{c.write_barrier}"] = False
+    return out
+
+
+#: the virtual register a drain stall reads: every global/local write defines it
+WRITES = "WRITES"
+
+
+def _is_write(ins: Instruction) -> bool:
+    info = isa.opcode_info(ins.opcode)
+    return info.access in (isa.Access.STORE, isa.Access.ATOMIC) and ins.memory_space in ("global", "local", "generic")
+
+
+def _vdefs(ins: Instruction) -> set[str]:
+    return (set(ins.defs) | set(_barrier_defs(ins)) | ({"SYNC"} if isa.is_sync(ins) else set())
+            | ({WRITES} if _is_write(ins) else set()))
+
+
+def _vuses(ins: Instruction) -> set[str]:
+    waits = {f"B{b}" for b in ins.control.waits_on} if ins.control is not None else set()
+    return set(ins.uses) | waits
+
+
+@dataclass
+class _Found:
+    min_d: int
+    max_d: int
+    unshadowed: bool
+
+
+def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: int, operand: str,
+           max_dist: int, budget: int, vdefs: Sequence[set[str]], vuses: Sequence[set[str]]
+           ) -> tuple[dict[int, _Found], bool]:
+    """Immediate defs of `operand` reaching instruction `use`, over simple backward paths.
+
+    Each path stops at a def once the guards of the defs met on it cover the use's guard
+    (Fig. 4). A path that crossed an unpredicated reader of `operand` is "shadowed": defs found
+    only on shadowed paths are pruned by GPA's dominator rule. Returns (defs, truncated).
+    """
+    use_guard = _guard(instrs[use].predicate)
+    found: dict[int, _Found] = {}
+    on_path: set[int] = {use}
+    # stack entries: (index, distance, covered guards, shadowed) or the exit marker (-1 - index)
+    stack: list[tuple[int, int, frozenset[str], bool]] = [(p, 1, frozenset(), False) for p in preds[use]]
+    steps = 0
+    while stack:
+        x, d, covered, shadowed = stack.pop()
+        if x < 0:
+            on_path.discard(-1 - x)
+            continue
+        steps += 1
+        if steps > budget:
+            return found, True
+        if d > max_dist or x in on_path:
+            continue
+        ins = instrs[x]
+        if operand in vdefs[x]:
+            f = found.get(x)
+            if f is None:
+                found[x] = _Found(d, d, not shadowed)
+            else:
+                f.min_d, f.max_d, f.unshadowed = min(f.min_d, d), max(f.max_d, d), f.unshadowed or not shadowed
+            covered = covered | {_guard(ins.predicate)}
+            if covers(covered, use_guard):
+                continue
+        elif ins.predicate is None and operand in vuses[x]:
+            shadowed = True  # GPA dominator rule: k reads the operand unconditionally
+        on_path.add(x)
+        stack.append((-1 - x, 0, covered, shadowed))
+        stack.extend((p, d + 1, covered, shadowed) for p in preds[x])
+    return found, False
+
+
+# ---------------------------------------------------------------------------------------------
+# Apportioning (GPA Eq. 1)
+# ---------------------------------------------------------------------------------------------
+
+
+def apportion(samples: float, issue: Sequence[float], path_length: Sequence[int]) -> list[float]:
+    """GPA Eq. 1: S_i = R_i^path · R_i^issue / Σ_k R_k^path · R_k^issue × S_j.
+
+    R^issue is each source's share of issued samples (heuristic 1); R^path is inversely
+    proportional to the (longest) path length, so a longer path is blamed less (heuristic 2).
+    When no source has issue samples (sparse measured sampling), R^issue is uniform.
+    """
+    n = len(issue)
+    if n == 0:
+        return []
+    tot_issue = sum(issue)
+    r_issue = [i / tot_issue for i in issue] if tot_issue > 0 else [1.0 / n] * n
+    inv = [1.0 / max(1, p) for p in path_length]
+    r_path = [v / sum(inv) for v in inv]
+    weights = [a * b for a, b in zip(r_path, r_issue)]
+    tot = sum(weights)
+    if tot <= 0:
+        return [samples / n] * n
+    return [samples * w / tot for w in weights]
+
+
+# ---------------------------------------------------------------------------------------------
+# The blamer
+# ---------------------------------------------------------------------------------------------
+
+
+def _issued(s: PCSample | None) -> float:
+    if s is None:
+        return 0.0
+    if s.executed is not None:
+        return s.executed
+    return s.samples.get(StallReason.selected, 0.0)
+
+
+def blame_instructions(
+    instrs: Sequence[Instruction],
+    samples: Mapping[int, PCSample],
+    *,
+    function: str = "",
+    cfg: CFG | None = None,
+    latency_bound: Callable[[Instruction], int] | None = None,
+    budget: int = 20000,
+) -> BlameResult:
+    """Blame the stall samples of one function's instructions (samples keyed by PC)."""
+    preds = (cfg or function_cfg(instrs, function)).instruction_predecessors()
+    bound = latency_bound or (lambda ins: LATENCY_BOUND[latency_class(ins)])
+    # Slices stop a little past the largest bound present, so that latency-pruned edges are
+    # still seen (and reported) rather than silently missed.
+    max_dist = max(64, max((bound(i) for i in instrs), default=1) + 1)
+    edges: list[BlameEdge] = []
+    pruned: list[PrunedEdge] = []
+    selfs: list[SelfBlame] = []
+    truncated = 0
+    total = sum(s.total for s in samples.values())
+    active = sum(s.samples.get(StallReason.selected, 0.0) for s in samples.values())
+    # the virtual defs and uses of every instruction, once: each slice visits thousands
+    vdefs = [_vdefs(i) for i in instrs]
+    vuses = [_vuses(i) for i in instrs]
+    slices: dict[tuple[int, str], tuple[dict[int, _Found], bool]] = {}  # one per (use, operand), all reasons
+
+    for j, use in enumerate(instrs):
+        s = samples.get(use.pc)
+        if s is None:
+            continue
+        for reason, n in s.samples.items():
+            if n <= 0 or reason == StallReason.selected:
+                continue
+            if reason not in DEPENDENCY_STALLS or (reason == StallReason.barrier and isa.is_sync(use)):
+                selfs.append(SelfBlame(j, use.pc, use.line, use.opcode, reason, n))
+                continue
+            operands = (("SYNC",) if reason == StallReason.barrier else (WRITES,) if reason == StallReason.drain
+                        else tuple(sorted(vuses[j])))
+            cands: dict[int, tuple[_Found, list[str], bool]] = {}  # def -> (found, operands, war)
+            for op in operands:
+                if (j, op) not in slices:
+                    slices[(j, op)] = _slice(instrs, preds, j, op, max_dist, budget, vdefs, vuses)
+                    truncated += slices[(j, op)][1]
+                found = slices[(j, op)][0]
+                for i, f in found.items():
+                    war = op.startswith("B") and _barrier_defs(instrs[i]).get(op, False)
+                    if i in cands:
+                        g, ops, w = cands[i]
+                        g.min_d, g.max_d = min(g.min_d, f.min_d), max(g.max_d, f.max_d)
+                        g.unshadowed = g.unshadowed or f.unshadowed
+                        cands[i] = (g, ops + [op], w and war)
+                    else:
+                        cands[i] = (_Found(f.min_d, f.max_d, f.unshadowed), [op], war)
+            kept: list[tuple[int, _Found, list[str], bool]] = []
+            for i, (f, ops, war) in sorted(cands.items()):
+                d = instrs[i]
+                rule = None
+                if latency_class(d) not in _EXPLAINS[reason]:
+                    rule = "opcode"
+                elif not f.unshadowed:
+                    rule = "dominator"
+                elif f.min_d > bound(d):
+                    rule = "latency"
+                if rule:
+                    pruned.append(PrunedEdge(i, j, ops[0], reason, rule))
+                else:
+                    kept.append((i, f, ops, war))
+            if not kept:
+                selfs.append(SelfBlame(j, use.pc, use.line, use.opcode, reason, n, unexplained=True))
+                continue
+            shares = apportion(n, [_issued(samples.get(instrs[i].pc)) for i, *_ in kept],
+                               [f.max_d for _, f, _, _ in kept])
+            for (i, f, ops, war), share in zip(kept, shares):
+                d = instrs[i]
+                edges.append(BlameEdge(
+                    def_index=i, use_index=j, def_pc=d.pc, use_pc=use.pc, def_line=d.line, use_line=use.line,
+                    def_opcode=d.full_opcode, use_opcode=use.full_opcode, operands=tuple(ops), reason=reason,
+                    category=DRAIN if reason == StallReason.drain else category(d, war), distance=f.min_d,
+                    path_length=f.max_d, samples=share))
+    return BlameResult(function=function, edges=tuple(edges), pruned=tuple(pruned), self_blame=tuple(selfs),
+                       total_samples=total, active_samples=active, truncated_searches=truncated)
+
+
+def function_samples(function: str, profile: KernelProfile) -> dict[int, PCSample]:
+    return {p.pc: p for p in profile.pcs if p.function == function}
+
+
+def blame(function: FunctionProgram, profile: KernelProfile, *,
+          latency_bound: Callable[[Instruction], int] | None = None) -> BlameResult:
+    """GPA §IV over one function of a program, with the samples `profile` has for it."""
+    return blame_instructions(function.sass.instructions, function_samples(function.mangled, profile),
+                              function=function.mangled, cfg=function.cfg, latency_bound=latency_bound)

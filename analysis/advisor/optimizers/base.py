@@ -1,0 +1,245 @@
+"""What every optimizer sees (`MatchContext`) and the one method it implements (`Optimizer.match`).
+
+As in HPCToolkit's GPUOptimizer: an optimizer says *what* matched — samples, lines, a
+mechanical fix — and asks `estimators` *how much* it could gain. Optimizers never run tools,
+read files or mutate anything: `match(ctx)` is a pure function of the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar, Literal
+
+from ...frontend.instructions import Instruction
+from ...profile import KernelProfile, PCSample, StallReason
+from ...results import OccupancyReport, Resources, StaticFact
+from ..advice import Advice, Estimate, Fix, Hotspot, SourceEdit, advice_id
+from ..blame import BlameEdge, BlameResult
+
+
+@dataclass(frozen=True)
+class MatchContext:
+    """One kernel with everything known about it. Every field but the names may be missing."""
+
+    kernel: str  # mangled
+    kernel_name: str
+    instructions: tuple[Instruction, ...] = ()
+    source: Any = None  # source.SourceModel
+    source_lines: tuple[str, ...] = ()  # the file's text, for columns and indentation
+    profile: KernelProfile | None = None
+    blame: BlameResult | None = None
+    facts: tuple[StaticFact, ...] = ()
+    resources: Resources | None = None
+    arch: Any = None  # arch.ArchSpec
+    device: Any = None  # arch.DeviceSpec
+    occupancy: OccupancyReport | None = None
+    #: extra PC samples of device functions the kernel calls (not inlined), by function name
+    callee_samples: tuple[PCSample, ...] = ()
+    callee_instructions: dict[str, tuple[Instruction, ...]] = field(default_factory=dict)
+    roofline: Any = None  # roofline.KernelRoofline
+    sensitivity: Any = None  # emulator sensitivity: bottleneck resource, latency/throughput bound
+    #: emulator what-if (emulator.WhatIfReport): block sizes, grid and SM-count scaling
+    what_if: Any = None
+    #: the kernel's calls with the samples of what they call (call_sites.CallSite)
+    call_sites: tuple[Any, ...] = ()
+
+    @property
+    def what_if_block(self) -> dict[int, float]:
+        """Block size -> modeled seconds for the same total threads (SAAKE §5)."""
+        if self.what_if is None:
+            return {}
+        return {p.block_size: p.seconds for p in self.what_if.block_sizes if p.seconds > 0}
+
+    # -- sample totals (GPA §II-A) ------------------------------------------------------------
+
+    @property
+    def provenance(self) -> Literal["modeled", "measured", "static"]:
+        return self.profile.provenance.kind if self.profile is not None else "static"
+
+    @cached_property
+    def samples_by_pc(self) -> dict[int, PCSample]:
+        if self.profile is None:
+            return {}
+        return {p.pc: p for p in self.profile.pcs if p.function == self.kernel}
+
+    @cached_property
+    def total(self) -> float:
+        """T: all samples of the kernel, its non-inlined callees included."""
+        if self.profile is None:
+            return 0.0
+        return self.profile.total_samples
+
+    @cached_property
+    def active(self) -> float:
+        """A: issued samples."""
+        if self.profile is None:
+            return 0.0
+        return sum(p.samples.get(StallReason.selected, 0.0) for p in self.profile.pcs)
+
+    def samples_at(self, ins: Instruction, reasons: Iterable[StallReason] | None = None) -> float:
+        s = self.samples_by_pc.get(ins.pc)
+        if s is None:
+            return 0.0
+        if reasons is None:
+            return s.total
+        return sum(s.samples.get(r, 0.0) for r in reasons)
+
+    def static_weight(self, ins: Instruction) -> float:
+        """Issue slots of one instruction without a profile: 1, times the trip count of each enclosing loop."""
+        w = 1.0
+        fm = self.function_model
+        if fm is not None and (line := kernel_line(ins)) is not None:
+            for lp in self.source.loops:
+                if lp.span.contains_line(line) and lp.function == fm.name:
+                    w *= lp.trip_count or 16  # unknown trip counts: a nominal 16
+        return w
+
+    @cached_property
+    def static_total(self) -> float:
+        return sum(self.static_weight(i) for i in self.instructions)
+
+    @cached_property
+    def cost_by_index(self) -> dict[int, float]:
+        """An instruction's cost after blame: its issued samples, the samples it causes itself, and the
+        dependency stalls blamed on it (GPA §IV). Summed over the kernel this is T again."""
+        cost: dict[int, float] = {}
+        if self.blame is None:
+            return cost
+        for i in self.instructions:
+            cost[i.index] = self.samples_at(i, [StallReason.selected])
+        for s in self.blame.self_blame:
+            cost[s.index] = cost.get(s.index, 0.0) + s.samples
+        for e in self.blame.edges:
+            cost[e.def_index] = cost.get(e.def_index, 0.0) + e.samples
+        return cost
+
+    @cached_property
+    def callee_cost(self) -> dict[int, dict[StallReason, float]]:
+        """CALL index -> the samples of the functions it reaches (call-site blame)."""
+        return {c.index: c.samples for c in self.call_sites}
+
+    def weight(self, instrs: Iterable[Instruction], reasons: Iterable[StallReason] | None = None, *,
+               callees: bool = True) -> float:
+        """Blamed cost (profile), raw samples of `reasons`, or static issue weight (no profile). A
+        CALL weighs what it calls as well (call-site blame): a change that removes the call
+        removes the callee's cost; `callees=False` weighs the call instruction alone."""
+        instrs = list(instrs)
+        if self.profile is not None:
+            rs = list(reasons) if reasons is not None else None
+            below = sum(sum(v for r, v in self.callee_cost.get(i.index, {}).items() if rs is None or r in rs)
+                        for i in instrs) if callees else 0.0
+            if reasons is None and self.blame is not None:
+                return below + sum(self.cost_by_index.get(i.index, 0.0) for i in instrs)
+            return below + sum(self.samples_at(i, rs) for i in instrs)
+        return sum(self.static_weight(i) for i in instrs)
+
+    @property
+    def denominator(self) -> float:
+        return self.total if self.profile is not None else self.static_total
+
+    # -- source helpers -----------------------------------------------------------------------
+
+    def line_text(self, line: int) -> str:
+        return self.source_lines[line - 1] if 0 < line <= len(self.source_lines) else ""
+
+    def indentation(self, line: int) -> str:
+        text = self.line_text(line)
+        return text[: len(text) - len(text.lstrip())]
+
+    @cached_property
+    def function_model(self) -> Any:
+        if self.source is None:
+            return None
+        base = self.kernel_name.split("(")[0].split("<")[0].split("::")[-1]
+        return next((f for f in self.source.functions if f.name == base and f.kind == "kernel"), None) or \
+            self.source.function(base)
+
+    def loop_at(self, line: int | None) -> Any:
+        if self.source is None or line is None:
+            return None
+        return self.source.loop_at(line)
+
+
+def kernel_line(ins: Instruction) -> int | None:
+    """The line in the kernel's own body: the outermost inline call site, else the instruction's line."""
+    if ins.inline_chain:
+        return ins.inline_chain[-1].line
+    return ins.line
+
+
+#: the estimators whose number comes from the samples on the advice's own lines
+_LINE_LOCAL = ("GPA Eq. 2", "GPA Eq. 4", "GPA Eq. 5", "Starlight Eq. 3")
+
+
+def amdahl_bounded(estimate: Estimate, share: float) -> Estimate:
+    """A line-local change cannot save more than the time on its lines: S ≤ 1/(1 − share) (Amdahl)."""
+    bound = 1.0 / (1.0 - share) if share < 1.0 else float("inf")
+    if estimate.speedup <= bound + 1e-9:
+        return estimate
+    return estimate.model_copy(update={"speedup": max(1.0, bound), "formula": estimate.formula + ", ≤ 1/(1−share)",
+                                       "inputs": {**estimate.inputs, "share": share}})
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f} %" if x < 0.1 else f"{100 * x:.0f} %"
+
+
+class Optimizer:
+    """Base of every optimizer: a name, a one-line title, and `match`."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    #: "code" (GPA stall elimination / latency hiding), "parallel" (GPA parallel optimizers),
+    #: "static" (source/SASS patterns), "roofline" (Starlight Table 1)
+    group: ClassVar[str] = "code"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        raise NotImplementedError
+
+    # -- building advice ------------------------------------------------------------------------
+
+    def advice(self, ctx: MatchContext, *, lines: Sequence[int], importance: float, estimate: Estimate, message: str,
+               detail: str = "", title: str | None = None, hotspots: Sequence[Hotspot] = (), fix: Fix | None = None,
+               columns: tuple[int, int] | None = None, static: bool = False,
+               changes: Sequence[Instruction] = ()) -> Advice:
+        """`changes`: the instructions the remedy changes, whose blamed cost the share is; the stalls
+        blamed on them become the advice's hotspots (where that cost is paid) unless given."""
+        prov = "static" if static or ctx.profile is None else ctx.provenance
+        if not hotspots and changes and ctx.blame is not None:
+            idx = {i.index for i in changes}
+            hotspots = _pairs(ctx.blame.edges_where(lambda e: e.def_index in idx))
+        if estimate.formula.startswith(_LINE_LOCAL):
+            estimate = amdahl_bounded(estimate, importance)
+        return Advice(id=advice_id(self.name, ctx.kernel, lines[0] if lines else 0, detail), optimizer=self.name,
+                      title=title or self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
+                      columns=columns, hotspots=tuple(hotspots), importance=max(0.0, min(1.0, importance)),
+                      estimate=estimate, provenance=prov, message=message, fix=fix)
+
+
+def hotspots(edges: Iterable[BlameEdge], top: int = 5) -> tuple[Hotspot, ...]:
+    """GPA Fig. 8: the def → use pairs with the most blamed samples, merged per (def, use)."""
+    merged: dict[tuple[int, int], list[BlameEdge]] = {}
+    for e in edges:
+        merged.setdefault((e.def_index, e.use_index), []).append(e)
+    rows = sorted(merged.values(), key=lambda es: -sum(e.samples for e in es))[:top]
+    return tuple(Hotspot(def_line=es[0].def_line, use_line=es[0].use_line, def_pc=es[0].def_pc, use_pc=es[0].use_pc,
+                         def_opcode=es[0].def_opcode, use_opcode=es[0].use_opcode, distance=es[0].distance,
+                         samples=sum(e.samples for e in es), category=es[0].category) for es in rows)
+
+
+_pairs = hotspots  # `Optimizer.advice` has a parameter of that name
+
+
+def describe_edge(e: BlameEdge | Hotspot) -> str:
+    return (f"{e.def_opcode} at line {e.def_line} is consumed {e.distance} instruction"
+            f"{'s' if e.distance != 1 else ''} later by {e.use_opcode} at line {e.use_line}")
+
+
+def provenance_note(ctx: MatchContext) -> str:
+    return {"modeled": "modeled", "measured": "measured", "static": "static estimate"}[ctx.provenance]
+
+
+def insert_edit(line: int, col: int, text: str) -> SourceEdit:
+    return SourceEdit(line=line, col=col, end_line=line, end_col=col, new_text=text)

@@ -1,0 +1,191 @@
+"""GPA Table II parallel optimizers and Starlight's "poor resource usage": blocks, threads, occupancy (Eq. 6–10)."""
+
+from __future__ import annotations
+
+from ...machine.occupancy import Occupancy, occupancy
+from .. import estimators
+from ..advice import Advice, Fix, SourceEdit
+from .base import MatchContext, Optimizer, insert_edit, pct, provenance_note
+
+#: R_I assumed when there is no profile at all (no emulation): a warp issues one slot in four.
+DEFAULT_ISSUE_RATIO = 0.25
+
+
+def _issue_ratio(ctx: MatchContext) -> float:
+    return ctx.active / ctx.total if ctx.total > 0 else DEFAULT_ISSUE_RATIO
+
+
+def _launch(ctx: MatchContext) -> tuple[int, int] | None:
+    """(blocks, threads per block) of the profiled launch."""
+    if ctx.profile is None:
+        return None
+    return ctx.profile.launch.blocks, ctx.profile.launch.threads_per_block
+
+
+def _one_dimensional(ctx: MatchContext) -> bool:
+    """A 1-D launch block, the only shape whose size is a free choice.
+
+    A 2-D or 3-D block is usually the kernel's tile (sgemm_tiled's TILE x TILE indexes shared
+    memory by threadIdx.y and .x): another thread count there is a different kernel, not a
+    launch change, so no block size is suggested for it.
+    """
+    return ctx.profile is not None and tuple(ctx.profile.launch.block[1:]) == (1, 1)
+
+
+def _occ(ctx: MatchContext, block: int, regs: int | None = None, smem: int | None = None) -> Occupancy | None:
+    if ctx.arch is None or block <= 0:
+        return None
+    r = regs if regs is not None else (ctx.resources.registers if ctx.resources else ctx.profile.registers_per_thread
+                                       if ctx.profile else 32)
+    static = smem if smem is not None else (ctx.resources.static_smem if ctx.resources else 0)
+    dyn = ctx.profile.launch.dynamic_smem if ctx.profile is not None else 0
+    try:
+        return occupancy(ctx.arch, block, r, dyn, static)
+    except ValueError:
+        return None
+
+
+def _block_arg(ctx: MatchContext):
+    """The block-size argument of the kernel's launch site, when it is written as an integer literal."""
+    if ctx.source is None or ctx.function_model is None:
+        return None
+    for site in ctx.source.launch_sites:
+        if site.kernel == ctx.function_model.name and len(site.config) >= 2 and site.config[1].text.strip().isdigit():
+            return site.config[1]
+    return None
+
+
+class BlockIncrease(Optimizer):
+    """GPA: fewer blocks than SMs — whole SMs sit idle."""
+
+    name, title, group = "block_increase", "Launch more blocks", "parallel"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        launch = _launch(ctx)
+        if launch is None or ctx.device is None or ctx.arch is None:
+            return []
+        blocks, threads = launch
+        sms = ctx.device.sm_count
+        if blocks >= sms:
+            return []
+        warps_per_block = -(-threads // ctx.arch.warp_size)
+        k = max(1, min(sms // max(blocks, 1), warps_per_block))
+        grid = getattr(ctx.what_if, "grid_scaling", ()) or ()
+        now = next((g for g in grid if g.blocks == blocks), grid[0] if grid else None)
+        if now is not None and len(grid) > 1 and now.blocks_per_s > 0:
+            # The emulator's grid scaling: the same work per block over more blocks (SAAKE §5);
+            # the throughput ratio is the speedup of the same total work split that way.
+            best = max(grid, key=lambda g: g.blocks_per_s)
+            est = estimators.modeled_ratio(1.0 / now.blocks_per_s, 1.0 / best.blocks_per_s, f"{best.blocks} blocks")
+        elif k > 1:
+            w = warps_per_block / ctx.arch.schedulers_per_sm
+            est = estimators.parallel(w, w / k, _issue_ratio(ctx))
+        else:
+            est = estimators.balanced_blocks(blocks, sms)
+        if est.speedup <= 1.0:
+            return []
+        line = ctx.function_model.name_span.start.line if ctx.function_model is not None else 0
+        site = _block_arg(ctx)
+        # Splitting the same threads into smaller blocks neither grows the thread count nor adds a
+        # wave, so the advice is always more threads in the grid (each with less work).
+        how = ("Put more threads in the grid, each with less work (e.g. smaller tiles), so that every SM gets "
+               f"a block: at least {sms} blocks." if k > 1 else
+               "Put more threads in the grid, each with less work (the blocks are already one warp).")
+        msg = (f"The launch has {blocks} block{'s' if blocks != 1 else ''} of {threads} threads for {sms} SMs "
+               f"({ctx.device.name}): {sms - blocks} SMs get no work ({provenance_note(ctx)}). {how} "
+               f"Est. {est.speedup:.2f}× ({est.formula.split(':')[0]}).")
+        return [self.advice(ctx, lines=[site.span.start.line if site else line] if (site or line) else [0],
+                            importance=1 - blocks / sms, estimate=est, message=msg)]
+
+
+class ThreadIncrease(Optimizer):
+    """GPA: occupancy limited by the blocks-per-SM cap because blocks are small."""
+
+    name, title, group = "thread_increase", "Use larger blocks", "parallel"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        launch = _launch(ctx)
+        if launch is None or ctx.arch is None:
+            return []
+        blocks, threads = launch
+        if not _one_dimensional(ctx):
+            return []
+        occ = _occ(ctx, threads)
+        if occ is None or occ.limiter.value != "blocks" or occ.occupancy >= 1.0:
+            return []
+        cands = [(o.active_warps_per_sm, b) for b in (64, 128, 256, 512, 1024)
+                 if b > threads and (o := _occ(ctx, b)) is not None]
+        if not cands:
+            return []
+        new_warps, new_block = max(cands)
+        if new_warps <= occ.active_warps_per_sm:
+            return []
+        s = ctx.arch.schedulers_per_sm
+        w, w_new = occ.active_warps_per_sm / s, new_warps / s
+        if ctx.what_if_block.get(new_block) and ctx.profile is not None:
+            est = estimators.modeled_ratio(ctx.profile.duration_s, ctx.what_if_block[new_block], f"block {new_block}")
+        else:
+            # Thread increase keeps the work per scheduler: f = C_W leaves the issue-rate gain (GPA Eq. 10).
+            est = estimators.parallel(w, w_new, _issue_ratio(ctx), factor=w_new / w)
+        if est.speedup <= 1.0:
+            return []
+        site = _block_arg(ctx)
+        fix = Fix(kind="block_size", description=f"launch with {new_block} threads per block",
+                  edits=(SourceEdit(line=site.span.start.line, col=site.span.start.col, end_line=site.span.end.line,
+                                    end_col=site.span.end.col, new_text=str(new_block)),)) if site else None
+        line = site.span.start.line if site else (ctx.function_model.name_span.start.line if ctx.function_model else 0)
+        msg = (f"Blocks of {threads} threads hit the limit of {ctx.arch.max_blocks_per_sm} blocks per SM: only "
+               f"{occ.active_warps_per_sm} of {occ.max_warps_per_sm} warps are resident (occupancy "
+               f"{pct(occ.occupancy)}). With {new_block} threads per block {new_warps} warps fit, giving the "
+               f"schedulers more warps to hide latency ({provenance_note(ctx)}). Est. {est.speedup:.2f}× "
+               f"({est.formula.split(':')[0]}).")
+        return [self.advice(ctx, lines=[line], importance=1 - occ.occupancy, estimate=est, message=msg, fix=fix)]
+
+
+class OccupancyLimit(Optimizer):
+    """Occupancy limited by registers or shared memory per thread/block (Starlight: poor resource usage)."""
+
+    name, title, group = "occupancy_limit", "Raise occupancy", "parallel"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        launch = _launch(ctx)
+        if launch is None or ctx.arch is None:
+            return []
+        _, threads = launch
+        occ = _occ(ctx, threads)
+        if occ is None or occ.limiter.value not in ("registers", "shared_memory") or occ.occupancy > 0.5:
+            return []
+        regs = ctx.resources.registers if ctx.resources else ctx.profile.registers_per_thread
+        if occ.limiter.value == "registers":
+            # The fewest registers that still adds a block: the target `__launch_bounds__` asks ptxas for.
+            target = next((r for r in range(regs - 8, 23, -8)
+                           if (o := _occ(ctx, threads, regs=r)) and o.active_blocks_per_sm > occ.active_blocks_per_sm),
+                          None)
+            new = _occ(ctx, threads, regs=target) if target else None
+            what = f"{regs} registers per thread"
+        else:
+            smem = ctx.resources.static_smem if ctx.resources else 0
+            new = _occ(ctx, threads, smem=smem // 2)
+            target = None
+            what = f"{occ.shared_memory_per_block} bytes of shared memory per block"
+        if new is None or new.active_warps_per_sm <= occ.active_warps_per_sm:
+            return []
+        s = ctx.arch.schedulers_per_sm
+        w, w_new = occ.active_warps_per_sm / s, new.active_warps_per_sm / s
+        est = estimators.parallel(w, w_new, _issue_ratio(ctx), factor=w_new / w)
+        if est.speedup <= 1.0:
+            return []
+        fm = ctx.function_model
+        fix = None
+        if target and fm is not None and fm.launch_bounds is None:
+            pos = fm.launch_bounds_insert
+            fix = Fix(kind="launch_bounds", description=f"add `__launch_bounds__({threads}, {new.active_blocks_per_sm})`",
+                      edits=(insert_edit(pos.line, pos.col, f"__launch_bounds__({threads}, {new.active_blocks_per_sm}) "),))
+        line = fm.name_span.start.line if fm is not None else 0
+        msg = (f"{what.capitalize()} limit this kernel to {occ.active_blocks_per_sm} blocks "
+               f"({occ.active_warps_per_sm} warps, occupancy {pct(occ.occupancy)}) per SM. "
+               + (f"Capping registers at {target} (`__launch_bounds__`) fits {new.active_warps_per_sm} warps; watch "
+                  f"for spills. " if target else f"Halving it fits {new.active_warps_per_sm} warps. ")
+               + f"More resident warps hide more latency ({provenance_note(ctx)}). Est. {est.speedup:.2f}× (GPA Eq. 10).")
+        return [self.advice(ctx, lines=[line], importance=1 - occ.occupancy, estimate=est, message=msg, fix=fix,
+                            detail=occ.limiter.value)]

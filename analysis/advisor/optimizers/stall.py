@@ -1,0 +1,245 @@
+"""GPA Table II, stall-elimination optimizers: each matches stalls a code change can remove (Eq. 2)."""
+
+from __future__ import annotations
+
+
+from collections import defaultdict
+
+from ...frontend import isa
+from ...frontend.instructions import SassFunction
+from ...profile import StallReason as R
+from .. import estimators
+from ..advice import Advice
+from ..blame import ARITHMETIC, LOCAL, SYNC, latency_class
+from .base import MatchContext, Optimizer, describe_edge, hotspots, kernel_line, pct, provenance_note
+
+#: Arithmetic whose results come back late: the SFU, conversions, FP64 and integer division's
+#: reciprocal sequence (GPA Fig. 8's strength-reduction hints).
+_LONG_ARITH = frozenset({"mio", "either"})
+
+
+class RegisterReuse(Optimizer):
+    """GPA: memory dependency stalls on local-memory loads/stores (spills, local arrays)."""
+
+    name, title = "register_reuse", "Keep local-memory data in registers"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        facts = [f for f in ctx.facts if f.kind in ("spill", "local_memory")]
+        if ctx.blame is not None and ctx.profile is not None:
+            edges = ctx.blame.edges_where(lambda e: e.category == LOCAL)
+            m = sum(e.samples for e in edges)
+            if m <= 0:
+                return []
+            lines = sorted({e.def_line for e in edges if e.def_line}, key=lambda ln: -sum(
+                e.samples for e in edges if e.def_line == ln))
+            est = estimators.stall_elimination(ctx.total, m)
+            top = hotspots(edges)[0]
+            msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) wait on local memory: "
+                   f"{describe_edge(top)}. Local memory lives in DRAM behind L1; it holds register spills and "
+                   f"arrays indexed by run-time values. Index private arrays with compile-time constants (unroll "
+                   f"the loops that index them), move them to shared memory, or lower register pressure. "
+                   f"Est. {est.speedup:.2f}× (GPA Eq. 2).")
+            return [self.advice(ctx, lines=lines, importance=m / ctx.total, estimate=est, message=msg,
+                                hotspots=hotspots(edges))]
+        if not facts:
+            return []
+        lm = [i for i in ctx.instructions if latency_class(i) == "l1tex" and
+              (i.memory_space == "local" or i.opcode in ("LDL", "STL"))]
+        m = ctx.weight(lm)
+        if m <= 0 or ctx.denominator <= 0:
+            return []
+        est = estimators.stall_elimination(ctx.denominator, m)
+        f = facts[0]
+        msg = (f"{f.detail} ({len(lm)} local-memory instructions). Each access goes through L1 to DRAM. Keep the data "
+               f"in registers: constant indices, fewer live values, or shared memory. "
+               f"Est. {est.speedup:.2f}× (GPA Eq. 2 over static issue counts).")
+        return [self.advice(ctx, lines=sorted({x.line for x in facts}), importance=m / ctx.denominator,
+                            estimate=est, message=msg, static=True)]
+
+
+def _index_only(ctx: MatchContext, line: int) -> bool:
+    """A line computing only a thread index from the built-ins, no division or call (`source.index_lines`)."""
+    return ctx.source is not None and line in ctx.source.index_lines
+
+
+def _divides(ctx: MatchContext, lines: list[int]) -> bool:
+    """A division or modulo on `lines` whose divisor does not fold to a power of two (those compile
+    to shifts and masks)."""
+    return ctx.source is not None and any(d.line in lines and not d.power_of_two for d in ctx.source.divisions)
+
+
+class StrengthReduction(Optimizer):
+    """GPA: execution-dependency stalls on long-latency arithmetic (SFU, conversions, FP64, division)."""
+
+    name, title = "strength_reduction", "Replace long-latency arithmetic"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        if ctx.blame is None or ctx.total <= 0:
+            return []
+        edges = ctx.blame.edges_where(lambda e: e.category == ARITHMETIC and e.reason in (R.wait, R.short_scoreboard)
+                                      and latency_class(ctx.instructions[e.def_index]) in _LONG_ARITH)
+        by_line: dict[int, float] = defaultdict(float)
+        for e in edges:
+            if (ln := kernel_line(ctx.instructions[e.def_index])) is not None:
+                by_line[ln] += e.samples  # inlined math: the call site in the kernel, not the header
+        # Integer division: the whole reciprocal/correction sequence is the cost (GPA Fig. 8 hint 1).
+        counted = {e.def_index for e in edges}
+        fn = SassFunction(mangled_name=ctx.kernel, name=ctx.kernel_name, is_kernel=True, instructions=ctx.instructions)
+        for lo, hi in isa.find_int_division_sequences(fn):
+            for ins in ctx.instructions[lo:hi + 1]:
+                if ins.index not in counted and (ln := kernel_line(ins)) is not None:
+                    by_line[ln] += ctx.cost_by_index.get(ins.index, 0.0)
+        # Precondition: the line must be hot, and a line whose only arithmetic is the global index
+        # (`blockIdx.x*blockDim.x+threadIdx.x`, one IMAD) has nothing to reduce.
+        by_line = {ln: s for ln, s in by_line.items() if s / ctx.total >= 0.01 and not _index_only(ctx, ln)}
+        m = sum(by_line.values())
+        if m <= 0 or m / ctx.total < 0.01:
+            return []
+        lines = sorted(by_line, key=lambda ln: -by_line[ln])
+        divides = _divides(ctx, lines)
+        est = estimators.stall_elimination(ctx.total, m)
+        ops = sorted({ctx.instructions[e.def_index].opcode for e in edges}) or ["integer division"]
+        msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) wait on long-latency "
+               f"arithmetic ({', '.join(ops)}) at line {lines[0]}"
+               + (f"; the hottest: {describe_edge(hotspots(edges)[0])}" if edges else "") + ". Look for a cheaper "
+               + ("equivalent: multiply by a reciprocal instead of dividing (the divisor is not a constant power of "
+                  "two, which the compiler would already shift), " if divides else "equivalent: ") +
+               f"use float constants and float math "
+               f"functions in float code so no FP64 conversion is needed, or hoist the computation out of the loop. "
+               f"Est. {est.speedup:.2f}× (GPA Eq. 2).")
+        return [self.advice(ctx, lines=lines, importance=m / ctx.total, estimate=est, message=msg,
+                            hotspots=hotspots(edges))]
+
+
+class FunctionSplit(Optimizer):
+    """GPA: instruction-fetch stalls (the kernel's code does not fit the instruction cache)."""
+
+    name, title = "function_split", "Shrink the hot code path"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        if ctx.profile is None or ctx.total <= 0:
+            return []
+        rows = [(ins, ctx.samples_at(ins, [R.no_instruction])) for ins in ctx.instructions]
+        m = sum(s for _, s in rows)
+        if m / ctx.total < 0.05:
+            return []
+        lines = sorted({kernel_line(i) for i, s in rows if s > 0 and kernel_line(i)},
+                       key=lambda ln: -sum(s for i, s in rows if kernel_line(i) == ln))
+        est = estimators.stall_elimination(ctx.total, m)
+        msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) are instruction-fetch stalls "
+               f"(no instruction) over {len(ctx.instructions)} SASS instructions. The hot path does not stay in the "
+               f"instruction cache: split rarely taken work into a separate kernel or a non-inlined function, and "
+               f"avoid unrolling cold loops. Est. {est.speedup:.2f}× (GPA Eq. 2).")
+        return [self.advice(ctx, lines=lines[:5] or [0], importance=m / ctx.total, estimate=est, message=msg)]
+
+
+#: Files whose inlined code is CUDA's math library.
+_MATH_FILES = ("math_functions", "crt/", "device_functions", "sm_20_intrinsics", "cuda_fp16")
+_MATH_CALLS = frozenset({"sin", "cos", "tan", "exp", "exp2", "exp10", "log", "log2", "log10", "pow", "sqrt", "rsqrt",
+                         "erf", "erfc", "tanh", "sinh", "cosh", "atan", "atan2", "asin", "acos", "cbrt", "hypot",
+                         "sinf", "cosf", "tanf", "expf", "exp2f", "exp10f", "logf", "log2f", "log10f", "powf", "erff",
+                         "tanhf", "atanf", "atan2f", "asinf", "acosf", "cbrtf", "hypotf", "sincosf", "sincos",
+                         "normf", "fmod", "fmodf"})
+
+
+def _is_fp64_opcode(opcode: str) -> bool:
+    return isa.opcode_info(opcode).klass is isa.InstrClass.FP64
+
+
+class FastMath(Optimizer):
+    """GPA: stalls inside CUDA math-library functions (precise sin/exp/pow/…)."""
+
+    name, title = "fast_math", "Use fast math intrinsics"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        if ctx.profile is None or ctx.total <= 0:
+            return []
+        # -use_fast_math and the intrinsics are single precision: FP64 code and calls into FP64
+        # library functions (the double `pow`) are not theirs to speed up
+        fp64_calls = {c.index for c in ctx.call_sites if any(_is_fp64_opcode(op) for op in c.opcodes)}
+        math_lines = {c.span.first_line for c in ctx.source.calls if c.callee.split("::")[-1] in _MATH_CALLS} \
+            if ctx.source is not None else None
+        # code inlined from the math headers *on a line that calls a math function*: the same headers
+        # also define the `__half` operators and intrinsics, which fast math does not change (an FP16
+        # GEMM is not math-library code)
+        in_math = [i for i in ctx.instructions if i.location is not None and i.inline_chain
+                   and any(t in i.location.file for t in _MATH_FILES)
+                   and (math_lines is None or kernel_line(i) in math_lines)
+                   and not _is_fp64_opcode(i.opcode) and i.index not in fp64_calls]
+        math_lines = math_lines or set()
+        if not in_math and math_lines:
+            in_math = [i for i in ctx.instructions if kernel_line(i) in math_lines and latency_class(i) != "l1tex"
+                       and not _is_fp64_opcode(i.opcode) and i.index not in fp64_calls]
+        stalls = [x for x in R if x != R.selected]
+        m = ctx.weight(in_math, stalls)
+        if m <= 0 or m / ctx.total < 0.02:
+            return []
+        by_line: dict[int, float] = defaultdict(float)
+        for i in in_math:
+            if (ln := kernel_line(i)) is not None:
+                by_line[ln] += ctx.samples_at(i, stalls)
+        lines = sorted(by_line, key=lambda ln: -by_line[ln])
+        est = estimators.stall_elimination(ctx.total, m)
+        msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) are stalls inside CUDA math "
+               f"library code ({len(in_math)} instructions inlined from precise math functions). Where the accuracy "
+               f"allows, use the intrinsics (__expf, __sinf, __powf, __fdividef) or compile with -use_fast_math. "
+               f"Est. {est.speedup:.2f}× (GPA Eq. 2).")
+        return [self.advice(ctx, lines=lines[:5], importance=m / ctx.total, estimate=est, message=msg)]
+
+
+class WarpBalance(Optimizer):
+    """GPA: synchronization stalls — warps wait at a barrier for the slowest warp of the block."""
+
+    name, title = "warp_balance", "Balance work between barriers"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        if ctx.blame is None or ctx.total <= 0:
+            return []
+        edges = ctx.blame.edges_where(lambda e: e.category == SYNC)
+        selfs = [s for s in ctx.blame.self_blame if s.reason in (R.barrier, R.membar)]
+        by_line: dict[int, float] = defaultdict(float)
+        for e in edges:
+            by_line[e.def_line or 0] += e.samples
+        for s in selfs:
+            by_line[s.line or 0] += s.samples
+        m = sum(by_line.values())
+        if m / ctx.total < 0.03:
+            return []
+        lines = sorted((ln for ln in by_line if ln), key=lambda ln: -by_line[ln])
+        est = estimators.stall_elimination(ctx.total, m)
+        msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) are warps waiting at "
+               f"__syncthreads() (line {lines[0] if lines else '?'}). The block waits for its slowest warp: give warps "
+               f"equal work between barriers, drop barriers that order nothing, or split the phases so fewer warps "
+               f"take part (Starlight Table 1: remove sync / split computation). Est. {est.speedup:.2f}× (GPA Eq. 2).")
+        return [self.advice(ctx, lines=lines or [0], importance=m / ctx.total, estimate=est, message=msg,
+                            hotspots=hotspots(edges))]
+
+
+class MemoryTransactionReduction(Optimizer):
+    """GPA: memory-throttle stalls — the LSU/MIO queues are full of requests."""
+
+    name, title = "memory_transaction_reduction", "Issue fewer memory transactions"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        if ctx.blame is None or ctx.total <= 0:
+            return []
+        throttles = (R.lg_throttle, R.mio_throttle, R.tex_throttle)
+        # Some throttling is normal in a streaming kernel; below 10 % of samples it is not a finding.
+        selfs = [s for s in ctx.blame.self_blame if s.reason in throttles]
+        by_line: dict[int, float] = defaultdict(float)
+        for s in selfs:
+            if s.line:
+                by_line[kernel_line(ctx.instructions[s.index]) or s.line] += s.samples
+        m = sum(by_line.values())
+        if m / ctx.total < 0.1:
+            return []
+        lines = sorted(by_line, key=lambda ln: -by_line[ln])
+        est = estimators.stall_elimination(ctx.total, m)
+        uncoalesced = [f.line for f in ctx.facts if f.kind == "uncoalesced_access"]
+        hint = (f" Lines {', '.join(map(str, sorted(set(uncoalesced))[:3]))} access memory with a stride between lanes."
+                if uncoalesced else "")
+        msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) are memory-throttle stalls "
+               f"(the load/store queue is full), worst at line {lines[0]}.{hint} Issue fewer, wider requests: "
+               f"vectorize (float4), coalesce neighbouring lanes, read data shared by all threads once "
+               f"(constant or shared memory). Est. {est.speedup:.2f}× (GPA Eq. 2).")
+        return [self.advice(ctx, lines=lines, importance=m / ctx.total, estimate=est, message=msg)]

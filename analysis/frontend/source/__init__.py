@@ -1,0 +1,195 @@
+"""Source structure of a `.cu` file, read from the tree-sitter-cuda syntax tree.
+
+Optimizers need to know what the programmer wrote (a kernel's parameters, a loop's
+`#pragma unroll`, a `0.25` without `f`, the `<<<grid, block>>>` a kernel is launched
+with) and where, so that advice lands on the right line and a code action can edit it.
+Everything here comes from the syntax tree, never from regexes over C++: comments,
+strings and macros would fool those. Integer constants are folded by a small evaluator
+over expression nodes (`_fold`), so `(n + threads - 1) / threads` becomes a number when
+`n` and `threads` are file constants or locals assigned once.
+
+Positions: lines are 1-based, columns 0-based in characters of the line (Python `str`
+indices); byte offsets are into the UTF-8 encoding of the text. The language server
+converts columns to UTF-16 itself.
+
+Anything inside an ERROR node is skipped, so broken or binary input yields a partial
+or empty model instead of an exception.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from tree_sitter import Node
+
+from ..conditional import Passes, resolved
+from ..treesitter import parser as _parser
+from .declarations import _file_constants, _function, _function_scopes, _has_qualifier
+from .folding import _Env, _fold
+from .loops import _loop, _pragma_text
+from .model import (  # the records, for every stage that reads the source model
+    Annotation,
+    AnnotationValue,
+    Branch,
+    Call,
+    Constant,
+    Division,
+    FloatLiteral,
+    Function,
+    FunctionKind,
+    Include,
+    IncludedSource,
+    LaunchBounds,
+    LaunchConfigArg,
+    LaunchSite,
+    Loop,
+    LoopKind,
+    Parameter,
+    Position,
+    Pragma,
+    SharedDecl,
+    SourceModel,
+    Span,
+    UnrollPragma,
+)
+from .preprocessor import _annotation, _include
+from .statements import _branch, _call, _float_literal, _index_only, _is_cast, _launch, _power_of_two, _shared_decls
+from .syntax import _Locator, _log, _squash, _text
+from .walk import _collect
+
+__all__ = ["parse_source",
+           "Annotation",
+           "AnnotationValue",
+           "Branch",
+           "Call",
+           "Constant",
+           "Division",
+           "FloatLiteral",
+           "Function",
+           "FunctionKind",
+           "Include",
+           "IncludedSource",
+           "LaunchBounds",
+           "LaunchConfigArg",
+           "LaunchSite",
+           "Loop",
+           "LoopKind",
+           "Parameter",
+           "Position",
+           "Pragma",
+           "SharedDecl",
+           "SourceModel",
+           "Span",
+           "UnrollPragma",
+           ]
+
+
+def parse_source(text: str, passes: Passes | None = None) -> SourceModel:
+    """The source model of one `.cu` file. Pure, and never raises: bad input gives an empty model.
+
+    With `passes` (the compile's predefined macros, analysis/frontend/conditional.py), conditional blocks are
+    resolved as nvcc resolves them: kernels, loops and constants as its device pass reads the file,
+    launch sites as its host pass does. Without, every branch of every conditional is read."""
+    try:
+        if passes is None:
+            return _parse(text)
+        source = text.encode("utf-8", "surrogatepass")
+        device, host = resolved(source, passes.device), resolved(source, passes.host)
+        model = _parse(device.decode("utf-8", "surrogatepass"))
+        if host == device:
+            return model
+        return model.model_copy(update={"launch_sites": _parse(host.decode("utf-8", "surrogatepass")).launch_sites})
+    except Exception:  # noqa: BLE001 - an editor feeds us half-typed files; a bug here must not kill the server
+        _log.exception("kernelscope: parsing the source structure failed")
+        return SourceModel()
+
+
+def _parse(text: str) -> SourceModel:
+    if not text:
+        return SourceModel()
+    source = text.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(source)
+    loc = _Locator(source, text.isascii())
+    found = _collect(tree.root_node)
+    constants = _file_constants(found)
+
+    functions = [f if f is None or not found.stores.get(i) else
+                 f.model_copy(update={"stores": tuple(dict.fromkeys(found.stores[i]))})
+                 for i, f in enumerate(_function(node, loc, constants) for node in found.functions)]
+    names = [f.name if f is not None else None for f in functions]
+    device = [f is not None and f.is_device_code for f in functions]
+    scopes = _function_scopes(found, functions, constants)
+
+    def env(fn: int | None, at: Node) -> _Env:
+        """The names visible at `at`: a function's parameters and locals in scope there."""
+        return scopes[fn].at(at.start_byte) if fn is not None and fn in scopes else constants
+
+    def name(fn: int | None) -> str | None:
+        return names[fn] if fn is not None else None
+
+    loops = tuple(
+        _loop(i, raw, loc, functions[raw.function] if raw.function is not None else None,
+              env(raw.function, raw.node), found.writes.get(raw.function, []))
+        for i, raw in enumerate(found.loops)
+    )
+    literals = tuple(
+        lit for node, fn in found.numbers if (lit := _float_literal(node, loc, name(fn))) is not None
+    )
+
+    calls: list[Call] = []
+    launches: list[LaunchSite] = []
+    for node, fn in found.calls:
+        syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
+        if syntax is not None:
+            launch = _launch(node, syntax, loc, name(fn), env(fn, node))
+            if launch is not None:
+                launches.append(launch)
+        elif fn is not None and device[fn] and not _is_cast(node):
+            call = _call(node, loc, names[fn] or "")
+            if call is not None:
+                calls.append(call)
+
+    shared = [
+        decl
+        for node, fn in found.declarations
+        if _has_qualifier(node, {"__shared__"})
+        for decl in _shared_decls(node, loc, name(fn), env(fn, node))
+    ]
+    pragmas = [
+        Pragma(line=node.start_point[0] + 1, text=text_, span=loc.span(node), function=name(fn))
+        for node, fn in found.pragmas
+        if (text_ := _pragma_text(node)) is not None
+    ]
+
+    # A file-scope annotation belongs to the next function defined after it.
+    starts = [node.start_byte for node in found.functions]
+    annotations = []
+    for node, fn in found.comments:
+        owner = fn
+        if owner is None:
+            following = bisect_right(starts, node.start_byte)
+            owner = following if following < len(starts) else None
+        annotation = _annotation(node, loc, name(owner), constants)
+        if annotation is not None:
+            annotations.append(annotation)
+
+    return SourceModel(
+        functions=tuple(f for f in functions if f is not None),
+        loops=loops,
+        literals=literals,
+        calls=tuple(calls),
+        shared_decls=tuple(shared),
+        branches=tuple(b for node, fn in found.branches if fn is not None and (b := _branch(node, loc, name(fn)))),
+        divisions=tuple(Division(line=node.start_point[0] + 1, operator=_text(node.child_by_field_name("operator")),
+                                 divisor=_squash(_text(node.child_by_field_name("right"))),
+                                 power_of_two=_power_of_two(_fold(node.child_by_field_name("right"), env(fn, node))),
+                                 function=name(fn))
+                        for node, fn in found.divisions),
+        index_lines=tuple(sorted({node.start_point[0] + 1 for node, fn in found.statements
+                                  if node.start_point[0] == node.end_point[0] and _index_only(node)})),
+        launch_sites=tuple(launches),
+        pragmas=tuple(pragmas),
+        annotations=tuple(annotations),
+        includes=tuple(inc for node in found.includes if (inc := _include(node, loc)) is not None),
+        constants=constants.folded(),
+    )

@@ -1,0 +1,263 @@
+"""Declarations: functions and their parameters and qualifiers, declarators, the file's constants and each
+function's locals by block scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from tree_sitter import Node
+
+from .folding import Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold, _fold_text, _is_integral, _type_name
+from .model import Function, FunctionKind, LaunchBounds, Parameter
+from .syntax import _Locator, _squash, _text
+from .walk import _Collected
+
+
+def _declarator_chain(node: Node | None) -> list[Node]:
+    """Declarator nodes from the outside in, ending at the declared name when there is one."""
+    chain: list[Node] = []
+    while node is not None and len(chain) < _MAX_DEPTH:
+        chain.append(node)
+        if node.type in ("identifier", "field_identifier", "qualified_identifier", "template_function",
+                         "destructor_name", "operator_name"):
+            break
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            # parenthesized_declarator has no field; `__align__(16)` also lands here after an ERROR.
+            inner = next((c for c in node.named_children if c.type not in ("ERROR", "comment",
+                          "type_qualifier", "primitive_type", "ms_pointer_modifier")), None)
+        node = inner
+    return chain
+
+
+def _declared_name(chain: list[Node]) -> Node | None:
+    last = chain[-1] if chain else None
+    return last if last is not None and last.type in ("identifier", "field_identifier") else None
+
+
+def _leaves_before(node: Node, limit: int) -> list[Node]:
+    leaves: list[Node] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.start_byte >= limit:
+            continue
+        if current.child_count == 0:
+            leaves.append(current)
+        else:
+            stack.extend(reversed(current.children))
+    return leaves
+
+
+def _type_text_before(declaration: Node, name: Node | None, drop: set[str]) -> str:
+    """The tokens of a declaration before its name, minus `drop` and any `__align__(...)`.
+
+    Tokens rather than the `type` field, because tree-sitter-cuda does not know `__align__(16)`
+    and misparses it as the type, pushing the real one into an ERROR node.
+    """
+    limit = name.start_byte if name is not None else declaration.end_byte
+    words = [_text(leaf) for leaf in _leaves_before(declaration, limit) if leaf.type != "comment"]
+    kept: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word == "__align__" and i < len(words) and words[i] == "(":
+            depth = 0
+            while i < len(words):
+                depth += (words[i] == "(") - (words[i] == ")")
+                i += 1
+                if depth == 0:
+                    break
+        elif word and word not in drop and word not in ("(", ")"):
+            kept.append(word)
+    return " ".join(kept)
+
+
+def _parameter(node: Node, loc: _Locator) -> Parameter:
+    chain = _declarator_chain(node.child_by_field_name("declarator"))
+    name = _declared_name(chain)
+    pointers = [d for d in chain if d.type == "pointer_declarator"]
+    arrays = [d for d in chain if d.type == "array_declarator"]
+    # The qualifiers on the `*` nearest the name are the ones that apply to the parameter itself.
+    own = pointers[-1] if pointers else None
+    own_qualifiers = {_text(c) for c in own.children if c.type == "type_qualifier"} if own else set()
+    star = next((c for c in own.children if c.type == "*"), None) if own else None
+    is_pointer = bool(pointers or arrays)
+    pointee_const = any(c.type == "type_qualifier" and _text(c) == "const" for c in node.children)
+    text = node.text or b""
+    if name is not None:
+        lo, hi = name.start_byte - node.start_byte, name.end_byte - node.start_byte
+        text = text[:lo] + b" " + text[hi:]
+    return Parameter(
+        name=_text(name),
+        type_text=_squash(text.decode("utf-8", "replace")).replace(" [", "["),
+        span=loc.span(node),
+        is_pointer=is_pointer,
+        is_restrict=bool(own_qualifiers & {"__restrict__", "__restrict", "restrict"}),
+        is_const_pointee=is_pointer and pointee_const,
+        restrict_insert=loc.position(star.end_point) if star is not None else None,
+        const_insert=loc.position(node.start_point),
+    )
+
+
+_FUNCTION_QUALIFIERS = {"__global__", "__device__", "__host__", "__noinline__", "__forceinline__"}
+
+
+def _function(node: Node, loc: _Locator, constants: _Env) -> Function | None:
+    chain = _declarator_chain(node.child_by_field_name("declarator"))
+    declarator = next((d for d in chain if d.type == "function_declarator"), None)
+    if declarator is None:
+        return None
+    name_node = declarator.child_by_field_name("declarator")
+    if name_node is None:
+        return None
+    qualifiers: list[str] = []
+    bounds: LaunchBounds | None = None
+    for child in node.children:
+        if child.start_byte >= declarator.start_byte:
+            break
+        word = _text(child)
+        if child.type in _FUNCTION_QUALIFIERS or child.type in ("storage_class_specifier", "type_qualifier"):
+            qualifiers.append(word)
+        elif child.type == "launch_bounds":
+            args = [c for c in child.named_children if c.type != "comment"]
+            bounds = LaunchBounds(
+                args=tuple(_text(a) for a in args),
+                values=tuple(_fold(a, constants) for a in args),
+                span=loc.span(child),
+            )
+    kind: FunctionKind = (
+        "kernel" if "__global__" in qualifiers else "device" if "__device__" in qualifiers else "host"
+    )
+    inlining: Literal["noinline", "forceinline"] | None = (
+        "noinline" if "__noinline__" in qualifiers else "forceinline" if "__forceinline__" in qualifiers else None
+    )
+    params_node = declarator.child_by_field_name("parameters")
+    params = tuple(
+        _parameter(p, loc)
+        for p in (params_node.named_children if params_node is not None else [])
+        if p.type in ("parameter_declaration", "optional_parameter_declaration")
+    )
+    parent = node.parent
+    in_template = parent is not None and parent.type == "template_declaration"
+    template = parent.child_by_field_name("parameters") if in_template else None
+    body = node.child_by_field_name("body")
+    name = name_node.child_by_field_name("name") if name_node.type == "template_function" else name_node
+    return Function(
+        name=_text(name),
+        kind=kind,
+        qualifiers=tuple(qualifiers),
+        inlining=inlining,
+        span=loc.span(node),
+        name_span=loc.span(name_node),
+        params=params,
+        launch_bounds=bounds,
+        launch_bounds_insert=loc.position(declarator.start_point),
+        body=loc.span(body) if body is not None else None,
+        template_params=_text(template) if template is not None else None,
+    )
+
+
+def _declarators(declaration: Node) -> list[Node]:
+    return declaration.children_by_field_name("declarator")
+
+
+def _has_qualifier(declaration: Node, words: set[str]) -> bool:
+    return any(
+        c.type in ("type_qualifier", "storage_class_specifier") and _text(c) in words
+        for c in declaration.children
+    )
+
+
+def _file_constants(found: _Collected) -> _FileConstants:
+    raw: dict[str, Callable[[_Env], Value | None]] = {}
+    for define in found.defines:
+        name = _text(define.child_by_field_name("name"))
+        body = _text(define.child_by_field_name("value"))
+        if name and body:
+            raw[name] = lambda env, body=body: _fold_text(body, env)
+    for declaration, fn in found.declarations:
+        # Only const/constexpr: a plain global may be changed by host code before the launch.
+        if fn is not None or not _has_qualifier(declaration, {"const", "constexpr"}):
+            continue
+        if not _is_integral(_type_name(declaration.child_by_field_name("type"))):
+            continue
+        for init in _declarators(declaration):
+            if init.type != "init_declarator":
+                continue
+            name = init.child_by_field_name("declarator")
+            value = init.child_by_field_name("value")
+            if name is not None and name.type == "identifier" and value is not None:
+                raw[_text(name)] = lambda env, value=value: _fold(value, env)
+    for enum in found.enums:
+        previous: str | None = None
+        for enumerator in enum.named_children:
+            if enumerator.type != "enumerator":
+                continue
+            name = _text(enumerator.child_by_field_name("name"))
+            value = enumerator.child_by_field_name("value")
+            if value is not None:
+                raw[name] = lambda env, value=value: _fold(value, env)
+            elif previous is None:
+                raw[name] = lambda env: 0
+            else:
+                raw[name] = lambda env, previous=previous: _successor(env.get(previous))
+            previous = name
+    macros = {}
+    for m in found.macros:
+        name = _text(m.child_by_field_name("name"))
+        params = m.child_by_field_name("parameters")
+        body = _text(m.child_by_field_name("value"))
+        if name and params is not None and body:
+            macros[name] = (tuple(_text(c) for c in params.named_children if c.type == "identifier"), body)
+    return _FileConstants(raw, macros)
+
+
+def _successor(value: Value | None) -> int | None:
+    return value + 1 if isinstance(value, int) else None
+
+
+# The nodes that open a C++ block scope: a local declared in one is visible until its end.
+_BLOCKS = frozenset({"compound_statement", "for_statement", "for_range_loop", "if_statement", "while_statement",
+                     "switch_statement", "catch_clause", "lambda_expression", "function_definition"})
+
+
+def _block_of(node: Node) -> Node:
+    scope = node.parent
+    while scope is not None and scope.type not in _BLOCKS:
+        scope = scope.parent
+    return scope if scope is not None else node
+
+
+def _function_scopes(found: _Collected, functions: list[Function | None],
+                     constants: _Env) -> dict[int, _FunctionLocals]:
+    """Each function's locals that fold, by the block each is declared in."""
+    declared: dict[int, list[_Local]] = {}
+    for declaration, fn in found.declarations:
+        if fn is None:
+            continue
+        type_name = _type_name(declaration.child_by_field_name("type"))
+        foldable = _is_integral(type_name) or type_name == "dim3"
+        scope = _block_of(declaration)
+        for declarator in _declarators(declaration):
+            initialised = declarator.type == "init_declarator"
+            target = declarator.child_by_field_name("declarator") if initialised else declarator
+            chain = _declarator_chain(target)
+            name = _declared_name(chain)
+            if name is None:
+                continue
+            plain = len(chain) == 1 and initialised
+            value = declarator.child_by_field_name("value") if plain and foldable else None
+            if declarator.type == "function_declarator" and type_name == "dim3":
+                # `dim3 block(TILE, TILE);` parses as a function declaration whose parameters
+                # are the types TILE and TILE (C++'s "most vexing parse").
+                value = declarator.child_by_field_name("parameters")
+            declared.setdefault(fn, []).append(_Local(_text(name), value, declarator.start_byte, scope))
+    return {
+        fn: _FunctionLocals(constants, {p.name for p in function.params} if function is not None else set(),
+                            declared.get(fn, []), {name for name, _ in found.writes.get(fn, [])})
+        for fn, function in enumerate(functions)
+    }

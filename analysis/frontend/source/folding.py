@@ -1,0 +1,383 @@
+"""Integer constants folded over expression nodes: literals, `sizeof`, casts, enums, macros, `const` globals
+and locals assigned once, C++ block scope included (`(n + threads - 1) / threads` becomes a number).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from tree_sitter import Node
+
+from ..treesitter import parser as _parser
+from .model import Constant
+from .syntax import _squash, _text
+
+
+Value = int | tuple[int, int, int]  # an integer, or a dim3's (x, y, z)
+
+
+class _Env(Protocol):
+    def get(self, name: str) -> Value | None: ...
+
+    # a function-like #define's parameters and body, as the preprocessor would expand it
+    def macro(self, name: str) -> tuple[tuple[str, ...], str] | None: ...
+
+
+class _FileConstants:
+    """File-scope constants, folded on first use: a #define may refer to one defined later."""
+
+    def __init__(self, raw: dict[str, Callable[[_Env], Value | None]],
+                 macros: dict[str, tuple[tuple[str, ...], str]]) -> None:
+        self._raw = raw
+        self._macros = macros
+        self._done: dict[str, Value | None] = {}
+        self._busy: set[str] = set()
+
+    def get(self, name: str) -> Value | None:
+        if name in self._done:
+            return self._done[name]
+        thunk = self._raw.get(name)
+        if thunk is None or name in self._busy:  # unknown, or a cycle like `#define A A`
+            return None
+        self._busy.add(name)
+        value = thunk(self)
+        self._busy.discard(name)
+        self._done[name] = value
+        return value
+
+    def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
+        return self._macros.get(name)
+
+    def folded(self) -> tuple[Constant, ...]:
+        out = []
+        for name in self._raw:
+            value = self.get(name)
+            if isinstance(value, int):
+                out.append(Constant(name=name, value=value))
+        return tuple(out)
+
+
+class _Scope:
+    """A name lookup inside a function at one position: its parameters and its locals as C++
+    scoping sees them there, over the file's constants."""
+
+    def __init__(self, locals_: _FunctionLocals | None, parent: _Env, values: dict[str, Value],
+                 hidden: set[str], at: int | None = None) -> None:
+        self._locals = locals_
+        self._parent = parent
+        self._values = values  # names bound directly (a macro's parameters)
+        self._hidden = hidden
+        self._at = at
+
+    def get(self, name: str) -> Value | None:
+        if name in self._values:
+            return self._values[name]
+        if self._locals is not None and self._at is not None:
+            local = self._locals.visible(name, self._at)
+            if local is not None:
+                return self._locals.value(local)
+        if name in self._hidden:
+            return None
+        return self._parent.get(name)
+
+    def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
+        return self._parent.macro(name)
+
+
+class _Local:
+    """One declaration of a local variable, and the block it is visible in."""
+
+    __slots__ = ("name", "value", "start", "scope_start", "scope_end")
+
+    def __init__(self, name: str, value: Node | None, start: int, scope: Node) -> None:
+        self.name = name
+        self.value = value  # the initialiser that folds, when the declaration is a constant one
+        self.start = start
+        self.scope_start = scope.start_byte
+        self.scope_end = scope.end_byte
+
+
+class _FunctionLocals:
+    """A function's locals that fold: an integer or dim3 declared with a constant initialiser and
+    never written anywhere in the function. Each use sees the innermost declaration before it
+    (`{ dim3 grid(1); k<<<grid, ...>>>(); } { dim3 grid(2); ... }` are two variables)."""
+
+    def __init__(self, parent: _Env, params: set[str], declared: list[_Local], written: set[str]) -> None:
+        self._parent = parent
+        self._params = params
+        self._by_name: dict[str, list[_Local]] = {}
+        for d in declared:
+            self._by_name.setdefault(d.name, []).append(d)
+        self._written = written
+        self._done: dict[int, Value | None] = {}
+        self._busy: set[int] = set()
+
+    def visible(self, name: str, at: int) -> _Local | None:
+        seen = [d for d in self._by_name.get(name, ()) if d.start < at and d.scope_start <= at < d.scope_end]
+        return max(seen, key=lambda d: d.scope_start, default=None)
+
+    def value(self, local: _Local) -> Value | None:
+        key = id(local)
+        if key in self._done:
+            return self._done[key]
+        if local.value is None or local.name in self._written or key in self._busy:
+            return None
+        self._busy.add(key)
+        value = _fold_local(local.value, self.at(local.start))
+        self._busy.discard(key)
+        self._done[key] = value
+        return value
+
+    def at(self, position: int) -> _Scope:
+        return _Scope(self, self._parent, {}, self._params, position)
+
+
+# Results past 64 bits cannot be launch sizes or trip counts; refusing them keeps `1 << 1000000`
+# from building huge integers out of hostile input.
+_LIMIT = 1 << 64
+
+
+_MAX_DEPTH = 64
+
+
+# sizeof on the LP64 ABI nvcc uses on Linux; vector types from CUDA's vector_types.h.
+_SIZEOF = {
+    "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1,
+    "char1": 1, "uchar1": 1, "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2,
+    "half": 2, "__half": 2, "__nv_bfloat16": 2, "char2": 2, "uchar2": 2,
+    "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4, "int32_t": 4, "uint32_t": 4,
+    "half2": 4, "__half2": 4, "__nv_bfloat162": 4, "char4": 4, "uchar4": 4,
+    "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "size_t": 8,
+    "int64_t": 8, "uint64_t": 8, "double": 8, "int2": 8, "uint2": 8, "float2": 8,
+    "int3": 12, "uint3": 12, "float3": 12, "dim3": 12,
+    "int4": 16, "uint4": 16, "float4": 16, "double2": 16, "longlong2": 16,
+}
+
+
+_INTEGRAL_TYPES = {
+    "int", "unsigned", "signed", "long", "short", "char", "size_t", "int8_t", "uint8_t",
+    "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "auto", "bool",
+    "ptrdiff_t", "unsigned int", "long long", "unsigned long", "unsigned long long",
+    "long int", "unsigned long int", "long long int", "unsigned long long int", "short int",
+    "unsigned short", "unsigned char", "signed char",
+}
+
+
+def _int_literal(text: str) -> int | None:
+    t = text.replace("'", "").lower()
+    t = t.rstrip("ulz")
+    try:
+        if t.startswith("0x"):
+            return int(t[2:], 16)
+        if t.startswith("0b"):
+            return int(t[2:], 2)
+        if len(t) > 1 and t.startswith("0") and t.isdigit():
+            return int(t[1:], 8)
+        if t.isdigit():
+            return int(t)
+    except ValueError:
+        return None
+    return None
+
+
+def _c_div(a: int, b: int) -> int | None:
+    if b == 0:
+        return None
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _binary(op: str, a: int, b: int) -> int | None:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return _c_div(a, b)
+    if op == "%":
+        q = _c_div(a, b)
+        return None if q is None else a - q * b
+    if op in ("<<", ">>"):
+        if not 0 <= b < 64:
+            return None
+        return a << b if op == "<<" else a >> b
+    if op == "&":
+        return a & b
+    if op == "|":
+        return a | b
+    if op == "^":
+        return a ^ b
+    comparisons = {
+        "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b,
+        "&&": bool(a) and bool(b), "||": bool(a) or bool(b),
+    }
+    result = comparisons.get(op)
+    return None if result is None else int(result)
+
+
+def _type_name(node: Node) -> str:
+    """The text of a type, stripped of parentheses, qualifiers and extra spaces."""
+    text = _squash(_text(node)).strip("() ")
+    for qualifier in ("const ", "volatile "):
+        text = text.replace(qualifier, "")
+    return text.strip()
+
+
+def _is_integral(type_text: str) -> bool:
+    return type_text in _INTEGRAL_TYPES
+
+
+def _fold(node: Node | None, env: _Env, depth: int = 0) -> int | None:
+    """An integer constant expression's value, or None. Never evaluates anything but arithmetic."""
+    value = _fold_value(node, env, depth)
+    return value if isinstance(value, int) else None
+
+
+def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
+    if node is None or depth > _MAX_DEPTH or node.has_error:
+        return None
+    t = node.type
+    d = depth + 1
+    if t == "number_literal":
+        return _int_literal(_text(node))
+    if t == "true":
+        return 1
+    if t == "false":
+        return 0
+    if t == "identifier":
+        return env.get(_text(node))
+    if t == "parenthesized_expression":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        return _fold_value(inner[0], env, d) if len(inner) == 1 else None
+    if t == "field_expression":
+        # `block.x` of a dim3 the same function folded.
+        base = env.get(_text(node.child_by_field_name("argument")))
+        field = _text(node.child_by_field_name("field"))
+        if isinstance(base, tuple) and field in ("x", "y", "z"):
+            return base["xyz".index(field)]
+        return None
+    if t == "binary_expression":
+        op = _text(node.child_by_field_name("operator"))
+        left = _fold(node.child_by_field_name("left"), env, d)
+        if left is None:
+            return None
+        right = _fold(node.child_by_field_name("right"), env, d)
+        if right is None:
+            return None
+        result = _binary(op, left, right)
+        return result if result is not None and -_LIMIT < result < _LIMIT else None
+    if t == "unary_expression":
+        op = _text(node.child_by_field_name("operator"))
+        arg = _fold(node.child_by_field_name("argument"), env, d)
+        if arg is None:
+            return None
+        return {"-": -arg, "+": arg, "~": ~arg, "!": int(not arg)}.get(op)
+    if t == "conditional_expression":
+        cond = _fold(node.child_by_field_name("condition"), env, d)
+        if cond is None:
+            return None
+        branch = "consequence" if cond else "alternative"
+        return _fold(node.child_by_field_name(branch), env, d)
+    if t == "cast_expression":
+        if not _is_integral(_type_name(node.child_by_field_name("type"))):
+            return None
+        return _fold(node.child_by_field_name("value"), env, d)
+    if t == "sizeof_expression":
+        operand = node.child_by_field_name("type") or node.child_by_field_name("value")
+        return _SIZEOF.get(_type_name(operand)) if operand is not None else None
+    if t == "call_expression":
+        return _fold_call(node, env, d)
+    if t in ("initializer_list", "argument_list"):
+        return _fold_dims(node, env, d)
+    return None
+
+
+def _fold_call(node: Node, env: _Env, depth: int) -> Value | None:
+    function = node.child_by_field_name("function")
+    args = node.child_by_field_name("arguments")
+    if function is None or args is None:
+        return None
+    if function.type == "identifier" and _text(function) == "dim3":
+        return _fold_dims(args, env, depth)
+    macro = env.macro(_text(function)) if function.type == "identifier" else None
+    if macro is not None:
+        # `CEIL_DIV(M, 32)`: the body folded with each parameter bound to its argument's value,
+        # which is what expanding it gives for the arithmetic macros that size launches
+        params, body = macro
+        values = [_fold_value(c, env, depth) for c in args.named_children if c.type != "comment"]
+        if len(values) != len(params) or any(v is None for v in values):
+            return None
+        bound = _Scope(None, env, {p: v for p, v in zip(params, values) if v is not None}, set())
+        return _fold_value(_parse_expression(body), bound, depth)
+    if function.type == "template_function" and _text(function.child_by_field_name("name")) == "static_cast":
+        template_args = function.child_by_field_name("arguments")
+        target = template_args.named_children if template_args is not None else []
+        values = [c for c in args.named_children if c.type != "comment"]
+        if len(target) == 1 and _is_integral(_type_name(target[0])) and len(values) == 1:
+            return _fold(values[0], env, depth)
+    return None
+
+
+def _fold_dims(node: Node | None, env: _Env, depth: int = 0) -> tuple[int, int, int] | None:
+    """A launch dimension: `dim3(x, y)`, `{x, y}`, a dim3 variable, or an integer."""
+    if node is None:
+        return None
+    if node.type in ("argument_list", "initializer_list"):
+        parts = [_fold(c, env, depth + 1) for c in node.named_children if c.type != "comment"]
+        if not 1 <= len(parts) <= 3 or any(p is None for p in parts):
+            return None
+        padded = [p for p in parts if p is not None] + [1] * (3 - len(parts))
+        return (padded[0], padded[1], padded[2])
+    if node.type == "compound_literal_expression":
+        # `dim3{64, 2}`, or a bare `{64, 2}`, which tree-sitter reads with a MISSING type.
+        type_node = node.child_by_field_name("type")
+        if type_node is not None and (type_node.is_missing or _text(type_node) == "dim3"):
+            return _fold_dims(node.child_by_field_name("value"), env, depth + 1)
+        return None
+    value = _fold_value(node, env, depth)
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, int):
+        return (value, 1, 1)
+    return None
+
+
+def _parse_expression(text: str) -> Node | None:
+    """Parse a bare expression (a #define body, a pragma or annotation argument) on its own.
+
+    The newlines keep a trailing `// comment` in the text from swallowing the closing `);`.
+    """
+    text = text.replace("\\\n", " ").strip()
+    if not text or len(text) > 400:
+        return None
+    try:
+        tree = _parser().parse(f"int __ks =\n(\n{text}\n);".encode("utf-8", "surrogatepass"))
+    except (UnicodeEncodeError, ValueError):
+        return None
+    root = tree.root_node
+    if root.has_error or root.named_child_count != 1:
+        return None
+    declaration = root.named_children[0]
+    init = declaration.child_by_field_name("declarator")
+    value = init.child_by_field_name("value") if init is not None else None
+    return value
+
+
+def _fold_text(text: str, env: _Env) -> int | None:
+    return _fold(_parse_expression(text), env)
+
+
+def _fold_local(node: Node, env: _Env) -> Value | None:
+    if node.type == "parameter_list":
+        names = [p.child_by_field_name("type") for p in node.named_children if p.type != "comment"]
+        parts = [env.get(_text(n)) if n is not None and n.type == "type_identifier" else None for n in names]
+        if not 1 <= len(parts) <= 3 or not all(isinstance(p, int) for p in parts):
+            return None
+        padded = [p for p in parts if isinstance(p, int)] + [1] * (3 - len(parts))
+        return (padded[0], padded[1], padded[2])
+    if node.type in ("argument_list", "initializer_list"):
+        return _fold_dims(node, env)
+    return _fold_value(node, env)
