@@ -15,12 +15,11 @@ def _collect() -> tuple[type[BaseException], ...]:
     found: list[type[BaseException]] = [KernelscopeError]
     # Imported lazily so that a broken optional backend cannot break error reporting itself.
     for module, names in (
-        ("toolchain", ("ToolchainError",)),
-        ("compile", ("CompileSetupError",)),
-        ("sass", ("DisassemblyError",)),
-        ("arch", ("ArchSpecError",)),
-        ("measure.ncu_report", ("ReportError", "StaleReportError")),
-        ("measure.ncu", ("MeasurementError",)),
+        ("frontend.toolchain", ("ToolchainError",)),
+        ("frontend.compile", ("CompileSetupError",)),
+        ("frontend.sass", ("DisassemblyError",)),
+        ("machine.arch", ("ArchSpecError",)),
+        ("measure.errors", ("MeasurementError", "ReportError", "StaleReportError")),
     ):
         try:
             mod = __import__(f"kernelscope.analysis.{module}", fromlist=list(names))

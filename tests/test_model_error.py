@@ -29,3 +29,13 @@ def test_docs_quote_the_recorded_run():
     doc = (REPO / "docs" / "accuracy.md").read_text()
     assert f"all: n={err.overall.kernels}, geomean error {err.overall.geomean:.2f}x" in doc
     assert f"test: n={err.test.kernels}, geomean error {err.test.geomean:.2f}x" in doc
+
+
+def test_the_text_report_says_it_beside_its_predicted_times(toolchain):
+    from kernelscope.analysis.options import AnalysisOptions
+    from kernelscope.analysis.pipeline import analyze
+    from kernelscope.analysis.reports.text import render_text
+
+    result = analyze(REPO / "examples" / "small_grid.cu", AnalysisOptions(), toolchain=toolchain, depth="quick")
+    assert any(k.predicted_duration_s for k in result.kernels)
+    assert f"predicted times: {model_error().note()}" in render_text(result).splitlines()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..model_error import model_error
 from ..results import AnalysisResult, KernelReport
 
 _TOP_LINES = 5
@@ -175,6 +176,8 @@ def render_text(result: AnalysisResult) -> str:
         head.append("note: host code failed to compile; kernels were analysed from device code alone")
     if result.profile:
         head.append(f"profile: {result.profile.provenance.summary}")
+    if any(k.predicted_duration_s for k in result.kernels) and (err := model_error()):
+        head.append(f"predicted times: {err.note()}")  # what the editor's hovers say beside each one
     if not result.compiled:
         head.append("the file did not compile; see the errors above")
     elif not result.kernels:
