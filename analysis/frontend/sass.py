@@ -187,10 +187,8 @@ _HEX = re.compile(r"^-?0x[0-9a-fA-F]+$")
 _NEVER = frozenset({"RZ", "URZ", "PT", "UPT"})
 
 
-def split_operands(text: str) -> tuple[str, ...]:
-    """Split on commas outside brackets/parentheses: `desc[UR4][R2.64+0x10]` stays whole."""
-    if "[" not in text and "(" not in text and "{" not in text:
-        return tuple(o for o in (p.strip() for p in text.split(",")) if o)
+def top_level_pieces(text: str) -> list[str]:
+    """The text between commas outside brackets and parentheses, unstripped (the last piece too)."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch in "[({":
@@ -198,12 +196,16 @@ def split_operands(text: str) -> tuple[str, ...]:
         elif ch in "])}":
             depth -= 1
         elif ch == "," and depth == 0:
-            out.append(text[start:i].strip())
+            out.append(text[start:i])
             start = i + 1
-    last = text[start:].strip()
-    if last or out:
-        out.append(last)
-    return tuple(o for o in out if o)
+    out.append(text[start:])
+    return out
+
+
+def split_operands(text: str) -> tuple[str, ...]:
+    """Split on commas outside brackets/parentheses: `desc[UR4][R2.64+0x10]` stays whole."""
+    pieces = text.split(",") if "[" not in text and "(" not in text and "{" not in text else top_level_pieces(text)
+    return tuple(o for o in (p.strip() for p in pieces) if o)
 
 
 def _expand(base: str, width: int) -> list[str]:

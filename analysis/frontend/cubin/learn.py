@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..sass import parse_text_listing
+from ..sass import parse_text_listing, top_level_pieces
 from .encoding import (CONTROL_LO, FIXED_MASK, NO_YIELD, REUSE_LO, ArchTable, Field, FloatStyle, Form, OpcodeTable,
                        decode_word, format_value, table_to_json, value_class)
 
@@ -75,16 +75,7 @@ class Instance:
 
 
 def _split_operands(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "[({":
-            depth += 1
-        elif ch in "])}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
+    out = top_level_pieces(text)
     # nvdisasm separates operands with ", " and pads some (`+INF , PT`): keep that padding.
     return [o[1:] if k and o.startswith(" ") else o for k, o in enumerate(out)]
 
