@@ -31,11 +31,20 @@ ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "data" / "real"  # real programs from public repositories (README there)
 
 
+#: fixtures that are not kernels to model: made not to compile (broken.cu), made to take minutes
+#: (slow_template.cu), or compiled only through the file that includes them (kernels_impl.cu)
+_NOT_MODELED = {"broken.cu", "slow_template.cu", "kernels_impl.cu"}
+#: every kernel source the tests compile: the examples and each `.cu` under tests/
+CORPUS = tuple(sorted((ROOT / "examples").glob("*.cu"))) + tuple(
+    sorted(p for p in (ROOT / "tests").rglob("*.cu") if p.name not in _NOT_MODELED))
+
+
 def real_flags(src: Path) -> tuple[str, ...]:
-    """The nvcc flags that build `src` when it is one of tests/data/real's programs (its
-    build_flags.json), minus link flags: a -cubin compile links nothing."""
+    """The nvcc flags that build `src`: a program of tests/data/real with its build_flags.json
+    (minus link flags: a -cubin compile links nothing), other cuda-samples code under tests/data
+    with the samples' Common headers."""
     if REAL not in src.parents:
-        return ()
+        return (f"-I{REAL / 'cuda-samples' / 'Common'}",) if "cuda-samples" in src.parts else ()
     table = json.loads((REAL / "build_flags.json").read_text())
     named = (*table["*"], *table.get(src.relative_to(REAL).as_posix(), ()))
     return tuple(f.format(real=REAL) for f in named if not f.startswith("-l"))

@@ -1,8 +1,9 @@
 """No modeled kernel breaks a physical limit (issue 20 item 5): above the device's peak FLOP/s per
 precision, above a memory level's bandwidth for its modeled traffic, or with fewer FLOPs than its
 loops execute for the model's own trip counts. Over every example in examples/ and every test
-kernel in tests/emulator/kernels/ on sm_90 and sm_80, and over tests/inputs/ and the real
-programs of tests/data/real/ on sm_90, compiled by the real nvcc (benchmarks/accuracy/run.py
+kernel in tests/emulator/kernels/ on sm_90 and sm_80, and over every other kernel source under
+tests/ (the real programs of tests/data/real/, the LSP, action, capture and input fixtures) on
+sm_90, compiled by the real nvcc (benchmarks/accuracy/run.py
 checks the same over its kernels and exits 1 on a violation).
 """
 
@@ -19,11 +20,11 @@ from kernelscope.analysis.emulator.model import emulate_detailed, prepare
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.machine.roofline import roofline_model
 
-from _build import REAL, ROOT, build_example, real_flags
+from _build import CORPUS, ROOT, build_example, real_flags
 
 SOURCES = sorted((ROOT / "examples").glob("*.cu")) + sorted((Path(__file__).parent / "kernels").glob("*.cu"))
-# the real programs and the input tests' kernels too, on sm_90 (their launches fold from main())
-CORPUS = sorted((ROOT / "tests" / "inputs").glob("*.cu")) + sorted(REAL.rglob("*.cu"))
+# every other kernel the tests compile (real programs, LSP and action fixtures...), on sm_90
+OTHERS = [p for p in CORPUS if p not in SOURCES]
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
@@ -32,7 +33,7 @@ def test_no_kernel_is_predicted_beyond_the_device(src, arch, toolchain):
     _check(src, arch, toolchain)
 
 
-@pytest.mark.parametrize("src", CORPUS, ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize("src", OTHERS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_no_real_kernel_is_predicted_beyond_the_device(src, toolchain):
     _check(src, "sm_90", toolchain)
 
