@@ -23,6 +23,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
+from .c_arithmetic import binary, int_literal
+from .toolchain import macro_flags
 from .treesitter import parser as _parser
 
 #: a macro's replacement text; None for a defined macro whose value cannot be folded (a function-like one)
@@ -59,7 +61,7 @@ def compile_passes(command: Sequence[str], arch: str, cuda_version: str | None) 
         major, _, rest = cuda_version.partition(".")
         common.update(__CUDACC_VER_MAJOR__=major, __CUDACC_VER_MINOR__=rest.partition(".")[0] or "0")
     undefined = set(_NEVER)
-    for name, value in _flag_macros(command):
+    for name, value in macro_flags(command):
         if value is None:
             common.pop(name, None)
             undefined.add(name)
@@ -72,33 +74,6 @@ def compile_passes(command: Sequence[str], arch: str, cuda_version: str | None) 
         device["__CUDA_ARCH__"] = str(int(digits) * 10)
     return Passes(host=Macros(defined=common, undefined=frozenset(undefined | {"__CUDA_ARCH__"})),
                   device=Macros(defined=device, undefined=frozenset(undefined)))
-
-
-def _flag_macros(command: Sequence[str]) -> list[tuple[str, str | None]]:
-    """(name, value) for each -D (value "1" when none is given) and (name, None) for each -U, in order."""
-    out: list[tuple[str, str | None]] = []
-    args = list(command)
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in ("-Xcompiler", "--compiler-options", "-Xptxas", "-Xlinker", "-Xnvlink"):
-            i += 2  # another tool's flags: a host compiler's -D is not the device pass's
-            continue
-        for short, long, undef in (("-D", "--define-macro", False), ("-U", "--undefine-macro", True)):
-            if a in (short, long) and i + 1 < len(args):
-                value, i = args[i + 1], i + 1
-            elif a.startswith(long + "="):
-                value = a[len(long) + 1:]
-            elif a.startswith(short) and len(a) > 2:
-                value = a[2:]
-            else:
-                continue
-            name, eq, text = value.partition("=")
-            if name:
-                out.append((name.strip(), None if undef else (text if eq else "1")))
-            break
-        i += 1
-    return out
 
 
 # ------------------------------------------------------------------------------------- resolving
@@ -116,18 +91,24 @@ class _Chain:
     directives: list[tuple[int, int]] = field(default_factory=list)
 
 
-def resolved(source: bytes, macros: Macros) -> bytes:
-    """`source` with the branches this pass drops, and the directives of every conditional it
-    decides whole, blanked to spaces; line and byte positions unchanged."""
+def resolved(source: bytes, passes: Passes) -> tuple[bytes, bytes]:
+    """`source` as the device pass and as the host pass read it: the branches each drops, and the
+    directives of every conditional it decides whole, blanked to spaces; line and byte positions
+    unchanged. The directives are found once for both."""
     if b"#" not in source:
-        return source
+        return source, source
+    directives = list(_directive_lines(source))
+    return _resolved(source, directives, passes.device), _resolved(source, directives, passes.host)
+
+
+def _resolved(source: bytes, directives: list[tuple[int, int, str, str]], macros: Macros) -> bytes:
     out = bytearray(source)
     known: dict[str, Definition] = dict(macros.defined)
     undefined = set(macros.undefined)
     chains: list[_Chain] = []
 
     previous = 0  # end of the last directive read: the lines after it have _read(chains)'s state
-    for start, end, directive, rest in _directive_lines(source):
+    for start, end, directive, rest in directives:
         here = _read(chains)
         if here is False:
             _blank(out, previous, start)
@@ -286,23 +267,13 @@ def _expression(text: str):
     return node.child_by_field_name("condition") if node is not None and node.type == "preproc_if" else None
 
 
-_BINARY = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": lambda a, b: int(a / b) if b else None, "%": lambda a, b: a - b * int(a / b) if b else None,
-    "<<": lambda a, b: a << b if 0 <= b < 64 else None, ">>": lambda a, b: a >> b if 0 <= b < 64 else None,
-    "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b), "<=": lambda a, b: int(a <= b),
-    ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
-    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
-}
-
-
 def _evaluate(node, known: Mapping[str, Definition], undefined: set[str], depth: int) -> int | None:
     """A preprocessor expression's integer value; None when it depends on something unknown."""
     if node is None or depth > 32:
         return None
     t = node.type
     if t == "number_literal":
-        return _integer(node.text.decode())
+        return int_literal(node.text.decode())
     if t == "true":
         return 1
     if t == "false":
@@ -337,20 +308,10 @@ def _evaluate(node, known: Mapping[str, Definition], undefined: set[str], depth:
             return None if left is None or right is None else int(op == "||" and bool(left or right)
                                                                    or op == "&&" and bool(left and right))
         right = _evaluate(node.child_by_field_name("right"), known, undefined, depth)
-        return None if left is None or right is None or op not in _BINARY else _BINARY[op](left, right)
+        return None if left is None or right is None else binary(op, left, right)
     if t == "conditional_expression":
         test = _evaluate(node.child_by_field_name("condition"), known, undefined, depth)
         if test is None:
             return None
         return _evaluate(node.child_by_field_name("consequence" if test else "alternative"), known, undefined, depth)
     return None  # a function-like macro, __has_include, a character literal: not decided here
-
-
-def _integer(text: str) -> int | None:
-    digits = text.rstrip("uUlL").replace("'", "")
-    try:
-        return int(digits, 0) if not (len(digits) > 1 and digits[0] == "0" and digits[1].isdigit()) else int(digits, 8)
-    except ValueError:
-        return None
-
-

@@ -141,9 +141,35 @@ def _split_value(args: Sequence[str], i: int, short: str, long: str | None) -> t
             return (args[i + 1], 1) if i + 1 < len(args) else (None, 0)
         if a.startswith(name + "="):
             return a[len(name) + 1:], 0
-    if a.startswith(short) and len(a) > len(short) and short in ("-I", "-D"):
+    if a.startswith(short) and len(a) > len(short) and short in ("-I", "-D", "-U"):
         return a[len(short):], 0
     return None, 0
+
+
+#: flags whose value is another tool's command line: a -D there is the host compiler's, not nvcc's
+_OTHER_TOOLS = {"-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xlinker", "--linker-options",
+                "-Xnvlink", "--nvlink-options"}
+
+
+def macro_flags(args: Sequence[str]) -> list[tuple[str, str | None]]:
+    """(name, value) for each nvcc -D in `args` (value "1" when none is given) and (name, None)
+    for each -U, in order."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(args):
+        if args[i] in _OTHER_TOOLS:
+            i += 2
+            continue
+        for short, long in (("-D", "--define-macro"), ("-U", "--undefine-macro")):
+            value, n = _split_value(args, i, short, long)
+            if value is not None:
+                name, eq, text = value.partition("=")
+                if name.strip():
+                    out.append((name.strip(), None if short == "-U" else (text if eq else "1")))
+                i += n
+                break
+        i += 1
+    return out
 
 
 def _absolutize_includes(flags: Sequence[str], directory: Path) -> tuple[tuple[str, ...], list[Path], list[Path], list[str]]:

@@ -44,6 +44,7 @@ def test_every_source_loop_is_a_sass_loop_unless_unrolled_whole(program):
     src, prog = program
     path = str(src)
     lines = src.read_text().splitlines()
+    header_constants = _header_constants(src, prog)
     for fn in prog.functions:
         ins = fn.sass.instructions
         code = {loc[1] for x in ins if (loc := source_line_of(x, path)) is not None and loc[0] == path}
@@ -55,7 +56,7 @@ def test_every_source_loop_is_a_sass_loop_unless_unrolled_whole(program):
         for loop in prog.source.loops_in(source_fn.name):
             if loop.header_line in mapped or not any(loop.span.contains_line(line) for line in code):
                 continue
-            if loop.parent in unrolled or _header_constants(src, prog) & _names(lines[loop.header_line - 1]):
+            if loop.parent in unrolled or header_constants & _names(lines[loop.header_line - 1]):
                 # a bound from an included header's #define, which the source model does not fold
                 # (docs/emulator.md, Known limits), or a loop inside one unrolled whole
                 unrolled.add(loop.index)

@@ -18,6 +18,7 @@ or empty model instead of an exception.
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_right
 
 from tree_sitter import Node
@@ -54,8 +55,10 @@ from .model import (  # the records, for every stage that reads the source model
 )
 from .preprocessor import _annotation, _include
 from .statements import _branch, _call, _float_literal, _index_only, _is_cast, _launch, _power_of_two, _shared_decls
-from .syntax import _Locator, _log, _squash, _text
+from .syntax import _Locator, _squash, _text
 from .walk import _collect
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["parse_source",
            "Annotation",
@@ -94,7 +97,7 @@ def parse_source(text: str, passes: Passes | None = None) -> SourceModel:
         if passes is None:
             return _parse(text)
         source = text.encode("utf-8", "surrogatepass")
-        device, host = resolved(source, passes.device), resolved(source, passes.host)
+        device, host = resolved(source, passes)
         model = _parse(device.decode("utf-8", "surrogatepass"))
         if host == device:
             return model

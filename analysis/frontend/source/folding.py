@@ -9,6 +9,8 @@ from typing import Protocol
 
 from tree_sitter import Node
 
+from ..c_arithmetic import binary as _binary
+from ..c_arithmetic import int_literal as _int_literal
 from ..treesitter import parser as _parser
 from .model import Constant
 from .syntax import _squash, _text
@@ -162,60 +164,6 @@ _INTEGRAL_TYPES = {
     "long int", "unsigned long int", "long long int", "unsigned long long int", "short int",
     "unsigned short", "unsigned char", "signed char",
 }
-
-
-def _int_literal(text: str) -> int | None:
-    t = text.replace("'", "").lower()
-    t = t.rstrip("ulz")
-    try:
-        if t.startswith("0x"):
-            return int(t[2:], 16)
-        if t.startswith("0b"):
-            return int(t[2:], 2)
-        if len(t) > 1 and t.startswith("0") and t.isdigit():
-            return int(t[1:], 8)
-        if t.isdigit():
-            return int(t)
-    except ValueError:
-        return None
-    return None
-
-
-def _c_div(a: int, b: int) -> int | None:
-    if b == 0:
-        return None
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def _binary(op: str, a: int, b: int) -> int | None:
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if op == "/":
-        return _c_div(a, b)
-    if op == "%":
-        q = _c_div(a, b)
-        return None if q is None else a - q * b
-    if op in ("<<", ">>"):
-        if not 0 <= b < 64:
-            return None
-        return a << b if op == "<<" else a >> b
-    if op == "&":
-        return a & b
-    if op == "|":
-        return a | b
-    if op == "^":
-        return a ^ b
-    comparisons = {
-        "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b,
-        "&&": bool(a) and bool(b), "||": bool(a) or bool(b),
-    }
-    result = comparisons.get(op)
-    return None if result is None else int(result)
 
 
 def _type_name(node: Node) -> str:

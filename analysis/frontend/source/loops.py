@@ -7,7 +7,8 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from .declarations import _declarators
-from .folding import _Env, _c_div, _fold, _fold_text
+from ..c_arithmetic import c_div as _c_div
+from .folding import _Env, _fold, _fold_text
 from .model import Function, Loop, UnrollPragma
 from .syntax import _Locator, _squash, _text
 from .walk import _LOOP_KINDS, _RawLoop, _written_name

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import logging
-
 from tree_sitter import Node
 
 from .model import Position, Span
-
-
-_log = logging.getLogger(__name__)
 
 
 class _Locator:
