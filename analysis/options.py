@@ -51,6 +51,10 @@ class AnalysisBudget(BaseModel):
     seconds: float = Field(30.0, gt=0, description=(
         "Wall-clock backstop for one file's second stage; when it binds the result depends on the "
         "machine's speed, and says so."))
+    processes: int | None = Field(None, ge=1, description=(
+        "Processes the second stage's independent runs may use at once (this one included); default: the "
+        "CPUs the analysis may run on, at most 4. The result is the same whatever the number; only its "
+        "wall-clock time changes."))
 
 
 class AnalysisOptions(BaseModel):
@@ -84,7 +88,9 @@ class AnalysisOptions(BaseModel):
         return v if v.startswith("sm_") else f"sm_{v}"
 
     def cache_key(self, source_sha256: str, toolchain_version: str) -> str:
-        blob = f"{source_sha256}|{toolchain_version}|{engine_fingerprint()}|{self.model_dump_json()}"
+        # the number of processes changes when a result comes, not what it is
+        settings = self.model_dump_json(exclude={"budget": {"processes"}})
+        blob = f"{source_sha256}|{toolchain_version}|{engine_fingerprint()}|{settings}"
         return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -18,12 +18,13 @@ from pathlib import Path
 from .advisor.call_sites import call_sites
 from .advisor.ranking import advise
 from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
+from .emulator.workers import available_cores, fan_out
 from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
 from .frontend.compile import CompilerMessage, KernelResources, compile_cuda, local_headers
 from .machine.arch import ArchSpec, DeviceSpec, load_arch_specs
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError,
-                             SensitivityReport, WhatIfReport, emulate_detailed, prepare, sensitivity, study_shape,
-                             what_if)
+                             SensitivityReport, WhatIfReport, emulate_detailed, prepare, sensitivity_study,
+                             study_shape, what_if_study)
 from .advisor.static_facts import KernelFacts, kernel_facts
 from .frontend.conditional import compile_passes
 from .frontend.disassembly import read_sass
@@ -37,6 +38,9 @@ from .options import AnalysisOptions
 from .process import CancelToken
 from .profile import Assumption, KernelProfile, LaunchConfig, Profile
 from .results import AnalysisResult, KernelReport, Message, OccupancyReport, Resources, ToolchainInfo
+
+#: default processes of the second stage: beyond a few, the fork and the base run dominate
+MAX_PROCESSES = 4
 
 #: progress(stage, fraction) — fraction in 0..1 of the whole analysis
 Progress = Callable[[str, float], None]
@@ -284,17 +288,25 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
                              SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
     sens = wi = None
     stopped = ""
+    processes = options.budget.processes or min(MAX_PROCESSES, available_cores())
     try:
+        sens_study = wi_study = None
         if plan.sensitivity_run_budget is not None:
             st = SENSITIVITY_SETTINGS.model_copy(update={"issue_budget": plan.sensitivity_run_budget})
-            sens = sensitivity(program, fn, arch, device, options, program.source, settings=st,
-                               prepared=base if st == SENSITIVITY_SETTINGS else None,
-                               resources=plan.sensitivity_resources, ledger=ledger)
+            sens_study = sensitivity_study(program, fn, arch, device, options, program.source, settings=st,
+                                           prepared=base if st == SENSITIVITY_SETTINGS else None,
+                                           resources=plan.sensitivity_resources, ledger=ledger)
         if plan.what_if_run_budget is not None:
             st = WHAT_IF_SETTINGS.model_copy(update={"issue_budget": plan.what_if_run_budget})
-            wi = what_if(program, fn, arch, device, options, program.source, settings=st,
-                         block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
-                         grid_multipliers=plan.grid_multipliers, ledger=ledger)
+            wi_study = what_if_study(program, fn, arch, device, options, program.source, settings=st,
+                                     block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
+                                     grid_multipliers=plan.grid_multipliers, ledger=ledger)
+        # both studies' runs in one fan-out: the processes stay busy to the end (workers.py)
+        n = len(sens_study.jobs) if sens_study else 0
+        out = fan_out([*(sens_study.jobs if sens_study else ()), *(wi_study.jobs if wi_study else ())], processes,
+                      ledger)
+        sens = sens_study.finish(out[:n]) if sens_study else None
+        wi = wi_study.finish(out[n:]) if wi_study else None
     except BudgetSpent as e:
         stopped = f"stopped: {e}"
     cuts = [*plan.cuts, *([stopped] if stopped else [])]

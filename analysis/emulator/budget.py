@@ -82,7 +82,7 @@ class StudyShape:
     grid_multipliers: tuple[int, ...]
     #: issues of one prediction (all its waves) at a per-run budget
     cost: Callable[[int], float]
-    #: loops the what-if re-models with staged loads (model.py `_staged_loops`), at most
+    #: loops the what-if re-models with staged loads (model.py `_staged_loop_jobs`), at most
     staged_loops: int = 0
 
 

@@ -15,7 +15,9 @@ import math
 import os
 import re
 from dataclasses import dataclass, replace
+from functools import partial
 from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,6 +37,7 @@ from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_
 from .listeners import PCSampler, TrafficCounter, Utilization, resource_units
 from .memory import memory_shapes, param_offsets
 from .units import RES_ID, RESOURCES, MachineModel, machine_from_arch
+from .workers import fan_out
 
 TOOL = "kernelscope-emulator"
 TOOL_VERSION = "0.1"
@@ -563,17 +566,39 @@ def _region(name: str, loop: int | None, line: int | None, share: float,
                              bottleneck=best.resource, bound=bound)
 
 
-def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
-                options: AnalysisOptions, source: SourceModel | None = None, *,
-                settings: EmulationSettings | None = None, hot_loop_share: float = 0.1,
-                prepared: Prepared | None = None, tail_scaled_share: float = TAIL_SCALED_SHARE,
-                gap_min_utilization: float = GAP_MIN_UTILIZATION, resources: int | None = None,
-                ledger: Ledger | None = None) -> SensitivityReport:
-    """δT/δL and δT/δG per resource, normalised (SAAKE §3.3); per kernel and per hot loop.
+@dataclass(frozen=True)
+class Study:
+    """A second-stage study once its base run is done: its independent runs as jobs (run them in
+    any process, `workers.fan_out`) and what makes its report of their results, in job order."""
 
-    Each resource's latency, then its gap, is scaled by (1 + perturbation) in its own emulation.
-    A loop's sensitivity is the relative change of the samples on its instructions. `resources`
-    limits the study to that many of the busiest units (a budget cut); `ledger` is charged.
+    jobs: list[Callable[[], object]]
+    finish: Callable[[list], BaseModel]
+
+    def run(self, processes: int = 1, ledger: Ledger | None = None):
+        return self.finish(fan_out(self.jobs, processes, ledger))
+
+
+def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
+                options: AnalysisOptions, source: SourceModel | None = None, *, processes: int = 1,
+                ledger: Ledger | None = None, **study) -> SensitivityReport:
+    """δT/δL and δT/δG per resource, normalised (SAAKE §3.3); per kernel and per hot loop
+    (`sensitivity_study`), its runs shared by `processes` processes; the result does not depend on it."""
+    return sensitivity_study(program, kernel, arch, device, options, source, ledger=ledger, **study).run(
+        processes, ledger)
+
+
+def sensitivity_study(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
+                      options: AnalysisOptions, source: SourceModel | None = None, *,
+                      settings: EmulationSettings | None = None, hot_loop_share: float = 0.1,
+                      prepared: Prepared | None = None, tail_scaled_share: float = TAIL_SCALED_SHARE,
+                      gap_min_utilization: float = GAP_MIN_UTILIZATION, resources: int | None = None,
+                      ledger: Ledger | None = None) -> Study:
+    """The sensitivity study of SAAKE §3.3, its base run done.
+
+    Each resource's latency, then its gap, is scaled by (1 + perturbation) in its own emulation
+    (one job each). A loop's sensitivity is the relative change of the samples on its
+    instructions. `resources` limits the study to that many of the busiest units (a budget cut);
+    `ledger` is charged.
     """
     st = settings or SENSITIVITY_SETTINGS
     prep = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
@@ -611,30 +636,32 @@ def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec
         busiest = set(sorted(used, key=lambda r: -util.get(r, 0.0))[:resources])
         used = [r for r in used if r in busiest]
     total_samples = sum(weight * base_waves_i.sampler.total for base_waves_i, weight in base_waves) or 1.0
-    lat_T: dict[str, tuple[float, list[float]]] = {}
-    gap_T: dict[str, tuple[float, list[float]]] = {}
-    for r in used:
-        lat_T[r] = measure(prep.machine.with_param(r, latency_scale=1 + d))
-        # +d·G on a unit busy a fraction u of the time adds at most d·u·T: (ΔT/T)/d ≤ u, so a
-        # nearly idle unit's gap term is reported as 0 without its run
-        gap_T[r] = (measure(prep.machine.with_param(r, gap_scale=1 + d)) if util.get(r, 0.0) >= gap_min_utilization
-                    else (base_T, base_loops))
+    # +d·G on a unit busy a fraction u of the time adds at most d·u·T: (ΔT/T)/d ≤ u, so a nearly
+    # idle unit's gap term is reported as 0 without its run
+    gapped = [r for r in used if util.get(r, 0.0) >= gap_min_utilization]
+    machines = ([prep.machine.with_param(r, latency_scale=1 + d) for r in used]
+                + [prep.machine.with_param(r, gap_scale=1 + d) for r in gapped])
 
     def rel(new: float, old: float) -> float:
         return (new - old) / old / d if old > 0 else 0.0
 
-    kernel_entries = [ResourceSensitivity(resource=r, latency=rel(lat_T[r][0], base_T), gap=rel(gap_T[r][0], base_T))
-                      for r in used]
-    loops = []
-    for i, L in enumerate(k.loops):
-        share = base_loops[i] / total_samples
-        if share < hot_loop_share:
-            continue
-        entries = [ResourceSensitivity(resource=r, latency=rel(lat_T[r][1][i], base_loops[i]),
-                                       gap=rel(gap_T[r][1][i], base_loops[i])) for r in used]
-        loops.append(_region(f"loop@line {L.line}", i, L.line, share, entries))
-    return SensitivityReport(kernel=prep.kernel.mangled, base_seconds=base_pred.seconds, perturbation=d,
-                             kernel_region=_region("kernel", None, None, 1.0, kernel_entries), loops=tuple(loops))
+    def finish(measured: list[tuple[float, list[float]]]) -> SensitivityReport:
+        lat_T = dict(zip(used, measured))
+        gap_T = {r: (base_T, base_loops) for r in used} | dict(zip(gapped, measured[len(used):]))
+        kernel_entries = [ResourceSensitivity(resource=r, latency=rel(lat_T[r][0], base_T),
+                                              gap=rel(gap_T[r][0], base_T)) for r in used]
+        loops = []
+        for i, L in enumerate(k.loops):
+            share = base_loops[i] / total_samples
+            if share < hot_loop_share:
+                continue
+            entries = [ResourceSensitivity(resource=r, latency=rel(lat_T[r][1][i], base_loops[i]),
+                                           gap=rel(gap_T[r][1][i], base_loops[i])) for r in used]
+            loops.append(_region(f"loop@line {L.line}", i, L.line, share, entries))
+        return SensitivityReport(kernel=prep.kernel.mangled, base_seconds=base_pred.seconds, perturbation=d,
+                                 kernel_region=_region("kernel", None, None, 1.0, kernel_entries), loops=tuple(loops))
+
+    return Study([partial(measure, m) for m in machines], finish)
 
 
 # ---- what-if (SAAKE §5; roofline scaling trajectories) -------------------------------------------
@@ -723,16 +750,25 @@ GRID_MULTIPLIERS = (1, 2, 4)
 
 
 def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
-            options: AnalysisOptions, source: SourceModel | None = None, *,
-            settings: EmulationSettings | None = None, block_sizes: tuple[int, ...] | None = None,
-            sm_counts: tuple[int, ...] | None = None, prepared: Prepared | None = None,
-            grid_multipliers: tuple[int, ...] = GRID_MULTIPLIERS, ledger: Ledger | None = None) -> WhatIfReport:
-    """Predicted time for other block sizes (same total threads), SM counts and grids (SAAKE §5, §7).
+            options: AnalysisOptions, source: SourceModel | None = None, *, processes: int = 1,
+            ledger: Ledger | None = None, **study) -> WhatIfReport:
+    """Predicted time for other block sizes, SM counts and grids (`what_if_study`), its runs
+    shared by `processes` processes; the result does not depend on it."""
+    return what_if_study(program, kernel, arch, device, options, source, ledger=ledger, **study).run(processes, ledger)
+
+
+def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
+                  options: AnalysisOptions, source: SourceModel | None = None, *,
+                  settings: EmulationSettings | None = None, block_sizes: tuple[int, ...] | None = None,
+                  sm_counts: tuple[int, ...] | None = None, prepared: Prepared | None = None,
+                  grid_multipliers: tuple[int, ...] = GRID_MULTIPLIERS, ledger: Ledger | None = None) -> Study:
+    """The what-if study of SAAKE §5, §7 (block sizes of the same total threads, SM counts,
+    grids), its base run done.
 
     Block sizes are swept only for a 1-D block: a kernel that indexes threadIdx.y (a 2-D block)
     has its work laid out for that shape, and a 1-D block of the same size would compute
-    something else. All points share one wave cache, so the base wave is run once and the SM-count
-    and grid points that repeat a wave's shape reuse it.
+    something else. Each point is a job; the points share the base run's wave cache, so the
+    SM-count and grid points that repeat a wave's shape reuse it.
     """
     st = settings or WHAT_IF_SETTINGS
     base = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
@@ -740,7 +776,6 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
     cache: WaveCache = {}
     base_pred, base_waves = predict_waves(base, cache=cache, ledger=ledger)
     total_threads = base.launch.blocks * base.launch.threads_per_block
-    points = []
     note = None
     if base.launch.block[1:] != (1, 1):
         note = (f"block {base.launch.block[0]}×{base.launch.block[1]}×{base.launch.block[2]} is 2-D: the kernel's "
@@ -748,22 +783,22 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
         sizes: tuple[int, ...] = ()
     else:
         sizes = block_sizes or block_size_sweep(arch, base.launch.threads_per_block)
-    for bs in sizes:
+
+    def block_point(bs: int) -> BlockSizePoint | None:
         grid = max(1, math.ceil(total_threads / bs))
         if bs == base.launch.threads_per_block:
-            prep, launch = base, base.launch
-            grid = base.launch.blocks
+            prep, grid = base, base.launch.blocks
         else:
             launch = LaunchConfig(grid=(grid, 1, 1), block=(bs, 1, 1), dynamic_smem=base.launch.dynamic_smem)
             try:
                 prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
             except EmulationError:
-                continue
+                return None
         pred, _ = predict_waves(prep, cache=cache, ledger=ledger)
-        points.append(BlockSizePoint(block_size=bs, grid=grid, active_blocks_per_sm=prep.occ.active_blocks_per_sm,
-                                     occupancy=prep.occ.occupancy, limiter=prep.occ.limiter.value,
-                                     seconds=pred.seconds, waves=pred.waves))
-    best = min(points, key=lambda p: p.seconds).block_size if points else None
+        return BlockSizePoint(block_size=bs, grid=grid, active_blocks_per_sm=prep.occ.active_blocks_per_sm,
+                              occupancy=prep.occ.occupancy, limiter=prep.occ.limiter.value,
+                              seconds=pred.seconds, waves=pred.waves)
+
     # SM-count trajectory: the same launch on 1..all SMs
     counts = sm_counts or sm_count_sweep(device.sm_count)
     ref = base_waves[0][0]
@@ -772,14 +807,14 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
     ops = sum(v for p, v in ref.traffic.flops.items() if p != "int") or ref.traffic.flops.get("int", 0.0)
     flops = ops / ref.run.warps_emulated * warps_total
     dram = ref.traffic.bytes.get("dram", 0.0) / ref.run.warps_emulated * warps_total
-    scaling = []
-    for s in counts:
-        pred, _ = predict_waves(base, sm_count=s, cache=cache, ledger=ledger)
-        scaling.append(ScalingPoint(sms=s, seconds=pred.seconds, flops_per_s=flops / pred.seconds if pred.seconds else 0.0,
-                                    intensity=flops / dram if dram else None, waves=pred.waves))
+
+    def scaling_point(sms: int) -> ScalingPoint:
+        pred, _ = predict_waves(base, sm_count=sms, cache=cache, ledger=ledger)
+        return ScalingPoint(sms=sms, seconds=pred.seconds, flops_per_s=flops / pred.seconds if pred.seconds else 0.0,
+                            intensity=flops / dram if dram else None, waves=pred.waves)
+
     # grid scaling: the same per-block work with more blocks
-    grid_pts = []
-    for mult in grid_multipliers:
+    def grid_point(mult: int) -> GridPoint:
         blocks = base.launch.blocks * mult
         if mult == 1:
             pred = base_pred
@@ -790,12 +825,24 @@ def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, de
             # keep each thread's work: loop trips as in the base launch
             prep.decoded.loops = list(base.decoded.loops)
             pred, _ = predict_waves(prep, cache=cache, ledger=ledger)
-        grid_pts.append(GridPoint(blocks=blocks, seconds=pred.seconds, blocks_per_s=blocks / pred.seconds))
-    staged = _staged_loops(base, base_waves, ledger)
-    return WhatIfReport(kernel=base.kernel.mangled, current_block_size=base.launch.threads_per_block,
-                        current_seconds=base_pred.seconds, current_waves=base_pred.waves, block_sizes=tuple(points),
-                        best_block_size=best, sm_scaling=tuple(scaling), grid_scaling=tuple(grid_pts),
-                        block_sizes_note=note, staged_loops=staged)
+        return GridPoint(blocks=blocks, seconds=pred.seconds, blocks_per_s=blocks / pred.seconds)
+
+    staged_jobs = _staged_loop_jobs(base, base_waves, ledger)
+    jobs = ([partial(block_point, bs) for bs in sizes] + [partial(scaling_point, c) for c in counts]
+            + [partial(grid_point, m) for m in grid_multipliers] + staged_jobs)
+
+    def finish(out: list) -> WhatIfReport:
+        points = [p for p in out[:len(sizes)] if p is not None]
+        scaling = out[len(sizes):len(sizes) + len(counts)]
+        grid_pts = out[len(sizes) + len(counts):len(jobs) - len(staged_jobs)]
+        staged = tuple(sorted(out[len(jobs) - len(staged_jobs):], key=lambda x: x.line))
+        best = min(points, key=lambda p: p.seconds).block_size if points else None
+        return WhatIfReport(kernel=base.kernel.mangled, current_block_size=base.launch.threads_per_block,
+                            current_seconds=base_pred.seconds, current_waves=base_pred.waves,
+                            block_sizes=tuple(points), best_block_size=best, sm_scaling=tuple(scaling),
+                            grid_scaling=tuple(grid_pts), block_sizes_note=note, staged_loops=staged)
+
+    return Study(jobs, finish)
 
 
 #: loops below this share of the kernel's samples are not re-modeled for tiling
@@ -804,8 +851,9 @@ STAGED_LOOP_SHARE = 0.1
 STAGED_LOOPS_MAX = 2
 
 
-def _staged_loops(base: Prepared, base_waves: list[tuple[Wave, float]], ledger: Ledger | None) -> tuple[StagedLoop, ...]:
-    """Tiling's modeled ceiling per hot loop that loads from global memory (`staging.py`).
+def _staged_loop_jobs(base: Prepared, base_waves: list[tuple[Wave, float]], ledger: Ledger | None) -> list:
+    """Tiling's modeled ceiling per hot loop that loads from global memory (`staging.py`), one
+    job per loop re-modeled.
 
     Only outermost such loops: staging an outer loop's loads stages its inner loops' too."""
     k = base.decoded
@@ -819,14 +867,14 @@ def _staged_loops(base: Prepared, base_waves: list[tuple[Wave, float]], ledger: 
         if share >= STAGED_LOOP_SHARE:
             cands.append((share, L, slots))
     outer = [c for c in cands if not any(o[1] is not c[1] and c[1].body < o[1].body for o in cands)]
-    out = []
-    for _, L, slots in sorted(outer, key=lambda c: -c[0])[:STAGED_LOOPS_MAX]:
-        prep = replace(base, decoded=staging.stage_in_shared(k, slots))
-        pred, _ = predict_waves(prep, ledger=ledger)
-        out.append(StagedLoop(line=L.line, loads=len(slots), seconds=pred.seconds))
-    return tuple(sorted(out, key=lambda s: s.line))
+
+    def staged(line: int, slots) -> StagedLoop:
+        pred, _ = predict_waves(replace(base, decoded=staging.stage_in_shared(k, slots)), ledger=ledger)
+        return StagedLoop(line=line, loads=len(slots), seconds=pred.seconds)
+
+    return [partial(staged, L.line, slots) for _, L, slots in sorted(outer, key=lambda c: -c[0])[:STAGED_LOOPS_MAX]]
 
 
-__all__ = ["emulate", "emulate_detailed", "sensitivity", "what_if", "prepare", "EmulationSettings", "Emulation",
+__all__ = ["emulate", "emulate_detailed", "sensitivity", "what_if", "sensitivity_study", "what_if_study", "Study", "prepare", "EmulationSettings", "Emulation",
            "Prediction", "SensitivityReport", "RegionSensitivity", "ResourceSensitivity", "WhatIfReport",
            "BlockSizePoint", "ScalingPoint", "GridPoint", "StagedLoop", "EmulationError", "StallReason"]
