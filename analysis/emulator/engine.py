@@ -132,6 +132,8 @@ class Engine:
         self.icache: InstructionCache | None = None
         self.issue_hooks = [lst.on_issue for lst in listeners if _overrides(lst, "on_issue")]
         self.stall_hooks = [lst.on_stall for lst in listeners if _overrides(lst, "on_stall")]
+        # the SM's wall time per bucket at each issue only serves splitting stalls (`_others`)
+        self.snap_walls = self.multi_bucket and bool(self.stall_hooks)
 
     def _contexts(self, n_sched: int) -> None:
         """Pipes as each emulated SMSP sees them: its own math pipes; the SM's (and GPU's) memory
@@ -267,8 +269,8 @@ class Engine:
          shp) = self.rec[i]
         # --- stall attribution for the cycles since this warp last issued (integrated samples)
         cur = w.prev_issue + 1.0
-        if t > cur:
-            stall_hooks = self.stall_hooks
+        stall_hooks = self.stall_hooks
+        if t > cur and stall_hooks:  # a run that reports no stalls (a what-if point) skips their split
             for ct, rc in w.constraints:
                 if ct > cur:
                     end = ct if ct < t else t
@@ -289,7 +291,7 @@ class Engine:
             h(w, i, t, bucket)
         w.prev_issue = t
         w.throttled_until = -1.0
-        if self.multi_bucket:
+        if self.snap_walls:
             w.wall_snap = self.wall[:]
 
         # --- execute: SAAKE Alg. 1 lines 12–14 (Pipe.accept inlined for the common case)

@@ -34,7 +34,7 @@ from .budget import Ledger, StudyShape
 from .decode import K_BRA, REASONS, DecodedKernel, LoopSpec, callee_name, decode
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
-from .listeners import PCSampler, TrafficCounter, Utilization, resource_units
+from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
 from .memory import memory_shapes, param_offsets
 from .units import RES_ID, RESOURCES, MachineModel, machine_from_arch
 from .workers import fan_out
@@ -274,7 +274,7 @@ def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) ->
 @dataclass(frozen=True)
 class Wave:
     run: EngineRun
-    sampler: PCSampler
+    sampler: PCSampler | ExecutionCounter  # the latter in a run that keeps no stall samples
     util: Utilization
     traffic: TrafficCounter
     blocks_per_sm: int
@@ -295,7 +295,11 @@ def _image_key(prep: Prepared) -> tuple:
 
 
 def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: MachineModel | None = None,
-             extra_listeners: list | None = None, cache: WaveCache | None = None, ledger: Ledger | None = None) -> Wave:
+             extra_listeners: list | None = None, cache: WaveCache | None = None, ledger: Ledger | None = None,
+             samples: bool = True) -> Wave:
+    """One wave of `blocks_per_sm` blocks on each of `active_sms` SMs. Without `samples` the run
+    counts executions but splits no stall cycles by reason (a what-if point needs only its time,
+    which is the same either way); a cached wave with samples serves a request without."""
     m = machine or prep.machine
     wpb = math.ceil(prep.launch.threads_per_block / prep.arch.warp_size)
     total_warps = blocks_per_sm * wpb
@@ -304,15 +308,16 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
     key = None
     if cache is not None and not extra_listeners:
         key = (_image_key(prep), blocks_per_sm, wpb, active_sms, m_eff)
-        hit = cache.get(key)
+        hit = cache.get((*key, True)) or (None if samples else cache.get((*key, False)))
         if hit is not None:
             return hit
+        key = (*key, samples)
     if ledger is not None:
         ledger.check()
     st = prep.settings
     warps_emulated = math.ceil(total_warps / m.schedulers_per_sm) if st.representative_smsp else total_warps
     emul, cool = emulated_trips(prep.decoded, st, warps_emulated)
-    sampler = PCSampler()
+    sampler = PCSampler() if samples else ExecutionCounter()
     util, traffic = Utilization(sampler), TrafficCounter(sampler)
     cfg = EngineConfig(blocks=blocks_per_sm, warps_per_block=wpb, representative=st.representative_smsp,
                        policy=st.policy, warmup=st.warmup, cooldowns=tuple(cool))
@@ -359,21 +364,23 @@ def _waves(prep: Prepared, sm_count: int) -> tuple[int, int, int, int]:
 
 
 def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count: int | None = None,
-                  listeners_factory=None, cache: WaveCache | None = None, ledger: Ledger | None = None
-                  ) -> tuple[Prediction, list[tuple[Wave, float]]]:
-    """Time of the launch, and the emulated waves with their weight in SM-waves."""
+                  listeners_factory=None, cache: WaveCache | None = None, ledger: Ledger | None = None,
+                  samples: bool = True) -> tuple[Prediction, list[tuple[Wave, float]]]:
+    """Time of the launch, and the emulated waves with their weight in SM-waves (`samples`: see
+    `run_wave`)."""
     sms = sm_count or prep.device.sm_count
     full, per_sm, tail_per_sm, tail_sms = _waves(prep, sms)
     cache = {} if cache is None else cache  # a tail of the full wave's shape is not run twice
     waves: list[tuple[Wave, float]] = []
     cycles = 0.0
     if full:
-        w = run_wave(prep, per_sm, sms, machine, listeners_factory() if listeners_factory else None, cache, ledger)
+        w = run_wave(prep, per_sm, sms, machine, listeners_factory() if listeners_factory else None, cache, ledger,
+                     samples)
         cycles += full * w.run.cycles
         waves.append((w, float(full * sms)))
     if tail_per_sm:
         w = run_wave(prep, tail_per_sm, tail_sms, machine, listeners_factory() if listeners_factory else None,
-                     cache, ledger)
+                     cache, ledger, samples)
         cycles += w.run.cycles
         # blocks of the tail, in units of the emulated per-SM block set
         waves.append((w, (prep.launch.blocks - full * sms * per_sm) / tail_per_sm))
@@ -794,7 +801,7 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
                 prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
             except EmulationError:
                 return None
-        pred, _ = predict_waves(prep, cache=cache, ledger=ledger)
+        pred, _ = predict_waves(prep, cache=cache, ledger=ledger, samples=False)
         return BlockSizePoint(block_size=bs, grid=grid, active_blocks_per_sm=prep.occ.active_blocks_per_sm,
                               occupancy=prep.occ.occupancy, limiter=prep.occ.limiter.value,
                               seconds=pred.seconds, waves=pred.waves)
@@ -809,7 +816,7 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
     dram = ref.traffic.bytes.get("dram", 0.0) / ref.run.warps_emulated * warps_total
 
     def scaling_point(sms: int) -> ScalingPoint:
-        pred, _ = predict_waves(base, sm_count=sms, cache=cache, ledger=ledger)
+        pred, _ = predict_waves(base, sm_count=sms, cache=cache, ledger=ledger, samples=False)
         return ScalingPoint(sms=sms, seconds=pred.seconds, flops_per_s=flops / pred.seconds if pred.seconds else 0.0,
                             intensity=flops / dram if dram else None, waves=pred.waves)
 
@@ -824,7 +831,7 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
             prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
             # keep each thread's work: loop trips as in the base launch
             prep.decoded.loops = list(base.decoded.loops)
-            pred, _ = predict_waves(prep, cache=cache, ledger=ledger)
+            pred, _ = predict_waves(prep, cache=cache, ledger=ledger, samples=False)
         return GridPoint(blocks=blocks, seconds=pred.seconds, blocks_per_s=blocks / pred.seconds)
 
     staged_jobs = _staged_loop_jobs(base, base_waves, ledger)
@@ -869,7 +876,8 @@ def _staged_loop_jobs(base: Prepared, base_waves: list[tuple[Wave, float]], ledg
     outer = [c for c in cands if not any(o[1] is not c[1] and c[1].body < o[1].body for o in cands)]
 
     def staged(line: int, slots) -> StagedLoop:
-        pred, _ = predict_waves(replace(base, decoded=staging.stage_in_shared(k, slots)), ledger=ledger)
+        pred, _ = predict_waves(replace(base, decoded=staging.stage_in_shared(k, slots)), ledger=ledger,
+                                samples=False)
         return StagedLoop(line=line, loads=len(slots), seconds=pred.seconds)
 
     return [partial(staged, L.line, slots) for _, L, slots in sorted(outer, key=lambda c: -c[0])[:STAGED_LOOPS_MAX]]
