@@ -156,7 +156,13 @@ def emulated_trips(k: DecodedKernel, warps: int, *, sample: bool, warmup: int, m
     if not sample:
         return trips, [0] * len(trips)
     w = warmup
-    emul = [min(t, max(w + 2, max_sampled)) for t in trips]
+    # The outermost loops of a nest three or more deep sample warm-up + one steady + one cool-down
+    # iteration: each of their iterations runs the inner loops' own sampled windows, whose steady
+    # state is what they repeat, and K³ iterations would make the cost grow with the nest's trips
+    # up to the budget (issue 13). Two-deep nests (GEMM's K loop inside a tile loop) keep their
+    # windows: there the outer loop's iterations differ in what the inner one finds in the caches.
+    outer = {p for L in k.loops if L.parent is not None and (p := k.loops[L.parent].parent) is not None}
+    emul = [min(t, w + 2 if i in outer else max(w + 2, max_sampled)) for i, t in enumerate(trips)]
     cool = [1] * len(trips)
     regions: dict[int, tuple[int, ...]] = {}
     while issues_per_warp(k, emul, regions) * warps > issue_budget:
