@@ -32,6 +32,11 @@ class Message(BaseModel):
     #: where the message really came from, when it was attributed to an #include line
     origin: str | None = None
 
+    @classmethod
+    def note(cls, path, text: str, severity: Literal["info", "warning"] = "info") -> Message:
+        """A kernelscope note on the file as a whole."""
+        return cls(file=str(path), line=None, column=None, severity=severity, message=text, source="kernelscope")
+
 
 class Resources(BaseModel):
     """ptxas's resource report for one function (`-Xptxas -v`)."""

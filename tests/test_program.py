@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.frontend.compile import compile_cuda
-from kernelscope.analysis.pipeline import _resources
+from kernelscope.analysis.modeling import resources as _resources
 from kernelscope.analysis.frontend.program import FunctionProgram, build_program
 from kernelscope.analysis.frontend.sass import disassemble
 from kernelscope.analysis.frontend.source import parse_source

@@ -17,13 +17,15 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from .compile import CompileResult, CompilerMessage, local_headers
-from .conditional import Passes
-from .program import Program, base_name
-from .source import IncludedSource, SourceModel, parse_source
 from .toolchain import CompileCommand, Toolchain, parse_compile_command
+
+if TYPE_CHECKING:  # the source and program models are read after the compile (pipeline.py's import thread)
+    from .conditional import Passes
+    from .program import Program
+    from .source import IncludedSource, SourceModel
 
 #: Files nvcc does not compile as CUDA on its own: analysed in an includer's unit when one exists.
 HEADER_SUFFIXES = frozenset({".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc"})
@@ -173,6 +175,8 @@ def with_context(model: SourceModel, file: Path, unit: Path, flags: Sequence[str
 
 def _included(path: Path, passes: Passes | None) -> IncludedSource | None:
     """A file of the unit, when it holds something a kernel is matched to."""
+    from .source import IncludedSource, parse_source
+
     try:
         m = parse_source(path.read_text(errors="replace"), passes)
     except OSError:
@@ -183,6 +187,8 @@ def _included(path: Path, passes: Passes | None) -> IncludedSource | None:
 def restricted_to_file(program: Program) -> Program:
     """`program` compiled from an includer, with only the kernels the analysed file defines: the
     includer's own kernels are results for another file. Device functions stay (callees)."""
+    from .program import base_name
+
     own = {k.name for k in program.source.kernels}
     kept = tuple(f for f in program.functions if not f.sass.is_kernel or base_name(f.name) in own)
     return program.model_copy(update={"functions": kept})

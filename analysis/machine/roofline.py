@@ -34,13 +34,19 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from html import escape as _html_escape
 from typing import Literal
-from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict
 
 from ..profile import KernelProfile
 from .arch import ArchCatalog, DeviceSpec, MemoryLevel, Precision
+
+
+def escape(text: str) -> str:
+    """&, < and > as XML entities (xml.sax.saxutils.escape, without its import of urllib and ssl)."""
+    return _html_escape(text, quote=False)
+
 
 #: Below this fraction of the attainable roof a kernel is latency-bound (see module doc).
 LATENCY_FRACTION = 0.2
@@ -297,7 +303,7 @@ def _bandwidth_row(k: KernelRoofline, y: float, width: int) -> str:
     tag, attrs = _marker(p.level, x_level, y - 5)
     fill = (f'<rect x="{x_bar}" y="{y - 10}" width="{_BAR_W * min(frac, 1.0):.1f}" height="11" fill="{color}"/>'
             if frac is not None else "")
-    return (f'<g class="bandwidth-bar" data-kernel="{escape(k.name, {chr(34): "&quot;"})}" data-level="{p.level}"'
+    return (f'<g class="bandwidth-bar" data-kernel="{escape(k.name).replace(chr(34), "&quot;")}" data-level="{p.level}"'
             + (f' data-fraction="{frac:.4f}"' if frac is not None else "") + '>'
             f'<title>{escape(k.name)}: intensity 0, {k.bound or "unclassified"}'
             f'{"-bound" if k.bound else ""} ({k.provenance}); {tip}</title>'
@@ -436,7 +442,7 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
             tag, attrs = _marker(p.level, cx, cy)
             tip = (f"{escape(k.name)} — {_LABEL[MemoryLevel(p.level)]}: {p.intensity:.3g} "
                    f"{_LABEL[Precision(p.precision)]} op/B, {_fmt_rate(p.performance, 'OP/s')} ({k.provenance})")
-            out.append(f'<g class="kernel-point" data-kernel="{escape(k.name, {chr(34): "&quot;"})}" data-level="{p.level}">'
+            out.append(f'<g class="kernel-point" data-kernel="{escape(k.name).replace(chr(34), "&quot;")}" data-level="{p.level}">'
                        f'<{tag} {attrs} fill="{color}" stroke="white"><title>{tip}</title></{tag}></g>')
         named = next((p for p in k.points if p.level == "dram" and p.performance > 0),
                      next((p for p in k.points if p.performance > 0), None))

@@ -38,7 +38,7 @@ def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arc
             options: AnalysisOptions | None = None, with_what_if: bool = False) -> Analysed:
     from kernelscope.analysis.frontend.compile import compile_cuda
     from kernelscope.analysis.emulator.launch import resolve_launch
-    from kernelscope.analysis.pipeline import _resources
+    from kernelscope.analysis.modeling import resources as _resources
     from kernelscope.analysis.frontend.program import build_program
     from kernelscope.analysis.frontend.sass import disassemble
     from kernelscope.analysis.frontend.source import parse_source

@@ -1,0 +1,276 @@
+"""The stages after the compile, for one file: program, static facts, modeled (or measured)
+profiles, the second stage, advice, and the `AnalysisResult` (`pipeline.analyze` calls
+`model_file`).
+
+A module of its own so that its imports (the emulator, the advisor, the source model: about
+half of the command line's start-up) load on a thread while nvcc compiles (`pipeline.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from .advisor.call_sites import call_sites
+from .advisor.ranking import advise
+from .advisor.static_facts import KernelFacts, kernel_facts
+from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
+from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
+from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError,
+                             SensitivityReport, WhatIfReport, emulate_detailed, prepare, sensitivity_study,
+                             study_shape, what_if_study)
+from .emulator.workers import available_cores, fan_out
+from .frontend.compile import CompileResult, KernelResources
+from .frontend.conditional import compile_passes
+from .frontend.inclusion import restricted_to_file, with_context
+from .frontend.instructions import SassModule
+from .frontend.program import FunctionProgram, Program, build_program
+from .frontend.source import parse_source
+from .frontend.toolchain import Toolchain
+from .machine.arch import ArchSpec, DeviceSpec
+from .machine.occupancy import Occupancy, occupancy
+from .machine.roofline import TrajectoryPoint, kernel_roofline, roofline_model, trajectory_points
+from .options import AnalysisOptions
+from .process import CancelToken
+from .profile import Assumption, KernelProfile, LaunchConfig, Profile
+from .results import AnalysisResult, KernelReport, Message, OccupancyReport, Resources
+
+#: default processes of the second stage: beyond a few, the fork and the base run dominate
+MAX_PROCESSES = 4
+
+
+def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
+               device: DeviceSpec, compiled: CompileResult, module: SassModule, messages: list[Message], base: dict,
+               timings: dict[str, float], cancel: CancelToken, report, measured_report: Path | None,
+               depth: Literal["quick", "full"], on_partial) -> AnalysisResult:
+    """`pipeline.analyze` once the file compiled and its SASS is read (see there)."""
+    arch = catalog.arch(options.arch)
+    t = time.perf_counter()
+    text = data.decode("utf-8", errors="replace")
+    passes = compile_passes(compiled.command, options.arch, toolchain.version)
+    src = with_context(parse_source(text, passes), source, unit, options.flags, toolchain, passes)
+    program = build_program(module, src, str(source), {r.name: resources(r) for r in compiled.resources})
+    if unit != source:
+        program = restricted_to_file(program)
+    timings["program"] = time.perf_counter() - t
+    cancel.check()
+
+    report("model", 0.6)
+    t = time.perf_counter()
+    measured = _measured_profile(measured_report, source) if measured_report else None
+    facts: dict[str, KernelFacts] = {}
+    studies: dict[str, _Study] = {}
+    ledger = Ledger.start(options.budget, cancel)  # one budget for the quick stage and the second (docs/emulator.md)
+    for n, fn in enumerate(program.kernels):
+        cancel.check()
+        report(f"model {fn.name.split('(')[0]}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
+        resolved = resolve_launch(fn.name, program.source, options, device.sm_count)
+        studies[fn.mangled] = study = _study(program, fn, arch, device, options, measured, resolved, ledger,
+                                             len(program.kernels) - n)
+        # Memory-access facts depend on which threads share a warp: the (measured or resolved) block.
+        facts[fn.mangled] = kernel_facts(program, fn, arch, options.default_trip_count, block=study.launch.block,
+                                         values=resolved.values)
+    timings["model"] = time.perf_counter() - t
+    # a kernel modeled with a default launch says so where it is defined, with how to give the real one
+    messages = [*messages, *(Message(file=str(source), line=fn.source_line, column=None, severity="info", message=note,
+                         source="kernelscope")
+                 for fn in program.kernels if not studies[fn.mangled].measured
+                 and (note := assumed_launch_note(fn.name, studies[fn.mangled].assumptions)))]
+    common = dict(base, compiled=True, device_only=compiled.device_only, messages=tuple(messages))
+    if not program.kernels:
+        common["messages"] += (Message.note(source, "no kernels (__global__ functions) in this file"),)
+    result = _assemble(program, catalog, device, options, text, facts, studies, common, timings, measured, "quick")
+    if depth == "quick" or not any(s.profile is not None and s.measured is False for s in studies.values()):
+        return result.model_copy(update={"depth": "full"}) if depth == "full" else result
+    if on_partial is not None:
+        on_partial(result)
+
+    # Sensitivity and what-if re-emulate the kernel tens of times: they come second, so an editor
+    # can show the quick result first (SAAKE §3.3, §5).
+    t = time.perf_counter()
+    for n, fn in enumerate(program.kernels):
+        cancel.check()
+        report(f"sensitivity {fn.name.split('(')[0]}", 0.7 + 0.3 * n / max(1, len(program.kernels)))
+        studies[fn.mangled] = _deepen(program, fn, arch, device, options, studies[fn.mangled], ledger,
+                                      len(program.kernels) - n)
+    timings["sensitivity"] = time.perf_counter() - t
+    return _assemble(program, catalog, device, options, text, facts, studies, common, timings, measured, "full")
+
+
+def resources(r: KernelResources) -> Resources:
+    """ptxas's report of one kernel, as the result reports it."""
+    return Resources(registers=r.registers, barriers=r.barriers, static_smem=r.shared_bytes,
+                     constant_bytes=sum(r.constant_bytes.values()), stack_frame=r.stack_frame_bytes,
+                     spill_stores=r.spill_store_bytes, spill_loads=r.spill_load_bytes, local_bytes=r.local_bytes)
+
+
+def _assemble(program: Program, catalog, device: DeviceSpec, options: AnalysisOptions, text: str,
+              facts: dict[str, KernelFacts], studies: dict[str, _Study], common: dict, timings: dict[str, float],
+              measured: Profile | None, depth: str) -> AnalysisResult:
+    t = time.perf_counter()
+    arch = catalog.arch(options.arch)
+    roofline = roofline_model(catalog, device)
+    profiles = tuple(s.profile for s in studies.values() if s.profile is not None)
+    rooflines = {m: kernel_roofline(s.profile, roofline, s.trajectory) for m, s in studies.items() if s.profile}
+    advice = advise(program, profiles, facts={m: f.facts for m, f in facts.items()}, source_text=text, arch=arch,
+                    device=device, roofline_model=roofline,
+                    sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
+                    what_if={m: s.what_if for m, s in studies.items() if s.what_if})
+    timings = {**timings, "advise": time.perf_counter() - t}
+    kernels = tuple(_kernel_report(program, fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled),
+                                   device.sm_count) for fn in program.kernels)
+    profile = None
+    if profiles:
+        # A report that matched none of this file's kernels leaves every number modeled: say so.
+        used = measured is not None and any(s.measured for s in studies.values())
+        profile = Profile(kernels=profiles, provenance=measured.provenance if used else profiles[0].provenance)
+    return AnalysisResult(**common, kernels=kernels, advice=advice, profile=profile,
+                          rooflines=tuple(rooflines.values()), timings=timings, depth=depth)
+
+
+@dataclass(frozen=True)
+class _Study:
+    """What the model (or a measurement) says about one kernel."""
+
+    launch: LaunchConfig
+    occupancy: Occupancy
+    profile: KernelProfile | None
+    sensitivity: SensitivityReport | None
+    trajectory: tuple[TrajectoryPoint, ...]
+    what_if: WhatIfReport | None
+    assumptions: tuple[Assumption, ...]
+    measured: bool = False
+    modeled: KernelProfile | None = None  # the emulator's profile, also when `profile` is measured
+
+
+def _measured_profile(report_path: Path, source: Path) -> Profile:
+    from .measure.ncu_report import load_ncu_report
+
+    return load_ncu_report(report_path, source=source)
+
+
+def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
+           measured: Profile | None, resolved: ResolvedLaunch, ledger: Ledger, kernels_left: int) -> _Study:
+    measured_kernel = measured.kernel(fn.mangled) if measured else None
+    # A measured launch is what really ran: occupancy, like the report, uses it over the source's.
+    launch = measured_kernel.launch if measured_kernel is not None else resolved.launch
+    regs = fn.resources.registers if fn.resources else 0
+    smem = fn.resources.static_smem if fn.resources else 0
+    occ = occupancy(arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)
+    modeled = None
+    if options.emulate and occ.active_blocks_per_sm > 0:
+        # With a measurement too, the model still runs: hover shows both (the honesty check).
+        launch_used = measured_kernel.launch if measured_kernel is not None else None
+        run_budget = quick_run_budget(ledger, kernels_left, DEFAULT_SETTINGS.issue_budget)
+        emulation = emulate_detailed(program, fn, arch, device, options, program.source, launch=launch_used,
+                                     settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget}))
+        ledger.charge(emulation.issues)
+        modeled = emulation.profile
+        if run_budget < DEFAULT_SETTINGS.issue_budget:
+            modeled = _with_assumption(modeled, Assumption(
+                name="budget", value="quick stage reduced", source="default",
+                detail=f"runs of {run_budget:,} warp-instructions instead of {DEFAULT_SETTINGS.issue_budget:,}: "
+                       f"fewer loop iterations sampled (the file's kernels share AnalysisOptions.budget)"))
+    if measured_kernel is not None:
+        return _Study(measured_kernel.launch, occ, measured_kernel, None, (), None, measured_kernel.provenance.assumptions,
+                      measured=True, modeled=modeled)
+    if modeled is None:
+        return _Study(launch, occ, None, None, (), None, resolved.assumptions)
+    return _Study(launch, occ, modeled, None, (), None, modeled.provenance.assumptions, modeled=modeled)
+
+
+def _with_assumption(profile: KernelProfile, a: Assumption) -> KernelProfile:
+    prov = profile.provenance
+    return profile.model_copy(update={"provenance": prov.model_copy(update={"assumptions": (*prov.assumptions, a)})})
+
+
+def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
+            study: _Study, ledger: Ledger, kernels_left: int) -> _Study:
+    """Sensitivity and what-if for one kernel, planned to fit its share of what is left of the
+    budget (budget.plan_second_stage); what had to be cut becomes an assumption."""
+    if study.profile is None or study.measured:
+        return study
+    try:
+        base = prepare(fn, arch, device, options, program.source, program, settings=SENSITIVITY_SETTINGS)
+    except EmulationError:
+        return study
+    plan = plan_second_stage(study_shape(base), ledger.left / max(1, kernels_left),
+                             SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
+    sens = wi = None
+    stopped = ""
+    processes = options.budget.processes or min(MAX_PROCESSES, available_cores())
+    try:
+        sens_study = wi_study = None
+        if plan.sensitivity_run_budget is not None:
+            st = SENSITIVITY_SETTINGS.model_copy(update={"issue_budget": plan.sensitivity_run_budget})
+            sens_study = sensitivity_study(program, fn, arch, device, options, program.source, settings=st,
+                                           prepared=base if st == SENSITIVITY_SETTINGS else None,
+                                           resources=plan.sensitivity_resources, ledger=ledger)
+        if plan.what_if_run_budget is not None:
+            st = WHAT_IF_SETTINGS.model_copy(update={"issue_budget": plan.what_if_run_budget})
+            wi_study = what_if_study(program, fn, arch, device, options, program.source, settings=st,
+                                     block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
+                                     grid_multipliers=plan.grid_multipliers, ledger=ledger)
+        # both studies' runs in one fan-out: the processes stay busy to the end (workers.py)
+        n = len(sens_study.jobs) if sens_study else 0
+        out = fan_out([*(sens_study.jobs if sens_study else ()), *(wi_study.jobs if wi_study else ())], processes,
+                      ledger)
+        sens = sens_study.finish(out[:n]) if sens_study else None
+        wi = wi_study.finish(out[n:]) if wi_study else None
+    except BudgetSpent as e:
+        stopped = f"stopped: {e}"
+    cuts = [*plan.cuts, *([stopped] if stopped else [])]
+    assumptions = study.assumptions
+    if cuts:
+        assumptions += (Assumption(name="budget", value="second stage reduced", source="default",
+                                   detail="; ".join(cuts) + " (AnalysisOptions.budget)"),)
+    # The SM-count sweep is the roofline scaling trajectory (roofline-scaling-trajectories §3).
+    per_sm = [(f"{p.sms} SMs", float(p.sms), dict(study.profile.flops), dict(study.profile.bytes), p.seconds)
+              for p in (wi.sm_scaling if wi else ())]
+    return replace(study, sensitivity=sens, what_if=wi, trajectory=trajectory_points(per_sm) if per_sm else (),
+                   assumptions=assumptions)
+
+
+def _kernel_report(program: Program, fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline,
+                   sm_count: int) -> KernelReport:
+    occ = study.occupancy
+    per_wave = occ.active_blocks_per_sm * sm_count
+    waves = study.launch.blocks / per_wave if study.launch is not None and per_wave > 0 else None
+    profile = study.profile
+    lines = facts.lines
+    if profile is not None:
+        total = profile.total_samples or 1.0
+        sampled = {ls.line: ls for ls in profile.lines}
+        modeled_total = (study.modeled.total_samples or 1.0) if study.measured and study.modeled else None
+        modeled = {ls.line: ls for ls in study.modeled.lines} if modeled_total else {}
+        below: dict[int, float] = {}  # line -> samples in the functions its calls reach
+        for c in call_sites(program, fn, profile):
+            loc = program.line_table.get((fn.mangled, c.pc))
+            if loc is not None:
+                below[loc[1]] = below.get(loc[1], 0.0) + c.total
+        lines = tuple(lr.model_copy(update={
+            "share": sampled[lr.line].total / total if lr.line in sampled else 0.0,
+            "callee_share": below.get(lr.line, 0.0) / total,
+            "samples": {r.value: v for r, v in sampled[lr.line].samples.items()} if lr.line in sampled else {},
+            "modeled_share": (modeled[lr.line].total / modeled_total if lr.line in modeled else 0.0)
+            if modeled_total else None,
+        }) for lr in lines)
+    sens = study.sensitivity
+    return KernelReport(
+        name=fn.name, mangled=fn.mangled, line=fn.source_line, end_line=fn.source_end_line,
+        resources=fn.resources or Resources(registers=0), launch=study.launch,
+        occupancy=OccupancyReport(block_size=occ.block_size, active_blocks_per_sm=occ.active_blocks_per_sm,
+                                  active_warps_per_sm=occ.active_warps_per_sm, max_warps_per_sm=occ.max_warps_per_sm,
+                                  occupancy=occ.occupancy, limiter=occ.limiter.value, waves=waves,
+                                  sm_count=sm_count if waves is not None else None),
+        instruction_mix=facts.instruction_mix, flops_per_thread=facts.flops_per_thread,
+        bytes_per_thread=facts.bytes_per_thread, facts=facts.facts, lines=lines,
+        bound=roofline.bound if roofline else None,
+        bottleneck=f"{sens.bottleneck} {sens.bound}" if sens and sens.bottleneck else None,
+        roofline_fraction=roofline.fraction if roofline else None,
+        predicted_duration_s=study.modeled.duration_s if study.modeled else None,
+        measured_duration_s=profile.duration_s if profile is not None and study.measured else None,
+        assumptions=study.assumptions,
+    )
