@@ -18,7 +18,6 @@ from typing import Literal
 from pathlib import Path
 
 from .frontend.compile import CompilerMessage, compile_cuda, local_headers
-from .frontend.disassembly import read_sass
 from .frontend.inclusion import compile_in_context, inclusion_context, is_header
 from .frontend.toolchain import Toolchain, find_compile_command, locate_toolchain
 from .machine.arch import load_arch_specs
@@ -26,10 +25,15 @@ from .options import AnalysisOptions
 from .process import CancelToken
 from .results import AnalysisResult, Message, ToolchainInfo
 
-#: the stages after the compile (`modeling.py`), imported on a thread while nvcc runs: their
-#: imports are about half of the command line's start-up, and the compile waits on a child
-#: process that leaves this one idle
-_MODELING = f"{__package__}.modeling"
+#: the stages after the compile (`modeling.py`, and the SASS reader), imported on a thread while
+#: nvcc runs: their imports are about half of the command line's start-up, and the compile waits
+#: on a child process that leaves this one idle
+_LATE_STAGES = (f"{__package__}.frontend.disassembly", f"{__package__}.modeling")
+
+
+def _import_late_stages() -> None:
+    for name in _LATE_STAGES:
+        importlib.import_module(name)
 
 #: progress(stage, fraction) — fraction in 0..1 of the whole analysis
 Progress = Callable[[str, float], None]
@@ -94,9 +98,8 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
                 toolchain=ToolchainInfo(nvcc=str(toolchain.nvcc), nvdisasm=str(toolchain.nvdisasm),
                                         version=toolchain.version, origin=toolchain.origin))
 
-    if _MODELING not in sys.modules:
-        threading.Thread(target=importlib.import_module, args=(_MODELING,), daemon=True,
-                         name="kernelscope-import").start()
+    if not all(name in sys.modules for name in _LATE_STAGES):
+        threading.Thread(target=_import_late_stages, daemon=True, name="kernelscope-import").start()
     report("compile", 0.0)
     t = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as work:
@@ -121,10 +124,12 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
         cancel.check()
         report("disassemble", 0.5)
         t = time.perf_counter()
+        from .frontend.disassembly import read_sass  # loaded by now, or being loaded by the thread above
+
         module = read_sass(compiled.cubin, compiled.cubin_path, toolchain.nvdisasm, cancel=cancel)
         timings["disassemble"] = time.perf_counter() - t
 
-    from . import modeling  # loaded by now, or being loaded by the thread started above
+    from . import modeling
 
     return modeling.model_file(source, unit, data, options, toolchain, catalog, device, compiled, module, messages,
                                base, timings, cancel, report, measured_report, depth, on_partial)
