@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -14,7 +15,19 @@ from kernelscope.analysis.frontend.sass import disassemble
 from kernelscope.analysis.frontend.source import parse_source
 
 
+#: programs built in this test process, by (file, its content, compiler, arch, flags): the corpus
+#: checks of several modules read the same programs, and a Program is immutable
+_BUILT: dict[tuple, Program] = {}
+
+
 def build_example(path: Path, toolchain, arch: str = "sm_90", flags: tuple[str, ...] = ()) -> Program:
+    key = (str(path), hashlib.sha256(path.read_bytes()).hexdigest(), str(toolchain.nvcc), arch, tuple(flags))
+    if key not in _BUILT:
+        _BUILT[key] = _build(path, toolchain, arch, tuple(flags))
+    return _BUILT[key]
+
+
+def _build(path: Path, toolchain, arch: str, flags: tuple[str, ...]) -> Program:
     work = Path(tempfile.mkdtemp(prefix="ks-emu-"))
     res = compile_cuda(path, arch=arch, user_flags=flags, toolchain=toolchain, workdir=work)
     assert res.success, [m.message for m in res.errors]
