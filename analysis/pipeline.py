@@ -31,7 +31,9 @@ from .results import AnalysisResult, Message, ToolchainInfo
 _LATE_STAGES = (f"{__package__}.frontend.disassembly", f"{__package__}.modeling")
 
 
-def _import_late_stages() -> None:
+def load_late_stages() -> None:
+    """Import the stages after the compile now: what a long-running caller (the language
+    server) does once at start-up, so that no analysis shares the interpreter with the import."""
     for name in _LATE_STAGES:
         importlib.import_module(name)
 
@@ -99,7 +101,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
                                         version=toolchain.version, origin=toolchain.origin))
 
     if not all(name in sys.modules for name in _LATE_STAGES):
-        threading.Thread(target=_import_late_stages, daemon=True, name="kernelscope-import").start()
+        threading.Thread(target=load_late_stages, daemon=True, name="kernelscope-import").start()
     report("compile", 0.0)
     t = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as work:

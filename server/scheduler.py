@@ -38,6 +38,10 @@ from kernelscope.analysis.frontend.toolchain import Toolchain
 from .cache import ResultCache
 from .settings import Settings
 
+# The server lives long: the analysis stages load once, here, not on a thread during the first
+# analysis (where they would slow the event loop's replies while it runs).
+pipeline.load_late_stages()
+
 log = logging.getLogger("kernelscope.server.scheduler")
 
 Reason = Literal["open", "save", "settings", "command"]

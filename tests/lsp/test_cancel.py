@@ -71,6 +71,11 @@ async def test_cancel_from_progress_kills_the_compiler(lsp):
         done = await s.wait_finished(s.uri(SLOW), n, timeout=30, final=False)
         assert done["cancelled"] == "user"
         assert await _gone(pgids), f"compiler processes left: {_descendants(server_pid)}"
+        # the progress ends after the outcome is published: wait for that message, briefly
+        for _ in range(100):
+            if isinstance(s.client.progress_reports[tokens[0]][-1], types.WorkDoneProgressEnd):
+                break
+            await asyncio.sleep(0.05)
         assert isinstance(s.client.progress_reports[tokens[0]][-1], types.WorkDoneProgressEnd)
         stats = await s.stats()
         assert stats["running"] == 0 and stats["cancelled"] == 1
