@@ -50,7 +50,6 @@ _THROTTLE = [R[THROTTLE_REASON[r]] for r in RESOURCES] + [R[StallReason.lg_throt
 
 
 _SHARED, _CONSTANT, _ATOMIC, _L2_ATOMIC = RES_ID["shared"], RES_ID["constant"], RES_ID["atomic"], RES_ID["l2_atomic"]
-_LSU, _L2, _DRAM = RES_ID["lsu"], RES_ID["l2"], RES_ID["dram"]
 
 
 def _overrides(listener, hook: str) -> bool:
@@ -431,20 +430,15 @@ class Engine:
 
     def _update_blocked(self, mem: int, p: list[Pipe]) -> None:
         # the memory units are shared by the SMSPs: every SMSP's view changes
-        if mem == M_GLOBAL or mem == M_ATOMIC_GLOBAL:
-            lsu, l2, dram, l2a = p[_LSU], p[_L2], p[_DRAM], p[_L2_ATOMIC]
-            route = max(lsu.admit - lsu.backlog, l2.admit - l2.backlog, dram.admit - dram.backlog,
-                        l2a.admit - l2a.backlog)  # Pipe.blocked_until, inlined: once per memory access
-            atomic = p[_ATOMIC].blocked_until() if mem == M_ATOMIC_GLOBAL else None
-            for blocked in self.ctx_blocked:
-                blocked[GLOBAL_ROUTE] = route
-                if atomic is not None:
-                    blocked[_ATOMIC] = atomic
-        else:
-            shared, constant, atomic = (p[_SHARED].blocked_until(), p[_CONSTANT].blocked_until(),
-                                        p[_ATOMIC].blocked_until())
-            for blocked in self.ctx_blocked:
-                blocked[_SHARED], blocked[_CONSTANT], blocked[_ATOMIC] = shared, constant, atomic
+        for blocked in self.ctx_blocked:
+            if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
+                blocked[GLOBAL_ROUTE] = max(p[RES_ID["lsu"]].blocked_until(), p[RES_ID["l2"]].blocked_until(),
+                                            p[RES_ID["dram"]].blocked_until(), p[_L2_ATOMIC].blocked_until())
+                if mem == M_ATOMIC_GLOBAL:
+                    blocked[RES_ID["atomic"]] = p[RES_ID["atomic"]].blocked_until()
+            else:
+                for name in ("shared", "constant", "atomic"):
+                    blocked[RES_ID[name]] = p[RES_ID[name]].blocked_until()
 
     def _prepare(self, w: WarpState, t: float, stall: int, branched: bool) -> None:
         """Constraints on the warp's next instruction: its earl_t (Alg. 1 line 6) and why."""

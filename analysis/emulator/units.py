@@ -169,7 +169,7 @@ class WarpState:
     """A warp's architectural position and timing (SAAKE Alg. 1: cur_inst, earl_t)."""
 
     __slots__ = ("wid", "block", "age", "slot", "earl", "constraints", "prev_issue", "done", "at_barrier",
-                 "sb", "loop_count", "call_stack", "call_buckets", "bucket", "stores_done", "throttled_until", "res", "wall_snap", "smsp", "iline", "queued")
+                 "sb", "loop_count", "call_stack", "call_buckets", "bucket", "stores_done", "throttled_until", "res", "wall_snap", "smsp", "iline")
 
     def __init__(self, wid: int, block: int, age: int, n_regs: int, n_loops: int) -> None:
         self.wid = wid
@@ -192,7 +192,6 @@ class WarpState:
         self.wall_snap: list[float] | None = None  # SM wall time per bucket at the last issue
         self.res = 0  # issue resource of the current instruction (a throttle check without a lookup)
         self.iline = -1  # instruction-cache line the warp's fetch buffer holds
-        self.queued = 0  # times the warp is in its scheduler's ready list (a membership test in O(1))
 
 
 class BlockBarrier:
@@ -223,9 +222,6 @@ class BlockBarrier:
         return None
 
 
-_LSU, _L2, _DRAM = RES_ID["lsu"], RES_ID["l2"], RES_ID["dram"]
-
-
 class MemoryHierarchy:
     """Routes a memory instruction through its pipes (SAAKE §4.4).
 
@@ -253,7 +249,7 @@ class MemoryHierarchy:
 
     def global_access(self, t: float, wavefronts: float, requests: float, hit_rate: float, key: int = -1) -> float:
         p = self.pipes
-        lsu, l2, dram = p[_LSU], p[_L2], p[_DRAM]
+        lsu, l2, dram = p[RES_ID["lsu"]], p[RES_ID["l2"]], p[RES_ID["dram"]]
         fin_lsu = lsu.accept(t, wavefronts)
         start_l2 = fin_lsu - lsu.latency
         fin = l2.accept(start_l2, requests)
@@ -343,15 +339,14 @@ class WarpScheduler:
             _, _, w = heapq.heappop(fut)
             if not w.done:
                 bisect.insort(self.ready, w, key=_age)
-                w.queued += 1
 
     def take(self, w: WarpState) -> None:
-        if w.queued:
+        if w in self.ready:
             self.ready.remove(w)
-            w.queued -= 1
 
     def drop(self, w: WarpState) -> None:
-        self.take(w)
+        if w in self.ready:
+            self.ready.remove(w)
         self.warps.remove(w)
         if self.greedy is w:
             self.greedy = None
@@ -369,12 +364,10 @@ class GTOPolicy:
     name = "gto"
 
     def select(self, sched: WarpScheduler, t: float, blocked: list[float]) -> WarpState | None:
-        fut = sched.future
-        if fut and fut[0][0] <= t:  # the hot path: most cycles wake nobody (no call then)
-            sched.wake(t)
+        sched.wake(t)
         ready = sched.ready
         g = sched.greedy
-        if g is not None and g.queued and blocked[g.res] <= t and g.earl <= t:
+        if g is not None and ready and blocked[g.res] <= t and g.earl <= t and g in ready:
             return g
         return _first_unblocked(sched, t, blocked, ready)
 
@@ -385,9 +378,7 @@ class LRRPolicy:
     name = "lrr"
 
     def select(self, sched: WarpScheduler, t: float, blocked: list[float]) -> WarpState | None:
-        fut = sched.future
-        if fut and fut[0][0] <= t:  # the hot path: most cycles wake nobody (no call then)
-            sched.wake(t)
+        sched.wake(t)
         ready = sched.ready
         g = sched.greedy
         start = 0
