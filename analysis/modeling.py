@@ -19,9 +19,9 @@ from .advisor.static_facts import KernelFacts, kernel_facts
 from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
 from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError,
-                             SensitivityReport, WhatIfReport, emulate_detailed, prepare, sensitivity_study,
-                             study_shape, what_if_study)
-from .emulator.workers import available_cores, fan_out
+                             SensitivityReport, WhatIfReport, emulate_detailed, prepare, run_studies,
+                             sensitivity_study, study_shape, what_if_study)
+from .emulator.workers import available_cores
 from .frontend.compile import CompileResult, KernelResources
 from .frontend.conditional import compile_passes
 from .frontend.inclusion import restricted_to_file, with_context
@@ -74,10 +74,10 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
                                          values=resolved.values)
     timings["model"] = time.perf_counter() - t
     # a kernel modeled with a default launch says so where it is defined, with how to give the real one
-    messages = [*messages, *(Message(file=str(source), line=fn.source_line, column=None, severity="info", message=note,
-                         source="kernelscope")
-                 for fn in program.kernels if not studies[fn.mangled].measured
-                 and (note := assumed_launch_note(fn.name, studies[fn.mangled].assumptions)))]
+    messages = messages + [Message(file=str(source), line=fn.source_line, column=None, severity="info", message=note,
+                                   source="kernelscope")
+                           for fn in program.kernels if not studies[fn.mangled].measured
+                           and (note := assumed_launch_note(fn.name, studies[fn.mangled].assumptions))]
     common = dict(base, compiled=True, device_only=compiled.device_only, messages=tuple(messages))
     if not program.kernels:
         common["messages"] += (Message.note(source, "no kernels (__global__ functions) in this file"),)
@@ -213,12 +213,7 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
             wi_study = what_if_study(program, fn, arch, device, options, program.source, settings=st,
                                      block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
                                      grid_multipliers=plan.grid_multipliers, ledger=ledger)
-        # both studies' runs in one fan-out: the processes stay busy to the end (workers.py)
-        n = len(sens_study.jobs) if sens_study else 0
-        out = fan_out([*(sens_study.jobs if sens_study else ()), *(wi_study.jobs if wi_study else ())], processes,
-                      ledger)
-        sens = sens_study.finish(out[:n]) if sens_study else None
-        wi = wi_study.finish(out[n:]) if wi_study else None
+        sens, wi = run_studies([sens_study, wi_study], processes, ledger)
     except BudgetSpent as e:
         stopped = f"stopped: {e}"
     cuts = [*plan.cuts, *([stopped] if stopped else [])]

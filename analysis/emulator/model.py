@@ -582,7 +582,18 @@ class Study:
     finish: Callable[[list], BaseModel]
 
     def run(self, processes: int = 1, ledger: Ledger | None = None):
-        return self.finish(fan_out(self.jobs, processes, ledger))
+        return run_studies([self], processes, ledger)[0]
+
+
+def run_studies(studies: list[Study | None], processes: int = 1, ledger: Ledger | None = None) -> list:
+    """Each study's report (None for None), their jobs run in one fan-out: the processes stay busy
+    until the last job of any study is done, not of each."""
+    present = [x for x in studies if x is not None]
+    out = fan_out([job for x in present for job in x.jobs], processes, ledger)
+    reports = {}
+    for x in present:
+        reports[id(x)], out = x.finish(out[:len(x.jobs)]), out[len(x.jobs):]
+    return [reports[id(x)] if x is not None else None for x in studies]
 
 
 def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
@@ -883,6 +894,7 @@ def _staged_loop_jobs(base: Prepared, base_waves: list[tuple[Wave, float]], ledg
     return [partial(staged, L.line, slots) for _, L, slots in sorted(outer, key=lambda c: -c[0])[:STAGED_LOOPS_MAX]]
 
 
-__all__ = ["emulate", "emulate_detailed", "sensitivity", "what_if", "sensitivity_study", "what_if_study", "Study", "prepare", "EmulationSettings", "Emulation",
+__all__ = ["emulate", "emulate_detailed", "sensitivity", "what_if", "sensitivity_study", "what_if_study", "Study",
+           "run_studies", "prepare", "EmulationSettings", "Emulation",
            "Prediction", "SensitivityReport", "RegionSensitivity", "ResourceSensitivity", "WhatIfReport",
            "BlockSizePoint", "ScalingPoint", "GridPoint", "StagedLoop", "EmulationError", "StallReason"]
