@@ -146,7 +146,8 @@ def _patterns(program: Program, fn: FunctionProgram, arch: ArchSpec, block: tupl
     subroutines = {s.pc: s.name for s in fn.sass.subroutines}
     calls: Counter[tuple[int, str]] = Counter()
     for ins in fn.sass.instructions:
-        if ins.opcode == "CALL" and (ln := line_of(ins)) is not None:
+        # a math-library slow path is no call of the user's and does not run (emulator.decode)
+        if ins.opcode == "CALL" and not isa.math_slow_path(ins) and (ln := line_of(ins)) is not None:
             calls[(ln, subroutines.get(ins.branch_target, "a device function"))] += 1
     for (ln, callee), count in sorted(calls.items()):
         facts.append(StaticFact(kind="noinline_call", line=ln, cause=callee, count=count,

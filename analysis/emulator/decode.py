@@ -303,10 +303,50 @@ def _assign_loops(k: DecodedKernel) -> None:
             k.branch_role[s] = B_NOT_TAKEN
         elif not cond and t != s:
             k.branch_role[s] = B_JUMP
-        elif cond and _early_out(k, s, t):
+        elif cond and (_early_out(k, s, t) or _skips_slow_path(k, s, t)):
             k.branch_role[s] = B_JUMP
         else:
             k.branch_role[s] = B_NOT_TAKEN
+
+
+def reachable(k: DecodedKernel) -> frozenset[int]:
+    """The slots the engine can run from the entry under the branch roles: a loop inside a math
+    slow path the model skips, or behind a guard it assumes passes, is never run (its trip count
+    is no assumption of the result)."""
+    seen, todo, n = set(), [k.entry], len(k.kind)
+    while todo:
+        s = todo.pop()
+        if s in seen or not 0 <= s < n:
+            continue
+        seen.add(s)
+        kind, t, role = k.kind[s], k.target[s], k.branch_role[s]
+        predicated = k.instr[s].predicate is not None
+        if kind == K_BRA:
+            if role in (B_JUMP, B_BACK, B_EXIT):
+                todo.append(t)
+            if role != B_JUMP:
+                todo.append(s + 1)
+        elif kind == K_CALL:
+            todo += [t, s + 1]
+        elif kind in (K_EXIT, K_RET):
+            if predicated:
+                todo.append(s + 1)
+        else:
+            todo.append(s + 1)
+    return frozenset(seen)
+
+
+def _skips_slow_path(k: DecodedKernel, s: int, t: int) -> bool:
+    """Whether the conditional forward branch at `s` jumps over a call to a math-library slow path
+    (`isa.math_slow_path`): the fall-through side holds that call and only the moves of its
+    arguments and result and reconvergence marks (no memory access, loop, barrier or other
+    call). The fast path is taken: operands are assumed in the range it handles, as a bounds
+    guard is assumed to pass. (A branch *to* the slow path falls through like any other.)"""
+    if not s < t or k.fn[t] != k.fn[s] or any(s < L.header < t for L in k.loops):
+        return False
+    calls = [j for j in range(s + 1, t) if k.kind[j] == K_CALL]
+    return bool(calls) and all(isa.math_slow_path(k.instr[j]) for j in calls) and all(
+        k.mem[j] == M_NONE and k.kind[j] in (K_OP, K_BRA, K_CALL, K_WARPSYNC) for j in range(s + 1, t))
 
 
 def _early_out(k: DecodedKernel, s: int, t: int) -> bool:

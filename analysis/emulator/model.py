@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..frontend.isa import call_is_jump
+from ..frontend.isa import call_is_jump, math_slow_path
 from ..frontend.program import FunctionProgram, Program, base_name
 from ..frontend.source import SourceModel
 from ..machine.arch import ArchSpec, DeviceSpec
@@ -31,7 +31,7 @@ from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from . import sampling, staging
 from .budget import Ledger, StudyShape
-from .decode import K_BRA, REASONS, DecodedKernel, LoopSpec, callee_name, decode
+from .decode import K_BRA, K_CALL, REASONS, DecodedKernel, LoopSpec, callee_name, decode, reachable
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
@@ -210,6 +210,14 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     short = base_name(kernel.name)
     hint = options.launch_hints.get(short) or options.launch_hints.get(kernel.name)
     hint_source = "settings" if hint is not None and hint.trip_count else "annotation"
+    live = reachable(decoded)
+    skipped = sorted({name for s, kd in enumerate(decoded.kind) if kd == K_CALL and s not in live
+                      and (name := math_slow_path(decoded.instr[s]))})
+    if skipped:
+        assumptions.append(Assumption(
+            name="math_slow_path", value="not taken", source="default",
+            detail=f"{', '.join(skipped)}: operands assumed in the range the inline fast path handles "
+                   "(denormal, huge or special operands take the slow path)"))
     for L in decoded.loops:
         info = infos.get(L.info_index) if L.info_index is not None else None
         header = fn.instructions[L.header]
@@ -258,7 +266,8 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
         if bound is not None and sl is not None and step[0] == "const" and step[1]:
             left[(sl.index, L.parent)] = max(0, bound - trip * step[1])
             trip = max(1, trip)
-        assumptions.append(a)
+        if L.header in live:  # a loop the model never runs assumes nothing about the result
+            assumptions.append(a)
         full.append(LoopSpec(L.header, L.latches, L.body, L.parent, trip, L.info_index, line))
     decoded.loops = full
     return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),

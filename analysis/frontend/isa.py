@@ -223,6 +223,26 @@ def call_is_jump(instr: Instruction) -> bool:
     return any(op.strip("`()").startswith(".L") for op in instr.operands)
 
 
+#: the math library's rare-case routines, as ptxas names them: `__cuda_sm3x_div_rn_noftz_f32_slowpath`
+#: (IEEE float division), `__cuda_sm20_div_rn_f64_full`, `__cuda_sm20_dsqrt_rn_f64_mediumpath_v1`,
+#: `__internal_trig_reduction_slowpathd` (sin/cos of |x| > ~1e5), ... The fast path before each
+#: call handles every normal operand; only denormal, huge, zero or special operands take them.
+#: `__internal_accurate_pow` is pow()'s main path, not one of them.
+_MATH_SLOW_PATH = re.compile(r"__(?:cuda|internal)_\w*(?:slowpath|mediumpath)(?:d|_v\d+)?|__cuda_\w*_full")
+
+
+def math_slow_path(instr: Instruction) -> str | None:
+    """The math-library slow-path routine a `CALL` targets, if it targets one (its name without
+    nvdisasm's `$kernel$` / `$__internal_N_$` prefixes)."""
+    if instr.opcode != "CALL":
+        return None
+    for op in instr.operands:
+        name = op.strip("`() ").rsplit("$", 1)[-1]
+        if _MATH_SLOW_PATH.fullmatch(name):
+            return name
+    return None
+
+
 def is_variable_latency(instr: Instruction) -> bool:
     """Whether the result arrives through a scoreboard barrier rather than after a fixed stall.
 

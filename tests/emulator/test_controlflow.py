@@ -120,3 +120,49 @@ def test_debug_build_runs_its_callees(toolchain, examples_dir, tmp_path):
     threads = emu.profile.launch.blocks * emu.profile.launch.threads_per_block
     expected = sum(isa.flops(x) for x in callee.sass.instructions) * trips * threads
     assert math.isclose(emu.profile.flops["fp32"], expected, rel_tol=0.02)
+
+
+@pytest.mark.parametrize("flags", [(), ("-G",)], ids=["release", "debug"])
+def test_math_slow_paths_are_not_run(toolchain, tmp_path, flags):
+    """The slow paths of division, sqrt, rsqrt, reciprocal and sin are calls behind a guard that
+    only rare operands fail: the model takes the fast path, says so, and assumes nothing about
+    the loops inside them; pow()'s main path is a call that always runs."""
+    from kernelscope.analysis.frontend.compile import compile_cuda
+    from kernelscope.analysis.frontend.isa import math_slow_path
+    from kernelscope.analysis.frontend.program import build_program
+    from kernelscope.analysis.frontend.sass import disassemble
+    from kernelscope.analysis.frontend.source import parse_source
+    from kernelscope.analysis.emulator.decode import reachable
+    from kernelscope.analysis.emulator.model import EmulationSettings, prepare
+
+    src = KERNELS / "math_slow_paths.cu"
+    res = compile_cuda(src, arch="sm_90", user_flags=list(flags), toolchain=toolchain, workdir=tmp_path)
+    assert res.success, [m.message for m in res.errors]
+    source = parse_source(src.read_text())
+    prog = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), source, str(src), {})
+    (k,) = prog.kernels
+    target = _target("sm_90")
+    prep = prepare(k, *target, AnalysisOptions(), source, prog)
+    img = prep.decoded
+    calls = [s for s in range(len(img.kind)) if img.kind[s] == K_CALL]
+    slow = {s: math_slow_path(img.instr[s]) for s in calls if math_slow_path(img.instr[s])}
+    names = set(slow.values())
+    assert {"__cuda_sm3x_div_rn_noftz_f32_slowpath", "__cuda_sm20_div_rn_f64_full",
+            "__internal_trig_reduction_slowpathd"} <= names
+    live = reachable(img)
+    assert not live & set(slow), [img.instr[s].text for s in slow if s in live]
+    assert any("pow" in img.instr[s].text for s in calls if s in live)  # pow(), or -G's call of it
+    (note,) = [a for a in prep.assumptions if a.name == "math_slow_path"]
+    assert all(n in note.detail for n in names)
+    # the trigonometric reduction's loop runs for no warp: no trip count is assumed for it
+    assert not [a for a in prep.assumptions if a.name.startswith("trip_count")]
+
+    from kernelscope.analysis.advisor.static_facts import kernel_facts
+    calls_named = [f.cause for f in kernel_facts(prog, k, target[0]).facts if f.kind == "noinline_call"]
+    assert not [c for c in calls_named if c in names]  # the user wrote no such call
+
+    emu = emulate_detailed(prog, k, *target, AnalysisOptions(), source,
+                           settings=EmulationSettings(sample_loops=False))
+    ran = {p.function for p in emu.profile.pcs if p.executed}
+    assert not {f for f in ran if any(n in f for n in names)}
+    assert any("pow" in f for f in ran) or not flags  # release: pow's path is in the kernel's section
