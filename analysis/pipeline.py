@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .frontend.compile import CompilerMessage, compile_cuda, local_headers
 from .frontend.inclusion import compile_in_context, inclusion_context, is_header
+from .frontend.prelaunch import Prelaunch
 from .frontend.toolchain import Toolchain, find_compile_command, locate_toolchain
 from .machine.arch import load_arch_specs
 from .options import AnalysisOptions
@@ -75,7 +76,8 @@ def _message(m: CompilerMessage) -> Message:
 def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | None = None,
             progress: Progress | None = None, toolchain: Toolchain | None = None,
             measured_report: Path | None = None, depth: Literal["quick", "full"] = "full",
-            on_partial: Callable[[AnalysisResult], None] | None = None) -> AnalysisResult:
+            on_partial: Callable[[AnalysisResult], None] | None = None,
+            prelaunch: Prelaunch | None = None) -> AnalysisResult:
     """Analyse the file on disk at `source` (editors analyse what was saved).
 
     `depth="quick"` stops after one emulation per kernel; "full" adds sensitivity and what-if
@@ -84,6 +86,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
 
     Raises ToolchainError / CompileSetupError / ArchSpecError for setup problems (the caller
     shows their message); compiler errors in the file are results, not exceptions.
+    `prelaunch` is the command line's head start on the compile (frontend/prelaunch.py).
     """
     cancel = cancel or CancelToken()
     report = progress or (lambda stage, fraction: None)
@@ -110,7 +113,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
                 find_compile_command(unit, options.compile_commands) if options.compile_commands else None)
             return compile_cuda(unit, arch=options.arch, user_flags=options.flags, toolchain=toolchain,
                                 compile_command=unit_cc, cancel=cancel, timeout=options.compile_timeout_s,
-                                workdir=Path(work))
+                                workdir=Path(work), prelaunch=prelaunch)
 
         compiled, context = compile_in_context(source, options.flags, toolchain, options.compile_commands,
                                                compile_unit)

@@ -75,20 +75,35 @@ class ToolResult:
     stderr: str
 
 
-def run_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
-             timeout: float | None = None, cancel: CancelToken | None = None,
-             max_output: int = 64 * 1024 * 1024) -> ToolResult:
-    """Run argv to completion; raise Cancelled or ToolTimeout after killing its process group.
+@dataclass
+class Started:
+    """A tool `start_tool` started and nobody has waited for yet: its output is being read."""
+
+    argv: tuple[str, ...]
+    cwd: Path | None
+    env: dict[str, str] | None
+    child: subprocess.Popen
+    _out: list[bytes]
+    _err: list[bytes]
+    _readers: list[threading.Thread]
+
+    def kill(self) -> None:
+        """Stop it and its whole tree, and reap it (a started tool nobody adopts)."""
+        kill_tree(self.child)
+        self.child.wait()
+        for r in self._readers:
+            r.join(timeout=5)
+
+
+def start_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
+               max_output: int = 64 * 1024 * 1024) -> Started:
+    """Start argv in its own process group and read its output on two threads.
 
     Output beyond `max_output` bytes per stream is dropped (a program that floods its
     output must not exhaust the server's memory).
     """
-    if cancel is not None:
-        cancel.check()
     child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, start_new_session=True)
-    if cancel is not None:
-        cancel._register(child)
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
 
@@ -103,6 +118,14 @@ def run_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | 
                threading.Thread(target=pump, args=(child.stderr, err_chunks), daemon=True)]
     for r in readers:
         r.start()
+    return Started(tuple(argv), cwd, env, child, out_chunks, err_chunks, readers)
+
+
+def finish_tool(started: Started, *, timeout: float | None = None, cancel: CancelToken | None = None) -> ToolResult:
+    """Wait for a started tool; raise Cancelled or ToolTimeout after killing its process group."""
+    child = started.child
+    if cancel is not None:
+        cancel._register(child)
     # Popen.wait(timeout) polls with growing sleeps, adding up to 50 ms to every tool run;
     # a timer that kills the group keeps the wait blocking and exact.
     timed_out = threading.Event()
@@ -118,17 +141,26 @@ def run_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | 
     try:
         child.wait()
         if timed_out.is_set():
-            raise ToolTimeout(argv, timeout or 0.0)
+            raise ToolTimeout(list(started.argv), timeout or 0.0)
     finally:
         if timer is not None:
             timer.cancel()
         # Grandchildren (e.g. a daemonised helper of the user's program) may outlive the leader.
         kill_tree(child)
-        for r in readers:
+        for r in started._readers:
             r.join(timeout=5)
         if cancel is not None:
             cancel._unregister(child)
     if cancel is not None and cancel.cancelled:
         raise Cancelled()
-    return ToolResult(tuple(argv), child.returncode, b"".join(out_chunks).decode("utf-8", "replace"),
-                      b"".join(err_chunks).decode("utf-8", "replace"))
+    return ToolResult(started.argv, child.returncode, b"".join(started._out).decode("utf-8", "replace"),
+                      b"".join(started._err).decode("utf-8", "replace"))
+
+
+def run_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
+             timeout: float | None = None, cancel: CancelToken | None = None,
+             max_output: int = 64 * 1024 * 1024) -> ToolResult:
+    """Run argv to completion; raise Cancelled or ToolTimeout after killing its process group."""
+    if cancel is not None:
+        cancel.check()
+    return finish_tool(start_tool(argv, cwd=cwd, env=env, max_output=max_output), timeout=timeout, cancel=cancel)

@@ -38,7 +38,7 @@ def _analysis_arguments(p: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kernelscope", description="CUDA kernel performance analysis.")
-    p.add_argument("--version", action="version", version=f"kernelscope {_version()}")
+    p.add_argument("--version", action=_VersionAction)
     sub = p.add_subparsers(dest="command", required=True)
 
     a = sub.add_parser("analyze", help="compile a .cu file (or every .cu in a directory), model its kernels "
@@ -96,6 +96,18 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--tcp", default=None, metavar="HOST:PORT", help="listen on TCP instead of stdio (debugging)")
     s.add_argument("--log-file", type=Path, default=None)
     return p
+
+
+class _VersionAction(argparse.Action):
+    """`--version`, reading the installed version only when asked: the package metadata is a
+    noticeable share of a command's start-up (docs/performance.md)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"kernelscope {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
@@ -160,7 +172,8 @@ def _end_progress(show) -> None:
         sys.stderr.flush()
 
 
-def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, label: str | None = None):
+def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, label: str | None = None,
+                  prelaunch=None):
     from kernelscope.analysis.pipeline import analyze
 
     arch, device = _report_device(args, report) if report else (None, None)
@@ -175,7 +188,8 @@ def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, l
     show = _progress(args, label or source.name)
     try:
         result = analyze(source.resolve(), options, measured_report=report,
-                         depth="quick" if getattr(args, "quick", False) else "full", progress=show)
+                         depth="quick" if getattr(args, "quick", False) else "full", progress=show,
+                         prelaunch=prelaunch)
         if getattr(args, "verify", False) and result.compiled:
             result = _verified(source.resolve(), result, options, show)
         return result
@@ -215,14 +229,23 @@ def _exit_code(result) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from kernelscope.analysis.reports.text import render_text
-
     source: Path = args.file
     if source.is_dir():
         return _analyze_directory(args, source)
     if not source.is_file():
         raise UsageError(f"{source}: no such file")
-    result = _analyze_file(args, source, args.profile)
+    # nvcc starts now, from the invocation the last run on this file recorded, while the engine
+    # imports (analysis/frontend/prelaunch.py); the compile step adopts it only if it is the same
+    pre = None
+    if not args.capture:
+        from kernelscope.analysis.frontend.prelaunch import Prelaunch, record_key
+
+        pre = Prelaunch.start(record_key(source, args.command_line, Path.cwd()))
+    try:
+        result = _analyze_file(args, source, args.profile, prelaunch=pre)
+    finally:
+        if pre is not None:
+            pre.close()
     if args.html:
         from kernelscope.analysis.reports.html import render_html
 
@@ -235,6 +258,8 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
+        from kernelscope.analysis.reports.text import render_text
+
         print(render_text(result))
     return _exit_code(result)
 
@@ -445,21 +470,21 @@ def main(argv: list[str] | None = None) -> int:
     program = argv[argv.index("--") + 1:] if "--" in argv else []
     parser = _parser()
     args = parser.parse_args(_join_option_values(argv[:len(argv) - len(program) - 1] if "--" in argv else argv))
+    args.command_line = tuple(argv)
     if "--" in argv:
         if args.command != "profile":
             parser.error(f"`--` introduces the program to profile; `{args.command}` runs none")
         args.program = program
     handler = {"analyze": _analyze, "verify": _verify, "profile": _profile, "import": _import,
                "serve": _serve}[args.command]
-    known = _known_errors()
     try:
         return handler(args)
-    except known as e:
-        print(f"kernelscope: {e}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # never a traceback on user input; a bug still gets a clear line
+        if isinstance(e, _known_errors()):  # looked up only now: the engine's imports wait for nvcc
+            print(f"kernelscope: {e}", file=sys.stderr)
+            return EXIT_USAGE
         print(f"kernelscope: internal error: {type(e).__name__}: {e}\n"
               "This is a bug in kernelscope; please report it with the file that triggered it.", file=sys.stderr)
         return EXIT_INTERNAL

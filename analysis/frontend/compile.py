@@ -18,13 +18,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..process import CancelToken, ToolTimeout, run_tool
+from ..process import CancelToken, Started, ToolTimeout, finish_tool, run_tool
 from .toolchain import CompileCommand, Toolchain, filter_flags, supported_archs
 from .treesitter import parser as _parser
+
+if TYPE_CHECKING:
+    from .prelaunch import Prelaunch
 
 Severity = Literal["error", "warning", "note", "remark"]
 
@@ -118,12 +121,14 @@ def nvcc_argv(source: Path, cubin: Path, arch: str, toolchain: Toolchain, flags:
 
 def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str] = (), toolchain: Toolchain,
                  compile_command: CompileCommand | None = None, cancel: CancelToken | None = None,
-                 timeout: float = 120, workdir: Path | None = None) -> CompileResult:
+                 timeout: float = 120, workdir: Path | None = None, prelaunch: Prelaunch | None = None) -> CompileResult:
     """Compile `source` to a cubin for `arch`; errors become messages, never exceptions.
 
     Raises CompileSetupError before running anything when the arch or the source is unusable,
     and Cancelled when `cancel` fires. The cubin is written under `workdir` (a fresh temp dir
-    when None; the caller owns it either way).
+    when None; the caller owns it either way). `prelaunch` (the CLI's, prelaunch.py) may already
+    run this very nvcc invocation: it is adopted then, and the invocation is recorded for the next
+    run once it compiled.
     """
     start = time.perf_counter()
     source = Path(source).absolute()
@@ -140,12 +145,17 @@ def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str]
     flags = (*cc_flags, *filter_flags(user_flags, source))
     cwd = compile_command.directory if compile_command is not None and compile_command.directory.is_dir() else source.parent
     argv = nvcc_argv(source, cubin_path, arch, toolchain, flags)
-    output, returncode = _run_nvcc(argv, toolchain, cwd, timeout, cancel)
+    started = prelaunch.take(argv, cwd, toolchain.env, cubin_path) if prelaunch is not None else None
+    output, returncode = _run_nvcc(argv, toolchain, cwd, timeout, cancel, started)
+    if started is not None:
+        prelaunch.settle(cubin_path)
     ctx = _Context(source=source, cwd=cwd, include_dirs=_include_dirs(flags, cwd, toolchain))
     messages = parse_messages(output, ctx)
     resources = parse_resources(output)
     cubin = _read_cubin(cubin_path) if returncode == 0 else None
     if cubin is not None:
+        if prelaunch is not None:
+            prelaunch.keep(argv, cwd, toolchain.env, cubin_path)
         return CompileResult(success=True, cubin=cubin, cubin_path=cubin_path, messages=messages, resources=resources,
                              toolchain=toolchain, command=tuple(argv), frontend="nvcc",
                              wall_s=time.perf_counter() - start)
@@ -181,9 +191,12 @@ def _refuse_shell_text(source: Path) -> None:
 
 
 def _run_nvcc(argv: list[str], toolchain: Toolchain, cwd: Path, timeout: float,
-              cancel: CancelToken | None) -> tuple[str, int]:
+              cancel: CancelToken | None, started: Started | None = None) -> tuple[str, int]:
     try:
-        r = run_tool(argv, cwd=cwd, env=dict(toolchain.env), timeout=timeout, cancel=cancel)
+        if started is not None:  # the same invocation, started before the analysis could (prelaunch.py)
+            r = finish_tool(started, timeout=timeout, cancel=cancel)
+        else:
+            r = run_tool(argv, cwd=cwd, env=dict(toolchain.env), timeout=timeout, cancel=cancel)
     except ToolTimeout as e:
         return f"nvcc fatal   : {e}\n", -1
     except OSError as e:
