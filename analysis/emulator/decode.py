@@ -303,7 +303,7 @@ def _assign_loops(k: DecodedKernel) -> None:
             k.branch_role[s] = B_NOT_TAKEN
         elif not cond and t != s:
             k.branch_role[s] = B_JUMP
-        elif cond and (_early_out(k, s, t) or _skips_slow_path(k, s, t)):
+        elif cond and (_early_out(k, s, t) or _skips_slow_path(k, s, t) or _returns_at_once(k, s, t)):
             k.branch_role[s] = B_JUMP
         else:
             k.branch_role[s] = B_NOT_TAKEN
@@ -334,6 +334,33 @@ def reachable(k: DecodedKernel) -> frozenset[int]:
         else:
             todo.append(s + 1)
     return frozenset(seen)
+
+
+#: instructions that only mark reconvergence or order memory on the way out: no work of the kernel's
+_NO_WORK = frozenset({"NOP", "BSSY", "BSYNC", "WARPSYNC", "MEMBAR", "ERRBAR", "CGAERRBAR"})
+
+
+def _returns_at_once(k: DecodedKernel, s: int, t: int) -> bool:
+    """Whether the fall-through side of the conditional forward branch at `s` leaves the function
+    without doing anything: unconditional jumps and reconvergence marks up to an `EXIT`/`RET`
+    (a `-G` build's `if (i >= n) return;` is `@P0 BRA <work>; BRA <exit>`). Falling through there
+    would emulate none of the function's work; the guard is assumed to pass, as everywhere."""
+    if not s < t or k.fn[t] != k.fn[s]:
+        return False
+    j = s + 1
+    for _ in range(16):  # a jump chain, not a path search
+        if not 0 <= j < len(k.kind) or j == t or k.instr[j].predicate is not None:
+            return False
+        kind = k.kind[j]
+        if kind in (K_EXIT, K_RET):
+            return True
+        if kind == K_BRA:
+            j = k.target[j]
+        elif k.instr[j].opcode in _NO_WORK:
+            j += 1
+        else:
+            return False
+    return False
 
 
 def _skips_slow_path(k: DecodedKernel, s: int, t: int) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from ..machine.roofline import RooflineModel
 from ..profile import KernelProfile
-from .decode import K_BRA, K_CALL, K_EXIT, K_RET, DecodedKernel
+from .decode import K_BRA, K_CALL, K_EXIT, K_RET, DecodedKernel, reachable
 
 _FLOW = (K_BRA, K_CALL, K_EXIT, K_RET)
 
@@ -29,10 +29,14 @@ def loop_flops_floor(k: DecodedKernel, warps: int) -> dict[str, float]:
     For each loop, the FLOP instructions every iteration runs (the header's straight line up
     to its first branch, and the latch's block back from the latch) times the trips of the loop
     and of the loops around it, times the warps. The largest over the loops is a floor: other
-    paths only add work.
+    paths only add work. A loop the emulation cannot reach (in a math slow path it skips,
+    `decode.reachable`) executes nothing.
     """
     best: dict[str, float] = {}
+    live = reachable(k)
     for i, L in enumerate(k.loops):
+        if L.header not in live:
+            continue
         mult = float(L.trip)
         p = L.parent
         while p is not None:

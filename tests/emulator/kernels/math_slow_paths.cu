@@ -4,10 +4,9 @@
 // pow()'s `__internal_accurate_pow` is its main path: always called.
 __global__ void math_paths(const float* x, const double* d, float* z, double* w, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) {
-    z[i] = x[i] / x[i + 1] + sqrtf(x[i]);
-    w[i] = d[i] / d[i + 1] + sqrt(d[i]) + rsqrt(d[i]) + 1.0 / d[i + 2] + sin(d[i]) + pow(d[i], 1.5);
-  }
+  if (i >= n) return;  // under -G: `@P0 BRA <the work>; BRA <exit>`
+  z[i] = x[i] / x[i + 1] + sqrtf(x[i]);
+  w[i] = d[i] / d[i + 1] + sqrt(d[i]) + rsqrt(d[i]) + 1.0 / d[i + 2] + sin(d[i]) + pow(d[i], 1.5);
 }
 
 int main() {
