@@ -254,7 +254,8 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
                                bound_value=bound,
                                step=step, launch=cfg_launch, trip_hint=resolved.trip_hint,
                                default=options.default_trip_count, unroll=info.unroll_factor if info else None,
-                               where=f"line {line}", bound_source=bound_source, hint_source=hint_source)
+                               where=f"line {line}" if line is not None else f"pc {header.pc:#06x}",
+                               bound_source=bound_source, hint_source=hint_source)
         if info is not None and info.role == "remainder" and info.max_trip_count is not None:
             cap = f"remainder of the unrolled loop at line {line}: at most {info.max_trip_count} trips"
             if trip > info.max_trip_count:
