@@ -67,8 +67,9 @@ class MemoryShape:
     bytes_l1: float = 0.0  # bytes the warp requests at L1 / shared
     pattern: str = "coalesced"  # "coalesced", "strided", "broadcast", "uncoalesced", "unknown"
     #: an atomic whose address is the same for every thread of the grid: the lanes of one warp
-    #: that update it (all serialize at the L2 slice owning the word); 0 otherwise
-    same_address_lanes: int = 0
+    #: that update it, averaged over the block's warps (all serialize at the L2 slice owning the
+    #: word; `memory.active_lanes`); 0 otherwise
+    same_address_lanes: float = 0
 
 
 @dataclass

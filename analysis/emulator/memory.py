@@ -19,6 +19,7 @@ What the analysis cannot see is an assumption ("unknown" pattern), coalesced by 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -362,64 +363,95 @@ def param_offsets(base: int, params: list[tuple[str, bool, str]], values: dict[s
 
 
 _THREAD_SOURCES = ("SR_TID", "SR_LANEID")
+#: the lane within the warp: `threadIdx.x & 31` (also `% 32`, which ptxas turns into the mask)
+_LANE_MASKS = frozenset({"0x1f", "31"})
+_DIM = {"SR_TID.X": 0, "SR_TID.Y": 1, "SR_TID.Z": 2}
 
 
-def _thread_derived(ins: tuple[Instruction, ...], aa: AddressAnalysis, reg: str, at: int, depth: int = 0) -> bool:
-    """Whether `reg` at `at` is computed from the thread or lane index (followed through any
-    operation, not only affine ones: `threadIdx.x & 31`, a ballot's leader)."""
+def _thread_sources(ins: tuple[Instruction, ...], aa: AddressAnalysis, reg: str, at: int,
+                    depth: int = 0) -> frozenset[str]:
+    """The thread or lane indices `reg` at `at` is computed from (`SR_TID.X`, `SR_TID.Y`,
+    `SR_TID.Z`, `SR_LANEID`; followed through any operation, not only affine ones: a ballot's
+    leader), and "lane" where a mask to the warp's width (`& 31`) is on the way."""
     if depth > 8 or reg in ("RZ", "URZ", "PT"):
-        return False
+        return frozenset()
     j = aa.reaching_def(reg, at)
     if j is None:
-        return False
+        return frozenset()
     x = ins[j]
-    if x.opcode in ("S2R", "CS2R") and any(op.startswith(_THREAD_SOURCES) for op in x.operands):
-        return True
-    return any(_thread_derived(ins, aa, u, j, depth + 1) for u in x.uses if u not in x.defs)
+    if x.opcode in ("S2R", "CS2R"):
+        return frozenset(op for op in x.operands if op.startswith(_THREAD_SOURCES))
+    out = frozenset().union(*(_thread_sources(ins, aa, u, j, depth + 1) for u in x.uses if u not in x.defs))
+    if out and x.opcode == "LOP3" and _LANE_MASKS & {o.strip() for o in x.operands}:
+        out |= {"lane"}
+    return out
 
 
-def _one_lane_guard(ins: tuple[Instruction, ...], aa: AddressAnalysis, pred: str, at: int, runs_if: bool) -> bool:
-    """Whether the instruction at `at` runs only where an equality with a thread-derived value
-    holds (`if (threadIdx.x == 0)`, the elected lane of a warp aggregation) under this guard:
-    `pred` must be `runs_if` for it to run."""
+def _election(ins: tuple[Instruction, ...], aa: AddressAnalysis, pred: str, at: int,
+              runs_if: bool) -> frozenset[str] | None:
+    """The thread indices the instruction at `at` is elected on under this guard, if it runs only
+    where an equality with a thread-derived value holds (`if (threadIdx.x == 0)`, the elected lane
+    of a warp aggregation): `pred` must be `runs_if` for it to run. None if it is no election."""
     negated = pred.startswith("!")
     j = aa.reaching_def(pred.lstrip("!"), at)
     if j is None:
-        return False
+        return None
     x = ins[j]
     if x.opcode == "ISETP" and len(x.operands) >= 4:
         cmp = next((m for m in x.modifiers if m in ("EQ", "NE")), None)
         compared = [op.split(".")[0].lstrip("-|!") for op in x.operands[2:4]]
     elif x.opcode == "LOP3" and x.operands and x.operands[0] == pred.lstrip("!"):
-        # `LOP3.LUT P0, RZ, R6, 0x1f, ...`: P0 = (the result != 0), e.g. `(threadIdx.x & 31) != 0`
+        # `LOP3.LUT P0, RZ, R6, 0x1f, ...`: P0 = (the result != 0), e.g. `(threadIdx.x & 31) != 0`;
+        # `LOP3.LUT P2, RZ, R3, R0, RZ, 0xfc`: (threadIdx.y | threadIdx.x) != 0
         cmp = "NE"
         compared = [op.split(".")[0].lstrip("-|!~") for op in x.operands[2:5]]
+        if _LANE_MASKS & set(compared):
+            compared.append("lane")
     else:
-        return False
+        return None
     if cmp is None:
-        return False
-    if not any(_thread_derived(ins, aa, r, j) for r in compared if _REG.match(r)):
-        return False
+        return None
+    sources = frozenset().union(*(_thread_sources(ins, aa, r, j) for r in compared if _REG.match(r)))
+    if not sources:
+        return None
+    if "lane" in compared:
+        sources |= {"lane"}
     effective = runs_if != negated  # the instruction runs iff the comparison's result equals this
-    return (cmp == "EQ") == effective
+    return sources if (cmp == "EQ") == effective else None
 
 
-def active_lanes(ins: tuple[Instruction, ...], aa: AddressAnalysis, i: int, warp_size: int = 32) -> int:
-    """Lanes of a warp that execute instruction `i`: one under a guard that selects a single
-    thread of the warp or block, else the whole warp (the emulator runs all lanes otherwise).
-    The guard is the instruction's own predicate, the nearest conditional forward branch that
-    skips over it, or a predicated EXIT before it (`if (lane != 0) return;`)."""
+def _updates_per_warp(sources: frozenset[str], block: tuple[int, int, int] | None, warp_size: int) -> float:
+    """Lanes that run an instruction elected on `sources`, per warp of the block on average: one
+    in every warp for a lane index; for thread indices, the threads of the block that share the
+    elected value of those indices (`threadIdx.x == 0` in a 256-thread block: 1 thread, 1/8 per
+    warp; `threadIdx.x == 0` in a 32 × 32 block: one per row, 1 per warp). Without the block's
+    shape, one per warp."""
+    if "lane" in sources or "SR_LANEID" in sources or block is None:
+        return 1.0
+    picked = {_DIM[s] for s in sources if s in _DIM}
+    threads = block[0] * block[1] * block[2]
+    selected = math.prod(block[d] for d in range(3) if d not in picked)
+    return selected / max(1, -(-threads // warp_size))
+
+
+def active_lanes(ins: tuple[Instruction, ...], aa: AddressAnalysis, i: int, warp_size: int = 32,
+                 block: tuple[int, int, int] | None = None) -> float:
+    """Lanes of a warp that execute instruction `i`, averaged over the block's warps (the emulator
+    runs every warp through a guard): an election of one lane per warp or of one thread of the
+    block (`_updates_per_warp`), else the whole warp. The guard is the instruction's own
+    predicate, the nearest conditional forward branch that skips over it, or a predicated EXIT
+    before it (`if (lane != 0) return;`)."""
     x = ins[i]
-    if x.predicate is not None and _one_lane_guard(ins, aa, x.predicate, i, True):
-        return 1
+    if x.predicate is not None and (e := _election(ins, aa, x.predicate, i, True)) is not None:
+        return _updates_per_warp(e, block, warp_size)
     targets = {b.branch_target for b in ins if b.branch_target is not None}
     for j in range(i - 1, -1, -1):
         b = ins[j]
         skips = b.opcode == "BRA" and b.branch_target is not None and b.branch_target > x.pc
         if b.predicate is not None and (skips or b.opcode in ("EXIT", "RET")):
             # a conditional branch over `i`, or an early exit before it: `i` runs where it is not taken
-            if _one_lane_guard(ins, aa, b.predicate, j, False):
-                return 1
+            if (e := _election(ins, aa, b.predicate, j, False)) is not None:
+                return _updates_per_warp(e, block, warp_size)
             if skips:
                 return warp_size  # the nearest enclosing branch decides
             continue
@@ -457,7 +489,7 @@ def memory_shapes(fn_name: str, instructions: tuple[Instruction, ...], block: tu
             shape = global_shape(offs, width, hit)
             if info.klass is isa.InstrClass.ATOMIC and addr is not None and all(c == 0 for c in addr.coeffs):
                 # the same word for every thread of the grid: its updates contend (units.py)
-                shape = replace(shape, same_address_lanes=active_lanes(instructions, aa, x.index, warp_size))
+                shape = replace(shape, same_address_lanes=active_lanes(instructions, aa, x.index, warp_size, block))
             out[(fn_name, x.pc)] = shape
         elif space == "constant":
             out[(fn_name, x.pc)] = MemoryShape(wavefronts=1.0, requests=0.0, pattern="broadcast")

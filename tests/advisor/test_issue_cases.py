@@ -107,3 +107,32 @@ def test_no_unroll_advice_where_the_sass_is_already_unrolled(toolchain, tmp_path
            if i.opcode == "LDG" and i.line == r.line_of("MARK") + 1]
     assert len(ldg) >= 4  # the premise: the compiler laid out several iterations
     assert not r.by("loop_unrolling")
+
+
+JACOBI = Path(__file__).resolve().parents[1] / "data" / "real" / "multi-gpu-programming-models" / "jacobi.cu"
+
+
+@pytest.mark.parametrize("cub", [False, True], ids=["atomic-per-thread", "cub-block-reduce"])
+def test_atomics_on_one_word_in_real_jacobi(toolchain, cub):
+    """NVIDIA's single-GPU Jacobi (tests/data/real) adds each thread's residual to one word, or,
+    built with -DHAVE_CUB as its Makefile does, one block sum per block (threadIdx.x == 0 &&
+    threadIdx.y == 0 in a 32 x 32 block). Per thread, the L2's unit for that word is the busiest
+    of the memory route and the stores wait behind the atomics in the load/store queue: the
+    advice is to aggregate them, not to issue fewer or wider stores. Per block, the kernel is the
+    memory-bound stencil it is, and there is nothing to aggregate."""
+    from kernelscope.analysis.options import AnalysisOptions
+    from kernelscope.analysis.pipeline import analyze
+
+    flags = ["-DHAVE_CUB", "-Xcompiler", "-fopenmp"] if cub else []
+    r = analyze(JACOBI, AnalysisOptions(flags=flags), toolchain=toolchain, depth="quick")
+    k = next(k for k in r.kernels if "jacobi_kernel" in k.name)
+    u = next(p for p in r.profile.kernels if p.kernel == k.mangled).utilization
+    route = max(u.get(x, 0.0) for x in ("lsu", "l2", "dram"))
+    mine = {a.optimizer: a for a in r.advice if a.kernel == k.mangled}
+    if cub:
+        assert u.get("l2_atomic", 0.0) < 0.2 < route  # 1 update per block, not one per warp
+        assert "contended_atomics" not in mine
+    else:
+        assert u["l2_atomic"] > route
+        assert "memory_transaction_reduction" not in mine
+        assert mine["contended_atomics"].importance > 0.9  # the throttled stores are charged to it

@@ -1,7 +1,7 @@
 """Same-address atomics contend (issue 20 item 4): updates of one word serialize at the L2 slice
 that owns it, one per cycle GPU-wide, so an atomics-only reduction is bounded by its update count;
-a guard that elects one lane per warp sends one update, not 32. Kernels in kernels/atomics.cu,
-compiled by the real nvcc."""
+a guard that elects one lane per warp sends one update, not 32, and one that elects one thread of
+the block one per block. Kernels in kernels/atomics.cu, compiled by the real nvcc."""
 
 from __future__ import annotations
 
@@ -33,17 +33,23 @@ def _kernel(program, name):
     return next(k for k in program.kernels if k.name.startswith(name + "("))
 
 
-def _atomic_shapes(program, name):
+def _atomic_shapes(program, name, block=(256, 1, 1)):
     k = _kernel(program, name)
-    shapes = memory_shapes(k.mangled, k.sass.instructions, (256, 1, 1), (UPDATES // 256, 1, 1), None)
+    shapes = memory_shapes(k.mangled, k.sass.instructions, block, (UPDATES // 256, 1, 1), None)
     return [shapes[(k.mangled, i.pc)] for i in k.sass.instructions if i.opcode in ("REDG", "ATOMG", "RED", "ATOM")]
 
 
-@pytest.mark.parametrize("name, lanes", [("every_thread", 32), ("one_lane_per_warp", 1), ("bounds_guarded", 32),
-                                         ("per_block", 0)])
-def test_lanes_that_update_one_word(built, name, lanes):
+@pytest.mark.parametrize("name, block, lanes", [
+    ("every_thread", (256, 1, 1), 32), ("one_lane_per_warp", (256, 1, 1), 1), ("bounds_guarded", (256, 1, 1), 32),
+    ("per_block", (256, 1, 1), 0),
+    # `threadIdx.x == 0` elects one thread of a 256-thread block: 1 update per 8 warps
+    ("one_thread_per_block", (256, 1, 1), 1 / 8),
+    # `threadIdx.x == 0 && threadIdx.y == 0` (one `(y | x) != 0` test in SASS) in a 32 x 32 block: 1 per 32 warps
+    ("one_thread_per_2d_block", (32, 32, 1), 1 / 32)])
+def test_lanes_that_update_one_word(built, name, block, lanes):
+    """Per warp, on average over the block: the emulator runs every warp through the guard."""
     program, *_ = built
-    (shape,) = _atomic_shapes(program, name)
+    (shape,) = _atomic_shapes(program, name, block)
     assert shape.same_address_lanes == lanes
 
 

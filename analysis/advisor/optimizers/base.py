@@ -162,6 +162,17 @@ class MatchContext:
         return self.source.loop_at(line)
 
 
+def atomics_fill_the_queue(ctx: MatchContext) -> bool:
+    """Whether the busiest unit of the global memory route, in the profile, is the L2's unit for
+    updates of one word (the emulator blocks the route while any of its units is: units.py). The
+    load/store queue then holds atomics waiting there, and a memory instruction's lg-throttle
+    stall waits for them, not for its own traffic. Profiles without that unit (measured ones)
+    never say so."""
+    u = ctx.profile.utilization if ctx.profile is not None else {}
+    busy = u.get("l2_atomic", 0.0)
+    return busy > 0.0 and busy >= max(u.get(r, 0.0) for r in ("lsu", "l2", "dram"))
+
+
 def kernel_line(ins: Instruction) -> int | None:
     """The line in the kernel's own body: the outermost inline call site, else the instruction's line."""
     if ins.inline_chain:

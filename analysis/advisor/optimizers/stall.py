@@ -11,7 +11,8 @@ from ...profile import StallReason as R
 from .. import estimators
 from ..advice import Advice
 from ..blame import ARITHMETIC, LOCAL, SYNC, latency_class
-from .base import MatchContext, Optimizer, describe_edge, hotspots, kernel_line, pct, provenance_note
+from .base import (MatchContext, Optimizer, atomics_fill_the_queue, describe_edge, hotspots, kernel_line, pct,
+                   provenance_note)
 
 #: Arithmetic whose results come back late: the SFU, conversions, FP64 and integer division's
 #: reciprocal sequence (GPA Fig. 8's strength-reduction hints).
@@ -224,6 +225,10 @@ class MemoryTransactionReduction(Optimizer):
         if ctx.blame is None or ctx.total <= 0:
             return []
         throttles = (R.lg_throttle, R.mio_throttle, R.tex_throttle)
+        if atomics_fill_the_queue(ctx):
+            # the queue is full of updates of one word: fewer or wider requests of the waiting
+            # instructions change nothing; contended_atomics charges these stalls to the atomics
+            throttles = (R.mio_throttle, R.tex_throttle)
         # Some throttling is normal in a streaming kernel; below 10 % of samples it is not a finding.
         selfs = [s for s in ctx.blame.self_blame if s.reason in throttles]
         by_line: dict[int, float] = defaultdict(float)

@@ -16,7 +16,7 @@ from ...profile import StallReason as R
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
 from ..blame import latency_class
-from .base import MatchContext, Optimizer, insert_edit, kernel_line, pct, provenance_note
+from .base import MatchContext, Optimizer, atomics_fill_the_queue, insert_edit, kernel_line, pct, provenance_note
 
 _FP64 = frozenset({"DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET"})
 
@@ -25,8 +25,10 @@ def _on_line(ctx: MatchContext, line: int, pred=lambda i: True) -> list[Instruct
     return [i for i in ctx.instructions if kernel_line(i) == line and pred(i)]
 
 
-def _estimate(ctx: MatchContext, instrs: list[Instruction], fraction: float = 1.0):
-    m = ctx.weight(instrs)
+def _estimate(ctx: MatchContext, instrs: list[Instruction], fraction: float = 1.0, waiting: float = 0.0):
+    """GPA Eq. 2 over what `instrs` cost and are blamed (plus `waiting`: samples that other
+    instructions spend waiting for them and blame does not charge them)."""
+    m = ctx.weight(instrs) + waiting
     if m <= 0 or ctx.denominator <= 0:
         return None, 0.0
     est = estimators.stall_elimination(ctx.denominator, m, fraction)
@@ -343,15 +345,18 @@ class ContendedAtomics(Optimizer):
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         aa = AddressAnalysis(ctx.instructions)
+        block = ctx.profile.launch.block if ctx.profile is not None and ctx.profile.launch else None
+        warps = -(-(block[0] * block[1] * block[2]) // 32) if block else None
         atoms = []
         for i in ctx.instructions:
             if i.opcode not in ("ATOM", "ATOMG", "RED", "REDG") or i.memory_space not in ("global", "generic", None):
                 continue
             addr, _ = aa.address(i)
             if addr is not None and all(c == 0 for c in addr.coeffs[:3]):  # the same word for a whole block
-                atoms.append((i, all(c == 0 for c in addr.coeffs), active_lanes(ctx.instructions, aa, i.index)))
-        if not atoms:
-            return []
+                lanes = active_lanes(ctx.instructions, aa, i.index, block=block)
+                atoms.append((i, all(c == 0 for c in addr.coeffs), lanes))
+        if not atoms or (warps and all(lanes * warps <= 1 for _, _, lanes in atoms)):
+            return []  # none, or one update per block already (`if (threadIdx.x == 0)` after a block reduction)
         # Precondition: the compiler has not already reduced. `REDUX` (sm_80+ warp reduction) or a
         # shared-memory atomic (`ATOMS`) ahead of the global one is exactly the aggregation this
         # advice would ask for.
@@ -359,9 +364,7 @@ class ContendedAtomics(Optimizer):
                for i in ctx.instructions):
             return []
         grid_wide = any(g for _, g, _ in atoms)
-        per_warp = all(lanes == 1 for _, _, lanes in atoms)  # the code already elects one lane per warp
-        block = ctx.profile.launch.block if ctx.profile is not None and ctx.profile.launch else None
-        warps = -(-(block[0] * block[1] * block[2]) // 32) if block else None
+        per_warp = all(lanes <= 1 for _, _, lanes in atoms)  # the code already elects one lane per warp
         if per_warp:
             if not warps or warps <= 1:
                 return []  # one atomic per block already
@@ -377,16 +380,22 @@ class ContendedAtomics(Optimizer):
         # them), like every line-local advice: the baseline is the kernel's own predicted (or measured)
         # time, and the contention is what the profile charges them (the emulator serializes updates
         # of one word at the L2, docs/emulator.md).
-        est, share = _estimate(ctx, instrs, fraction)
+        # Where the L2's unit for one word is the busiest of the route, the other memory instructions'
+        # lg-throttle stalls wait for these updates to leave the queue (base.atomics_fill_the_queue)
+        own = {i.index for i in instrs}
+        queued = sum(b.samples for b in ctx.blame.self_blame if b.reason == R.lg_throttle and b.index not in own) \
+            if ctx.blame is not None and atomics_fill_the_queue(ctx) else 0.0
+        est, share = _estimate(ctx, instrs, fraction, queued)
         if est is None or est.speedup <= 1.0:
             return []
         lines = sorted({kernel_line(i) for i in instrs if kernel_line(i)})
         who = "every thread of the grid updates the same word" if grid_wide else \
             "every thread of a block updates its block's word"
         msg = (f"{len(instrs)} global atomic{'s' if len(instrs) > 1 else ''} at line{'s' if len(lines) > 1 else ''} "
-               f"{', '.join(map(str, lines[:4]))} use an address that does not depend on the thread: {who}, and "
+               f"{', '.join(map(str, lines[:4]))} {'use' if len(instrs) > 1 else 'uses'} an address that does not depend on the thread: {who}, and "
                f"the updates serialize in L2. {pct(share)} of this kernel's "
-               f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them or wait for them. "
+               f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them or wait for them"
+               f"{' (memory instructions held in the full load/store queue behind them included)' if queued else ''}. "
                f"{how} Est. {est.speedup:.2f}× (GPA Eq. 2, {removed}).")
         return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg, changes=instrs)]
 
