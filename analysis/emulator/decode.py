@@ -304,7 +304,7 @@ def _assign_loops(k: DecodedKernel) -> None:
             k.branch_role[s] = B_NOT_TAKEN
         elif not cond and t != s:
             k.branch_role[s] = B_JUMP
-        elif cond and (_early_out(k, s, t) or _skips_slow_path(k, s, t) or _returns_at_once(k, s, t)):
+        elif cond and _guard_passes(k, s, t):
             k.branch_role[s] = B_JUMP
         else:
             k.branch_role[s] = B_NOT_TAKEN
@@ -341,13 +341,22 @@ def reachable(k: DecodedKernel) -> frozenset[int]:
 _NO_WORK = frozenset({"NOP", "BSSY", "BSYNC", "WARPSYNC", "MEMBAR", "ERRBAR", "CGAERRBAR"})
 
 
+def _guard_passes(k: DecodedKernel, s: int, t: int) -> bool:
+    """Whether the conditional branch at `s` to `t` is taken because its fall-through side is what
+    a passing guard skips: a forward branch within its function over a loop-free early-out path
+    (`_early_out`) or a math slow path (`_skips_slow_path`), or over a bare return
+    (`_returns_at_once`)."""
+    if not s < t or k.fn[t] != k.fn[s]:
+        return False
+    loop_free = not any(s < L.header < t for L in k.loops)
+    return (loop_free and (_early_out(k, s, t) or _skips_slow_path(k, s, t))) or _returns_at_once(k, s, t)
+
+
 def _returns_at_once(k: DecodedKernel, s: int, t: int) -> bool:
     """Whether the fall-through side of the conditional forward branch at `s` leaves the function
     without doing anything: unconditional jumps and reconvergence marks up to an `EXIT`/`RET`
     (a `-G` build's `if (i >= n) return;` is `@P0 BRA <work>; BRA <exit>`). Falling through there
     would emulate none of the function's work; the guard is assumed to pass, as everywhere."""
-    if not s < t or k.fn[t] != k.fn[s]:
-        return False
     j = s + 1
     for _ in range(16):  # a jump chain, not a path search
         if not 0 <= j < len(k.kind) or j == t or k.instr[j].predicate is not None:
@@ -370,8 +379,6 @@ def _skips_slow_path(k: DecodedKernel, s: int, t: int) -> bool:
     arguments and result and reconvergence marks (no memory access, loop, barrier or other
     call). The fast path is taken: operands are assumed in the range it handles, as a bounds
     guard is assumed to pass. (A branch *to* the slow path falls through like any other.)"""
-    if not s < t or k.fn[t] != k.fn[s] or any(s < L.header < t for L in k.loops):
-        return False
     calls = [j for j in range(s + 1, t) if k.kind[j] == K_CALL]
     return bool(calls) and all(isa.math_slow_path(k.instr[j]) for j in calls) and all(
         k.mem[j] == M_NONE and k.kind[j] in (K_OP, K_BRA, K_CALL, K_WARPSYNC) for j in range(s + 1, t))
@@ -385,8 +392,6 @@ def _early_out(k: DecodedKernel, s: int, t: int) -> bool:
     EXIT/RET or a jump past the target, e.g. `K <= 0: store zeros, exit`) while the target
     side holds a loop. Falling through there would emulate the kernel's empty case only.
     """
-    if not s < t or k.fn[t] != k.fn[s] or any(s < L.header < t for L in k.loops):
-        return False
     leaves = any(k.instr[j].predicate is None and (k.kind[j] in (K_EXIT, K_RET) or
                                                    (k.kind[j] == K_BRA and k.target[j] >= t))
                  for j in range(s + 1, t))

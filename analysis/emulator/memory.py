@@ -400,13 +400,13 @@ def _election(ins: tuple[Instruction, ...], aa: AddressAnalysis, pred: str, at: 
     if x.opcode == "ISETP" and len(x.operands) >= 4:
         cmp = next((m for m in x.modifiers if m in ("EQ", "NE")), None)
         compared = [op.split(".")[0].lstrip("-|!") for op in x.operands[2:4]]
+        masked = False
     elif x.opcode == "LOP3" and x.operands and x.operands[0] == pred.lstrip("!"):
         # `LOP3.LUT P0, RZ, R6, 0x1f, ...`: P0 = (the result != 0), e.g. `(threadIdx.x & 31) != 0`;
         # `LOP3.LUT P2, RZ, R3, R0, RZ, 0xfc`: (threadIdx.y | threadIdx.x) != 0
         cmp = "NE"
         compared = [op.split(".")[0].lstrip("-|!~") for op in x.operands[2:5]]
-        if _LANE_MASKS & set(compared):
-            compared.append("lane")
+        masked = bool(_LANE_MASKS & set(compared))  # the test masks to the lane itself
     else:
         return None
     if cmp is None:
@@ -414,7 +414,7 @@ def _election(ins: tuple[Instruction, ...], aa: AddressAnalysis, pred: str, at: 
     sources = frozenset().union(*(_thread_sources(ins, aa, r, j) for r in compared if _REG.match(r)))
     if not sources:
         return None
-    if "lane" in compared:
+    if masked:
         sources |= {"lane"}
     effective = runs_if != negated  # the instruction runs iff the comparison's result equals this
     return sources if (cmp == "EQ") == effective else None

@@ -61,16 +61,16 @@ class Prelaunch:
         template = _load(pre.path)
         if template is None:
             return pre
-        argv, cwd, changes = template
+        argv, cwd, changes, unset = template
         work = Path(tempfile.mkdtemp(prefix="kernelscope-pre-"))
         cubin = work / "unit.cubin"
-        env = {**os.environ, **changes}
+        env = {**{k: v for k, v in os.environ.items() if k not in unset}, **changes}
         try:
             pre.started = start_tool([str(cubin) if a == _OUT else a for a in argv], cwd=Path(cwd), env=env)
         except OSError:  # the compiler moved or the directory is gone: compile as always
             shutil.rmtree(work, ignore_errors=True)
             return pre
-        pre.cubin, pre._template = cubin, (tuple(argv), cwd, changes)
+        pre.cubin, pre._template = cubin, template
         return pre
 
     def take(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], cubin: Path) -> Started | None:
@@ -96,11 +96,11 @@ class Prelaunch:
         template = _template(argv, cwd, env, cubin)
         if template == _load(self.path):
             return
-        a, c, changes = template
+        a, c, changes, unset = template
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"argv": list(a), "cwd": c, "env": changes}))
+            tmp.write_text(json.dumps({"argv": list(a), "cwd": c, "env": changes, "unset": list(unset)}))
             os.replace(tmp, self.path)
         except OSError:
             pass  # a read-only cache costs the next run its head start, nothing else
@@ -119,10 +119,11 @@ class Prelaunch:
 
 
 def _template(argv: Sequence[str], cwd: Path, env: Mapping[str, str], cubin: Path) -> tuple:
+    """(argv with the cubin's path as `_OUT`, directory, variables set or changed from this
+    process's environment, variables it unsets): what a record holds."""
     changes = {k: v for k, v in env.items() if os.environ.get(k) != v}
-    if any(k not in env for k in os.environ):
-        changes["\0removed"] = ",".join(sorted(k for k in os.environ if k not in env))
-    return tuple(_OUT if a == str(cubin) else a for a in argv), str(cwd), changes
+    unset = tuple(sorted(k for k in os.environ if k not in env))
+    return tuple(_OUT if a == str(cubin) else a for a in argv), str(cwd), changes, unset
 
 
 def _load(path: Path) -> tuple | None:
@@ -132,13 +133,12 @@ def _load(path: Path) -> tuple | None:
         if st.st_uid != getattr(os, "getuid", lambda: st.st_uid)() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             return None
         data = json.loads(path.read_text())
-        argv, cwd, changes = data["argv"], data["cwd"], data["env"]
+        argv, cwd, changes, unset = data["argv"], data["cwd"], data["env"], data.get("unset", [])
         if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv) and _OUT in argv
                 and isinstance(cwd, str) and isinstance(changes, dict)
-                and all(isinstance(k, str) and isinstance(v, str) for k, v in changes.items())):
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in changes.items())
+                and isinstance(unset, list) and all(isinstance(k, str) for k in unset)):
             return None
-        if "\0removed" in changes:  # the environment had fewer variables than this one: not replayable
-            return None
-        return tuple(argv), cwd, changes
+        return tuple(argv), cwd, changes, tuple(unset)
     except (OSError, ValueError, KeyError, TypeError):
         return None
