@@ -144,6 +144,19 @@ def issues_per_warp(k: DecodedKernel, emul_trip: list[int],
     return cost(k.entry, 0)
 
 
+def _loops_of_deep_nests(k: DecodedKernel) -> set[int]:
+    """Every loop of a nest three or more levels deep."""
+    chains = []
+    for L in k.loops:
+        chain, p = [], L.parent
+        while p is not None:
+            chain.append(p)
+            p = k.loops[p].parent
+        chains.append(chain)
+    roots = {(c[-1] if c else i) for i, c in enumerate(chains) if len(c) >= 2}
+    return {i for i, c in enumerate(chains) if (c[-1] if c else i) in roots}
+
+
 def emulated_trips(k: DecodedKernel, warps: int, *, sample: bool, warmup: int, max_sampled: int,
                    issue_budget: int) -> tuple[list[int], list[int]]:
     """Iterations to run per loop, and each loop's cool-down.
@@ -156,13 +169,14 @@ def emulated_trips(k: DecodedKernel, warps: int, *, sample: bool, warmup: int, m
     if not sample:
         return trips, [0] * len(trips)
     w = warmup
-    # The outermost loops of a nest three or more deep sample warm-up + one steady + one cool-down
-    # iteration: each of their iterations runs the inner loops' own sampled windows, whose steady
-    # state is what they repeat, and K³ iterations would make the cost grow with the nest's trips
-    # up to the budget (issue 13). Two-deep nests (GEMM's K loop inside a tile loop) keep their
-    # windows: there the outer loop's iterations differ in what the inner one finds in the caches.
-    outer = {p for L in k.loops if L.parent is not None and (p := k.loops[L.parent].parent) is not None}
-    emul = [min(t, w + 2 if i in outer else max(w + 2, max_sampled)) for i, t in enumerate(trips)]
+    # Every loop of a nest three or more deep samples warm-up + one steady + one cool-down
+    # iteration: an outer loop's iterations each run the inner loops' own sampled windows, whose
+    # steady state is what they repeat, and the windows multiply, so K³ iterations made the cost
+    # grow with the nest's trips up to the budget (issue 13). Two-deep nests (GEMM's K loop inside
+    # a tile loop) keep their windows: there the outer loop's iterations differ in what the inner
+    # one finds in the caches.
+    deep = _loops_of_deep_nests(k)
+    emul = [min(t, w + 2 if i in deep else max(w + 2, max_sampled)) for i, t in enumerate(trips)]
     cool = [1] * len(trips)
     regions: dict[int, tuple[int, ...]] = {}
     while issues_per_warp(k, emul, regions) * warps > issue_budget:
