@@ -619,3 +619,45 @@ def test_divisions_know_a_power_of_two_divisor_and_index_lines_are_found():
         (7, "%", "2", True), (9, "/", "n", False), (10, "%", "16", True), (16, "/", "8", True)}
     # one-line statements reading only the built-ins; the two-line index is not one line
     assert 4 in m.index_lines and 5 not in m.index_lines and 9 not in m.index_lines
+
+
+def test_a_parameter_folds_when_every_call_passes_the_same_constant():
+    """cuda-samples' matrixMul sizes its block in a helper from a parameter that main() passes as
+    a local constant: the launch folds through the call (one level per call, any depth)."""
+    src = (
+        "template <int B> __global__ void k(float* a) {}\n"
+        "void run(int block_size, const dim3& dims) {\n"
+        "  dim3 threads(block_size, block_size);\n"
+        "  dim3 grid(dims.x / threads.x, dims.y / threads.y);\n"
+        "  k<32><<<grid, threads>>>(0);\n"
+        "}\n"
+        "void twice(int b) { k<32><<<1, b>>>(0); }\n"
+        "void written(int b) { b *= 2; k<32><<<1, b>>>(0); }\n"
+        "void outer(int b) { run(b, dim3(64, 64)); }\n"
+        "int main() {\n"
+        "  int block_size = 32;\n"
+        "  outer(block_size);\n"
+        "  twice(16); twice(32);\n"
+        "  written(8);\n"
+        "}\n"
+    )
+    first, second, third = parse_source(src).launch_sites
+    assert first.block.dims == (32, 32, 1) and first.grid.dims == (2, 2, 1)
+    assert second.block.dims is None  # two calls, two values
+    assert third.block.dims is None  # the function writes its parameter
+
+
+def test_a_launch_in_a_branch_the_constants_rule_out_is_not_live():
+    src = (
+        "template <int B> __global__ void k(float* a) {}\n"
+        "void run(int block_size) {\n"
+        "  if (block_size == 16) { k<16><<<1, block_size>>>(0); }\n"
+        "  else { k<32><<<1, block_size>>>(0); }\n"
+        "  if (block_size > 0) k<32><<<2, 64>>>(0);\n"
+        "}\n"
+        "void unknown(int n) { if (n == 16) k<16><<<1, 16>>>(0); }\n"
+        "int main(int argc, char** argv) { run(32); unknown(argc); }\n"
+    )
+    sites = parse_source(src).launch_sites
+    assert [(s.kernel_text, s.live) for s in sites] == [("k<16>", False), ("k<32>", True), ("k<32>", True),
+                                                        ("k<16>", True)]

@@ -92,7 +92,10 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     out: list[Assumption] = []
 
     fn = source.definition(short) if source is not None else None
-    located = source.launches_of(short) if source is not None else ()
+    instance_sites = _launches_of_instance(kernel_name, source.launches_of(short), values) if source is not None else ()
+    # a site inside an `if` the file's constants decide against never runs (source/__init__.py `_reached`)
+    located = tuple((path, s) for path, s in instance_sites if s.live)
+    ruled_out = tuple((path, s) for path, s in instance_sites if not s.live)
     sites = [s for _, s in located]
     site = _site_values(located)
     # kernel parameters take the values of the launch's arguments where those fold
@@ -123,6 +126,7 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
                 src_kind, detail = origin[p.name]
                 out.append(Assumption(name=p.name, value=str(values[p.name]), source=src_kind, detail=detail))
 
+    shown = kernel_name.split("(")[0].removeprefix("void ").strip() or short  # `MatrixMulCUDA<32>`
     captured = {"block": cap.block, "grid": cap.grid, "dynamic_smem": cap.dynamic_smem} if cap is not None else {}
     if cap is not None:
         out.append(Assumption(name="launches", value=str(cap.launches), source="captured", detail=cap_detail))
@@ -145,22 +149,80 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
 
     block = pick("block", site.get("block"), _dims(hint.block) if hint else None,
                  _annotation_dims(ann, "block") if ann else None, (DEFAULT_BLOCK, 1, 1),
-                 unresolved(short, located, "block", f"the default is {DEFAULT_BLOCK} threads", launched_siblings))
+                 unresolved(shown, located, "block", f"the default is {DEFAULT_BLOCK} threads", launched_siblings,
+                            ruled_out))
     threads = block[0] * block[1] * block[2]
     n = values.get("n", values.get("N"))
     default_grid = (max(1, math.ceil(n / threads)), 1, 1) if n else (DEFAULT_BLOCKS_PER_SM * sm_count, 1, 1)
     grid = pick("grid", site.get("grid"), _dims(hint.grid) if hint else None,
                 _annotation_dims(ann, "grid") if ann else None, default_grid,
-                unresolved(short, located, "grid", "the default is one thread per element of n" if n
-                           else f"the default is {DEFAULT_BLOCKS_PER_SM} blocks per SM", launched_siblings))
+                unresolved(shown, located, "grid", "the default is one thread per element of n" if n
+                           else f"the default is {DEFAULT_BLOCKS_PER_SM} blocks per SM", launched_siblings, ruled_out))
     smem_ann = None
     if ann is not None:
         smem_ann = ann.value("smem") if ann.get("smem") else ann.value("dynamic_smem")
     smem = pick("dynamic_smem", site.get("dynamic_smem"), hint.dynamic_smem if hint else None,
-                smem_ann, 0, unresolved(short, located, "shared_mem", "the default is no dynamic shared memory",
-                                        launched_siblings))
+                smem_ann, 0, unresolved(shown, located, "shared_mem", "the default is no dynamic shared memory",
+                                        launched_siblings, ruled_out))
     trip_hint = hint.trip_count if hint and hint.trip_count else (ann.value("trip") if ann else None)
     return ResolvedLaunch(LaunchConfig(grid=grid, block=block, dynamic_smem=smem), values, trip_hint, tuple(out))
+
+
+def _template_args(text: str) -> tuple[str, ...] | None:
+    """`void scale<256, float>(float*)` or `scale<TILE, float>` -> ("256", "float"); None without."""
+    head = text.split("(")[0]
+    if "<" not in head or ">" not in head:
+        return None
+    inner = head[head.index("<") + 1:head.rindex(">")]
+    parts, depth, cur = [], 0, ""
+    for ch in inner:  # top-level commas only: `<Pair<int, int>, 4>` has two arguments
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return tuple(" ".join(p.split()) for p in parts)
+
+
+#: template arguments that name a type whatever the file defines (a template parameter `T` does not)
+_TYPE_NAMES = frozenset({"float", "double", "int", "unsigned int", "unsigned", "long", "unsigned long", "long long",
+                         "unsigned long long", "short", "unsigned short", "char", "signed char", "unsigned char",
+                         "bool", "half", "__half", "__nv_bfloat16", "float2", "float4", "double2", "int2", "int4",
+                         "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
+                         "size_t"})
+
+
+def _launches_of_instance(kernel_name: str, located, values: dict[str, int]):
+    """The launch sites of this template instance: a site that names other template arguments
+    (`MatrixMulCUDA<16><<<...>>>` for the instance `MatrixMulCUDA<32>`) launches another kernel,
+    and taking its configuration would model this one with another's launch. A site without
+    explicit arguments (deduced) may launch any instance; an argument that folds (a constant
+    name) is compared by value."""
+    mine = _template_args(kernel_name)
+    if mine is None:
+        return located
+
+    def same(written: str, demangled: str) -> bool:
+        """False only for two different values or two different named types: a name that is
+        neither (`T`, `BLOCK` of the launching template) may stand for this instance's argument."""
+        if written == demangled:
+            return True
+        a, b = fold_bound(written, values), fold_bound(demangled.rstrip("uUlL"), values)
+        if a is not None and b is not None:
+            return a == b
+        return not (written in _TYPE_NAMES and demangled in _TYPE_NAMES)
+
+    def launches_this(site: LaunchSite) -> bool:
+        theirs = _template_args(site.kernel_text)
+        return theirs is None or (len(theirs) == len(mine) and all(map(same, theirs, mine)))
+
+    def exact(site: LaunchSite) -> bool:
+        return _template_args(site.kernel_text) == mine
+
+    # a site that names this very instance before one written with the launching template's parameter
+    return tuple(sorted(((path, s) for path, s in located if launches_this(s)), key=lambda ps: not exact(ps[1])))
 
 
 def _where(path: str | None, site: LaunchSite) -> str:
@@ -195,9 +257,14 @@ GIVE_A_LAUNCH = ("give the real one with launch capture (`capture.enabled` in a 
                  "kernel, or the `analysis.launchHints` setting")
 
 
-def unresolved(kernel: str, located, field: str, basis: str, launched_siblings: tuple[str, ...] = ()) -> str:
+def unresolved(kernel: str, located, field: str, basis: str, launched_siblings: tuple[str, ...] = (),
+               ruled_out=()) -> str:
     """Why a launch value is a default, how to give the real one, and what the default is."""
-    if not located:
+    if not located and ruled_out:
+        at = ", ".join(_where(path, s) for path, s in ruled_out)
+        why = (f"every launch of `{kernel}` ({at}) sits in a branch that the program's own constants rule out "
+               f"(an `if` around it folds to the other branch)")
+    elif not located:
         why = f"no launch of `{kernel}` in this file or the files of its translation unit"
     else:
         path, s = located[0]

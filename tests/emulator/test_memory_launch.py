@@ -103,3 +103,53 @@ def test_wide_accesses_take_one_wavefront_per_128_bytes_even_when_broadcast():
                         ([0] * 32, 8), (None, 16)):
         shp = shared_shape(offs, width)
         assert shp.bytes_l1 <= 128 * shp.wavefronts
+
+
+def test_a_template_instance_takes_only_its_own_launch():
+    src = parse_source("""
+#define TILE 32
+template <int B> __global__ void k(float* x) { x[threadIdx.x] = 0; }
+int main() { float* x; k<16><<<7, 16>>>(x); k<TILE><<<9, 32>>>(x); }
+""")
+    opts = AnalysisOptions()
+    r16 = resolve_launch("void k<16>(float*)", src, opts, 132)
+    r32 = resolve_launch("void k<32>(float*)", src, opts, 132)
+    assert (r16.launch.grid, r16.launch.block) == ((7, 1, 1), (16, 1, 1))
+    assert (r32.launch.grid, r32.launch.block) == ((9, 1, 1), (32, 1, 1))  # TILE folds to 32
+    r64 = resolve_launch("void k<64>(float*)", src, opts, 132)
+    block = next(a for a in r64.assumptions if a.name == "block")
+    assert block.source == "default" and "no launch of `k<64>`" in block.detail
+
+
+def test_real_matrix_mul_launch_folds_through_its_helper():
+    """cuda-samples' matrixMul (tests/data/real): main() passes `block_size = 32` to
+    MatrixMultiply(), which launches MatrixMulCUDA<16> under `if (block_size == 16)` and
+    MatrixMulCUDA<32> otherwise, with `dim3 threads(block_size, block_size)`. Before, both
+    instances took the first launch in the file (<16>'s) and its block did not fold: both were
+    modeled with the default 256 x 1 threads. The grid stays a default: main() may overwrite
+    the matrix sizes from the command line."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "data" / "real" / "cuda-samples" / "matrixMul.cu").read_text()
+    src = parse_source(text)
+    opts = AnalysisOptions()
+    r32 = resolve_launch("void MatrixMulCUDA<32>(float*, float*, float*, int, int)", src, opts, 132)
+    got = {a.name: a for a in r32.assumptions}
+    assert r32.launch.block == (32, 32, 1) and got["block"].source == "launch_site"
+    assert got["block"].detail == "the launch at line 196"
+    assert got["grid"].source == "default"
+    r16 = resolve_launch("void MatrixMulCUDA<16>(float*, float*, float*, int, int)", src, opts, 132)
+    block16 = next(a for a in r16.assumptions if a.name == "block")
+    assert block16.source == "default" and "rule out" in block16.detail and "line 193" in block16.detail
+
+
+def test_a_launch_written_with_the_launching_templates_parameter_launches_any_instance():
+    # Lei Mao's GEMMs: `gemm_v00<T><<<grid_dim, block_dim>>>` inside `launch_gemm_kernel_v00<T>`
+    src = parse_source("""
+template <typename T> __global__ void g(T* x) { x[threadIdx.x] = 0; }
+template <typename T> void launch(T* x) { dim3 const b{32U, 32U, 1U}; g<T><<<4, b>>>(x); }
+void other(double* y) { g<double><<<5, 64>>>(y); }
+""")
+    r = resolve_launch("void g<float>(float*)", src, AnalysisOptions(), 132)
+    assert (r.launch.grid, r.launch.block) == ((4, 1, 1), (32, 32, 1))  # not <double>'s 5 x 64
+    assert resolve_launch("void g<double>(double*)", src, AnalysisOptions(), 132).launch.grid == (5, 1, 1)  # its own first

@@ -25,7 +25,7 @@ from tree_sitter import Node
 
 from ..conditional import Passes, resolved
 from ..treesitter import parser as _parser
-from .declarations import _file_constants, _function, _function_scopes, _has_qualifier
+from .declarations import _file_constants, _function, _function_scopes, _has_qualifier, _parameter_values
 from .folding import _Env, _fold
 from .loops import _loop, _pragma_text
 from .model import (  # the records, for every stage that reads the source model
@@ -107,6 +107,23 @@ def parse_source(text: str, passes: Passes | None = None) -> SourceModel:
         return SourceModel()
 
 
+def _reached(node: Node, fn: int | None, env) -> bool:
+    """False when an enclosing `if` condition folds to the branch that does not hold `node`."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type != "function_definition":
+        if parent.type == "if_statement":
+            clause = parent.child_by_field_name("condition")
+            value = clause.child_by_field_name("value") if clause is not None else None
+            taken = _fold(value, env(fn, parent)) if value is not None else None
+            if taken is not None:
+                if child == parent.child_by_field_name("consequence") and not taken:
+                    return False
+                if child == parent.child_by_field_name("alternative") and taken:
+                    return False
+        child, parent = parent, parent.parent
+    return True
+
+
 def _parse(text: str) -> SourceModel:
     if not text:
         return SourceModel()
@@ -122,6 +139,7 @@ def _parse(text: str) -> SourceModel:
     names = [f.name if f is not None else None for f in functions]
     device = [f is not None and f.is_device_code for f in functions]
     scopes = _function_scopes(found, functions, constants)
+    _parameter_values(found, functions, scopes, constants)
 
     def env(fn: int | None, at: Node) -> _Env:
         """The names visible at `at`: a function's parameters and locals in scope there."""
@@ -146,7 +164,7 @@ def _parse(text: str) -> SourceModel:
         if syntax is not None:
             launch = _launch(node, syntax, loc, name(fn), env(fn, node))
             if launch is not None:
-                launches.append(launch)
+                launches.append(launch if _reached(node, fn, env) else launch.model_copy(update={"live": False}))
         elif fn is not None and device[fn] and not _is_cast(node):
             call = _call(node, loc, names[fn] or "")
             if call is not None:

@@ -9,7 +9,8 @@ from typing import Literal
 
 from tree_sitter import Node
 
-from .folding import Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold, _fold_text, _is_integral, _type_name
+from .folding import (Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold, _fold_text, _fold_value,
+                      _is_integral, _type_name)
 from .model import Function, FunctionKind, LaunchBounds, Parameter
 from .syntax import _Locator, _squash, _text
 from .walk import _Collected
@@ -261,3 +262,55 @@ def _function_scopes(found: _Collected, functions: list[Function | None],
                             declared.get(fn, []), {name for name, _ in found.writes.get(fn, [])})
         for fn, function in enumerate(functions)
     }
+
+
+def _parameter_values(found: _Collected, functions: list[Function | None],
+                      scopes: dict[int, _FunctionLocals], constants: _Env) -> None:
+    """Lets each function's parameters fold from its calls: a parameter the function never writes,
+    passed the same constant by every call of the file, has that value (`MatrixMultiply(argc, argv,
+    block_size, ...)` from `main`, where `int block_size = 32;`, makes its `dim3 threads(block_size,
+    block_size)` a 32 × 32 block). Overloaded names, calls through pointers and arguments that do
+    not fold give nothing; a cycle of calls (recursion) gives nothing for the parameters on it."""
+    names = [f.name if f is not None else None for f in functions]
+    calls: dict[str, list[tuple[Node, int | None]]] = {}
+    for node, fn in found.calls:
+        callee = node.child_by_field_name("function")
+        if callee is not None and callee.type == "identifier" and not any(
+                c.type == "kernel_call_syntax" for c in node.children):
+            calls.setdefault(_text(callee), []).append((node, fn))
+    busy: set[tuple[int, str]] = set()
+
+    def resolver(index: int, function: Function) -> Callable[[str], Value | None]:
+        position = {p.name: i for i, p in enumerate(function.params) if p.name}
+        done: dict[str, Value | None] = {}
+
+        def value(name: str) -> Value | None:
+            if name in done:
+                return done[name]
+            if name not in position or names.count(function.name) != 1 or (index, name) in busy:
+                return None
+            busy.add((index, name))
+            try:
+                found_values: set[Value | None] = set()
+                for node, caller in calls.get(function.name, []):
+                    args = node.child_by_field_name("arguments")
+                    given = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+                    if len(given) != len(function.params):
+                        return None  # default arguments or another overload: not this function's call
+                    env = scopes[caller].at(node.start_byte) if caller is not None and caller in scopes else constants
+                    found_values.add(_fold_value(given[position[name]], env, 1))
+                    if None in found_values or len(found_values) > 1:
+                        return None
+            finally:
+                busy.discard((index, name))
+            done[name] = found_values.pop() if found_values else None
+            return done[name]
+
+        return value
+
+    for index, function in enumerate(functions):
+        locals_ = scopes.get(index)
+        if function is not None and locals_ is not None and function.params:
+            written = {name for name, _ in found.writes.get(index, [])}
+            fold = resolver(index, function)
+            locals_.parameter = lambda name, fold=fold, written=written: None if name in written else fold(name)

@@ -80,7 +80,7 @@ class _Scope:
             if local is not None:
                 return self._locals.value(local)
         if name in self._hidden:
-            return None
+            return self._locals.parameter(name) if self._locals is not None else None
         return self._parent.get(name)
 
     def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
@@ -108,6 +108,9 @@ class _FunctionLocals:
     def __init__(self, parent: _Env, params: set[str], declared: list[_Local], written: set[str]) -> None:
         self._parent = parent
         self._params = params
+        #: a parameter's value where every call of the function passes the same constant (set by
+        #: the file's parse, which knows the calls: `_parameter_values` in declarations.py)
+        self.parameter: Callable[[str], Value | None] = lambda name: None
         self._by_name: dict[str, list[_Local]] = {}
         for d in declared:
             self._by_name.setdefault(d.name, []).append(d)

@@ -233,6 +233,9 @@ class LaunchSite(BaseModel):
     # launching function assigned once), so the emulator knows e.g. a stride the kernel reads.
     arg_values: tuple[int | None, ...] = ()
     function: str | None
+    #: False when an `if` around the launch folds to the branch that does not contain it (the
+    #: program's own constants say it never runs: `if (block_size == 16)` with block_size 32)
+    live: bool = True
 
     @property
     def line(self) -> int:
