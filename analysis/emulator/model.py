@@ -229,7 +229,15 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
         where = program.line_table.get((fn.mangled_name, header.pc)) if program is not None else None
         lsrc = src if src is None or where is None or os.path.normpath(where[0]) == os.path.normpath(
             program.source_path) else src.context_model(where[0])
-        if lsrc is not None:
+        latch_ins = fn.instructions[L.latches[-1]] if L.latches else header
+        inlined = latch_ins.location if latch_ins.inline_chain else None
+        if inlined is not None and src is not None:
+            # a loop of an inlined function is charged to its call's line, where the loop around
+            # the call is: its own source loop is at the callee's line, in the callee's file
+            isrc = src if program is None or os.path.normpath(inlined.file) == os.path.normpath(
+                program.source_path) else src.context_model(inlined.file)
+            sl = next((x for x in isrc.loops if x.header_line == inlined.line), None) if isrc is not None else None
+        elif lsrc is not None:
             if info is not None and info.source_line is not None:
                 sl = next((x for x in lsrc.loops if x.header_line == info.source_line), None)
             if sl is None and L.latches:
@@ -264,6 +272,9 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
                                detail=f"{cap} (the {a.source} value was {a.value})")
             else:
                 a = a.model_copy(update={"detail": f"{cap}; {a.detail}" if a.detail else cap})
+        if inlined is not None:
+            a = a.model_copy(update={"detail": f"the loop at {os.path.basename(inlined.file)}:{inlined.line}, "
+                                               f"inlined here; {a.detail}"})
         if bound is not None and sl is not None and step[0] == "const" and step[1]:
             left[(sl.index, L.parent)] = max(0, bound - trip * step[1])
             trip = max(1, trip)

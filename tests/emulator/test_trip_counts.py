@@ -249,3 +249,21 @@ def test_the_counter_is_updated_by_the_definition_the_compare_reads(toolchain):
     ((step, trips, a),) = _trips(prog, "adamw_kernel2", (spec, cat.device("RTX 3060 Ti")), opts)
     assert step == ("grid", 0)
     assert trips == 1 and "grid-stride" in a.detail
+
+
+def test_a_loop_of_an_inlined_function_is_not_the_loop_around_its_call():
+    """ptxas charges an inlined function's code to the line of its call, inside the caller's loop;
+    the callee's loop took that enclosing loop's bound (Lei Mao's vectorized GEMMs: a masking loop
+    of at most 3 trips in cuda_gemm_utils.cuh ran the tile loop's 128). It is now matched with
+    its own source loop in the header, whose bound is the callee's parameter: unknown here (the
+    call's argument is not followed), so the default, and said so, never the caller's n = 1000."""
+    from kernelscope.analysis.pipeline import analyze
+
+    report = analyze(KERNELS / "inlined_loop.cu", AnalysisOptions(), depth="quick")
+    (k,) = report.kernels
+    trips = [a for a in k.assumptions if a.name.startswith("trip_count")]
+    outer = [a for a in trips if "inlined" not in a.detail]
+    inner = [a for a in trips if "inlined" in a.detail]
+    assert [(a.value, a.detail) for a in outer] == [("1000", "bound 1000")]
+    assert inner and all("inlined_helper.cuh:5" in a.detail and "1000" not in a.detail for a in inner), \
+        [(a.value, a.detail) for a in inner]
