@@ -661,3 +661,24 @@ def test_a_launch_in_a_branch_the_constants_rule_out_is_not_live():
     sites = parse_source(src).launch_sites
     assert [(s.kernel_text, s.live) for s in sites] == [("k<16>", False), ("k<32>", True), ("k<32>", True),
                                                         ("k<16>", True)]
+
+
+def test_a_loop_over_a_range_of_locals_has_the_range_as_its_extent():
+    """cuda-samples' matrixMul: two induction variables, a comma update and an inclusive bound
+    written as a local of the start; the block-dependent start cancels out of the distance."""
+    src = (
+        "template <int B> __global__ void mm(float* C, int wA, int wB) {\n"
+        "  int aBegin = wA * B * blockIdx.y;\n"
+        "  int aEnd = aBegin + wA - 1;\n"
+        "  int aStep = B;\n"
+        "  for (int a = aBegin, b = B * blockIdx.x; a <= aEnd; a += aStep, b += B * wB) {}\n"
+        "  int lo = threadIdx.x * 4;\n"
+        "  for (int i = lo; i < lo + 3 * wB; i += 2) {}\n"
+        "  int start = blockIdx.x;\n"
+        "  for (int j = start; j < wA; ++j) {}\n"
+        "}\n"
+    )
+    tile, span, plain = parse_source(src).loops
+    assert (tile.induction_var, tile.bound_text, tile.extent_text, tile.step_text) == ("a", "aEnd", "wA", "aStep")
+    assert span.extent_text == "3 * wB"  # the thread's own start cancels too (it was "(lo + 3 * wB) - (lo)")
+    assert plain.extent_text == "(wA) - (start)"  # nothing cancels: the written difference

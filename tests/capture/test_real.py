@@ -158,6 +158,11 @@ def test_the_model_uses_the_captured_launch_of_a_real_program(tmp_path):
     got = {a.name: (a.value, a.source) for a in k.assumptions}
     assert got["wA"] == ("320", "captured") and got["wB"] == ("640", "captured")
     assert got["launches"] == ("301", "captured")
+    # its tile loop `for (a = aBegin, b = bBegin; a <= aEnd; a += aStep, b += bStep)`, with
+    # `aEnd = aBegin + wA - 1` and aBegin depending on blockIdx.y, runs wA / 32 = 10 tiles (it
+    # kept the default 2 until the block-dependent start was cancelled out of the extent)
+    (trip,) = [a for a in k.assumptions if a.name.startswith("trip_count")]
+    assert (trip.value, trip.source) == ("10", "captured") and "bound 320" in trip.detail
     # the <16> instance is compiled but never launched: it takes no sibling's launch, and says so
     (k16,) = [k for k in analyze(src, out.options, depth="quick").kernels if "<16>" in k.name]
     grid = next(a for a in k16.assumptions if a.name == "grid")

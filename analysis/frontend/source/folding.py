@@ -86,15 +86,25 @@ class _Scope:
     def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
         return self._parent.macro(name)
 
+    def initializer(self, name: str) -> tuple[Node, _Env] | None:
+        """A local's initialiser and the scope it reads, when the local is never written."""
+        if self._locals is None or self._at is None or name in self._values:
+            return None
+        local = self._locals.visible(name, self._at)
+        if local is None or local.init is None or local.name in self._locals._written:
+            return None
+        return local.init, self._locals.at(local.start)
+
 
 class _Local:
     """One declaration of a local variable, and the block it is visible in."""
 
-    __slots__ = ("name", "value", "start", "scope_start", "scope_end")
+    __slots__ = ("name", "value", "init", "start", "scope_start", "scope_end")
 
-    def __init__(self, name: str, value: Node | None, start: int, scope: Node) -> None:
+    def __init__(self, name: str, value: Node | None, start: int, scope: Node, init: Node | None = None) -> None:
         self.name = name
         self.value = value  # the initialiser that folds, when the declaration is a constant one
+        self.init = init if init is not None else value  # any plain initialiser (polynomial expansion)
         self.start = start
         self.scope_start = scope.start_byte
         self.scope_end = scope.end_byte
@@ -332,3 +342,76 @@ def _fold_local(node: Node, env: _Env) -> Value | None:
     if node.type in ("argument_list", "initializer_list"):
         return _fold_dims(node, env)
     return _fold_value(node, env)
+
+
+#: a polynomial over names: monomial (sorted names, repeated for powers) -> integer coefficient
+Polynomial = dict[tuple[str, ...], int]
+
+
+def polynomial(node: Node | None, env: _Env, depth: int = 0) -> Polynomial | None:
+    """`node` as a polynomial with integer coefficients: names that fold are numbers, locals
+    written once are their initialisers, anything else (a parameter, `blockIdx.y`) a symbol.
+    Only +, -, * and casts to integers; None for anything else (division does not distribute)."""
+    if node is None or depth > 16 or node.has_error:
+        return None
+    t, d = node.type, depth + 1
+    if t == "number_literal":
+        v = _int_literal(_text(node))
+        return None if v is None else {(): v}
+    if t in ("identifier", "field_expression"):
+        value = _fold_value(node, env, d)
+        if isinstance(value, int):
+            return {(): value}
+        expand = getattr(env, "initializer", None)
+        init = expand(_text(node)) if t == "identifier" and expand is not None else None
+        if init is not None:
+            return polynomial(init[0], init[1], d)
+        return {(_squash(_text(node)),): 1}
+    if t == "parenthesized_expression":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        return polynomial(inner[0], env, d) if len(inner) == 1 else None
+    if t == "cast_expression":
+        return polynomial(node.child_by_field_name("value"), env, d) if _is_integral(
+            _type_name(node.child_by_field_name("type"))) else None
+    if t == "initializer_list":  # `size_t const x{expr}`
+        inner = [c for c in node.named_children if c.type != "comment"]
+        return polynomial(inner[0], env, d) if len(inner) == 1 else None
+    if t == "unary_expression" and _text(node.child_by_field_name("operator")) in ("-", "+"):
+        p = polynomial(node.child_by_field_name("argument"), env, d)
+        sign = -1 if _text(node.child_by_field_name("operator")) == "-" else 1
+        return None if p is None else {m: sign * c for m, c in p.items()}
+    if t == "binary_expression":
+        op = _text(node.child_by_field_name("operator"))
+        if op not in ("+", "-", "*"):
+            return None
+        a = polynomial(node.child_by_field_name("left"), env, d)
+        b = polynomial(node.child_by_field_name("right"), env, d)
+        if a is None or b is None:
+            return None
+        out: Polynomial = {}
+        if op == "*":
+            for ma, ca in a.items():
+                for mb, cb in b.items():
+                    m = tuple(sorted(ma + mb))
+                    out[m] = out.get(m, 0) + ca * cb
+        else:
+            out = dict(a)
+            for m, c in b.items():
+                out[m] = out.get(m, 0) + (c if op == "+" else -c)
+        out = {m: c for m, c in out.items() if c}
+        return out if all(-_LIMIT < c < _LIMIT for c in out.values()) else None
+    return None
+
+
+def poly_text(p: Polynomial) -> str:
+    """C text of a polynomial, e.g. {("wA",): 1, (): -1} -> "wA - 1"."""
+    terms = []
+    for m, c in sorted(p.items(), key=lambda mc: (len(mc[0]) == 0, mc[0])):
+        body = " * ".join(m)
+        mag = abs(c)
+        text = (body if mag == 1 else f"{mag} * {body}") if body else str(mag)
+        terms.append(("- " if c < 0 else "+ ") + text)
+    if not terms:
+        return "0"
+    joined = " ".join(terms)
+    return joined[2:] if joined.startswith("+ ") else "-" + joined[2:]

@@ -8,29 +8,46 @@ from tree_sitter import Node
 
 from .declarations import _declarators
 from ..c_arithmetic import c_div as _c_div
-from .folding import _Env, _fold, _fold_text
+from .folding import _Env, _fold, _fold_text, poly_text, polynomial
 from .model import Function, Loop, UnrollPragma
 from .syntax import _Locator, _squash, _text
 from .walk import _LOOP_KINDS, _RawLoop, _written_name
 
 
-def _loop_var_init(initializer: Node | None, env: _Env) -> tuple[str, int | None] | None:
+def _loop_vars(initializer: Node | None) -> list[tuple[str, Node | None]]:
+    """Each variable the initializer sets and its start expression: `int a = aBegin, b = bBegin`
+    (cuda-samples' matrixMul) sets two, and the condition says which one is counted."""
     if initializer is None:
-        return None
+        return []
     if initializer.type == "declaration":
-        declarators = _declarators(initializer)
-        if len(declarators) != 1 or declarators[0].type != "init_declarator":
-            return None
-        name = declarators[0].child_by_field_name("declarator")
-        value = declarators[0].child_by_field_name("value")
-    elif initializer.type == "assignment_expression" and _text(initializer.child_by_field_name("operator")) == "=":
+        out = []
+        for d in _declarators(initializer):
+            if d.type != "init_declarator":
+                continue
+            name = d.child_by_field_name("declarator")
+            if name is not None and name.type == "identifier":
+                out.append((_text(name), d.child_by_field_name("value")))
+        return out
+    if initializer.type == "comma_expression":
+        return _loop_vars(initializer.child_by_field_name("left")) + _loop_vars(initializer.child_by_field_name("right"))
+    if initializer.type == "assignment_expression" and _text(initializer.child_by_field_name("operator")) == "=":
         name = initializer.child_by_field_name("left")
-        value = initializer.child_by_field_name("right")
-    else:
-        return None
-    if name is None or name.type != "identifier":
-        return None
-    return _text(name), _fold(value, env)
+        if name is not None and name.type == "identifier":
+            return [(_text(name), initializer.child_by_field_name("right"))]
+    return []
+
+
+def _update_of(update: Node | None, var: str) -> Node | None:
+    """The part of the update that advances `var`: `a += aStep` of `a += aStep, b += bStep`."""
+    if update is None or update.type != "comma_expression":
+        return update
+    for side in (update.child_by_field_name("left"), update.child_by_field_name("right")):
+        found = _update_of(side, var)
+        if found is not None and found.type in ("update_expression", "assignment_expression"):
+            target = found.child_by_field_name("argument" if found.type == "update_expression" else "left")
+            if _written_name(target) == var:
+                return found
+    return None
 
 
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "!=": "!="}
@@ -126,25 +143,42 @@ class _ForHeader:
 _THREAD_INDEX = ("threadIdx", "blockIdx", "laneid", "thread_rank")
 
 
-def _loop_var_start(initializer: Node | None) -> Node | None:
-    if initializer is not None and initializer.type == "declaration":
-        declarators = _declarators(initializer)
-        return declarators[0].child_by_field_name("value") if len(declarators) == 1 else None
-    return initializer.child_by_field_name("right") if initializer is not None else None
-
-
-def _extent(op: str, start: Node | None, start_value: int | None, bound_text: str, step: int) -> str | None:
+def _extent(op: str, start: Node | None, start_value: int | None, bound: Node, step: int, env: _Env) -> str | None:
     """The distance the induction variable moves, as source text, for an additive step towards the bound."""
     inclusive = " + 1" if op in ("<=", ">=") else ""
+    bound_text = _text(bound)
     start_text = _squash(_text(start)) if start is not None else ""
     per_thread = any(w in start_text for w in _THREAD_INDEX)
     if step > 0 and op in ("<", "<="):
         if start_value == 0 or per_thread:
             return f"{bound_text}{inclusive}"
-        return f"({bound_text}) - ({start_text}){inclusive}" if start_text else None
+        # `for (a = aBegin; a <= aEnd; ...)` with `aEnd = aBegin + wA - 1`: the block-dependent
+        # start cancels, the distance is `wA` (cuda-samples' matrixMul)
+        return _difference(bound, start, env, inclusive) or (
+            f"({bound_text}) - ({start_text}){inclusive}" if start_text else None)
     if step < 0 and op in (">", ">=") and start_text and not per_thread:
-        return f"({start_text}) - ({bound_text}){inclusive}"
+        return _difference(start, bound, env, inclusive) or f"({start_text}) - ({bound_text}){inclusive}"
     return None
+
+
+def _difference(high: Node, low: Node | None, env: _Env, inclusive: str) -> str | None:
+    """`high - low` as text when locals written once, expanded, cancel what depends on the thread
+    or block; None when nothing cancels (the plain text then says the same)."""
+    a, b = polynomial(high, env), polynomial(low, env)
+    if a is None or b is None:
+        return None
+    diff = dict(a)
+    for monomial, c in b.items():
+        diff[monomial] = diff.get(monomial, 0) - c
+    if inclusive:
+        diff[()] = diff.get((), 0) + 1
+    diff = {m: c for m, c in diff.items() if c}
+    if any(any(w in name for w in _THREAD_INDEX) for m in diff for name in m):
+        return None
+    cancelled = set(a) | set(b)
+    if not any(m and m not in diff for m in cancelled):
+        return None
+    return poly_text(diff)
 
 
 def _step_text(update: Node | None) -> str | None:
@@ -166,16 +200,18 @@ def _step_text(update: Node | None) -> str | None:
 def _for_header(node: Node, env: _Env, writes: list[tuple[str, int]]) -> _ForHeader:
     """The induction variable, bound, trip count and extent of `for (int i = A; i < B; i += C)`."""
     initializer = node.child_by_field_name("initializer")
-    start = _loop_var_init(initializer, env)
-    if start is None:
+    condition = node.child_by_field_name("condition")
+    chosen = next(((var, start) for var, start in _loop_vars(initializer)
+                   if _loop_condition(condition, var) is not None), None)
+    if chosen is None:
         return _ForHeader()
-    var, start_value = start
-    cond = _loop_condition(node.child_by_field_name("condition"), var)
-    if cond is None:
-        return _ForHeader()
+    var, start_node = chosen
+    start_value = _fold(start_node, env)
+    cond = _loop_condition(condition, var)
+    assert cond is not None
     op, bound_node = cond
     bound_text = _text(bound_node)
-    update = node.child_by_field_name("update")
+    update = _update_of(node.child_by_field_name("update"), var)
     step = _loop_step(update, var, env)
     step_text = _step_text(update) if step is None or step[0] == "+" else None
     direction = step[1] if step is not None and step[0] == "+" else (1 if step_text else 0)
@@ -183,7 +219,7 @@ def _for_header(node: Node, env: _Env, writes: list[tuple[str, int]]) -> _ForHea
         direction = -1
     elif update is not None and _text(update.child_by_field_name("operator")) == "-=":
         direction = -1
-    extent = _extent(op, _loop_var_start(initializer), start_value, bound_text, direction) if direction else None
+    extent = _extent(op, start_node, start_value, bound_node, direction, env) if direction else None
     bound = _fold(bound_node, env)
     body = node.child_by_field_name("body")
     # A write to the induction variable in the body breaks the closed form.
