@@ -262,7 +262,8 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
                                bound_value=bound,
                                step=step, launch=cfg_launch, trip_hint=resolved.trip_hint,
                                default=options.default_trip_count, unroll=info.unroll_factor if info else None,
-                               where=f"line {line}" if line is not None else f"pc {header.pc:#06x}",
+                               where=(f"line {line}" if line is not None else f"pc {header.pc:#06x}") + (
+                                   f" ({os.path.basename(inlined.file)}:{inlined.line})" if inlined is not None else ""),
                                bound_source=bound_source, hint_source=hint_source)
         if info is not None and info.role == "remainder" and info.max_trip_count is not None:
             cap = f"remainder of the unrolled loop at line {line}: at most {info.max_trip_count} trips"
@@ -274,7 +275,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
                 a = a.model_copy(update={"detail": f"{cap}; {a.detail}" if a.detail else cap})
         if inlined is not None:
             a = a.model_copy(update={"detail": f"the loop at {os.path.basename(inlined.file)}:{inlined.line}, "
-                                               f"inlined here; {a.detail}"})
+                                               f"inlined at line {line}; {a.detail}"})
         if bound is not None and sl is not None and step[0] == "const" and step[1]:
             left[(sl.index, L.parent)] = max(0, bound - trip * step[1])
             trip = max(1, trip)
