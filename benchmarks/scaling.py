@@ -4,7 +4,7 @@
 
 For each kernel of tests/emulator/kernels/bounded_shapes.cu, a file holding only that kernel (and
 the function it calls) with a loop bound of 10^2, 10^4 and 10^6 (n-body: n = 1k, 16k, 128k; the 3-deep nest: n³ of
-about those) is analysed by the full CLI (`kernelscope analyze --json`, quick stage and second
+about those, and again with each of its loops at those trip counts) is analysed by the full CLI (`kernelscope analyze --json`, quick stage and second
 stage) and compiled by bare `nvcc -cubin`, in the same run. Targets (issue 13): analysis ≤ 5×
 nvcc, and flat: the largest trip count within 1.2× of the smallest. Then the sampled emulation
 against an unsampled one at the small trip counts (≤ 5 % in time and in the largest per-line
@@ -30,6 +30,8 @@ LAUNCH = {
     "recursive_in_loop": ("(int*)0, {n}", (100, 10_000, 1_000_000)),
     "until_break": ("(const float*)0, (float*)0, {n}", (100, 10_000, 1_000_000)),
     "nest3": ("(float*)0, {n}", (5, 22, 100)),
+    # the same nest read the other way: each of its three loops runs n = 10^2, 10^4, 10^6 trips
+    "nest3 per loop": ("(float*)0, {n}", (100, 10_000, 1_000_000)),
     "grid_stride": ("(const float*)0, (float*)0, {n}", (100 * 16384, 10_000 * 16384, 131_000 * 16384)),  # int n: 131,000 trips at most
     "loop_in_callee": ("(const float*)0, (float*)0, {n}", (100, 10_000, 1_000_000)),
 }
@@ -54,9 +56,10 @@ def _definitions(kernel: str) -> str:
     return "\n\n".join(keep) + "\n\n"
 
 
-def _file(tmp: Path, kernel: str, n: int) -> Path:
+def _file(tmp: Path, label: str, n: int) -> Path:
+    kernel = label.split()[0]  # "nest3 per loop" is nest3 at other trip counts
     body = _definitions(kernel)
-    args = LAUNCH[kernel][0].format(n=n)
+    args = LAUNCH[label][0].format(n=n)
     f = tmp / f"{kernel}_{n}.cu"
     f.write_text(f"{body}int main() {{\n  {kernel}<<<64, 256>>>({args});\n  return 0;\n}}\n")
     return f
@@ -128,6 +131,7 @@ def main() -> int:
                 print(f"{kernel:20} {n:9} {nv:7.2f} {full:9.2f} {full / nv:6.2f}")
             # flatness on the analysis's own seconds: nvcc's run-to-run noise is not the trip count's
             worst, flat = max(worst, *ratios), max(flat, seconds[-1] / seconds[0])
+            print(f"{'':20} {'':9} largest / smallest trip: {seconds[-1] / seconds[0]:.2f}")
     print(f"\nworst analyze/nvcc {worst:.2f} (target <= 5); worst largest/smallest trip, analysis seconds "
           f"{flat:.2f} (target <= 1.2); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     _errors()
