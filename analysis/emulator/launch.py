@@ -21,6 +21,7 @@ from ..capture.hints import scalar_value
 from ..frontend.instructions import Instruction
 from ..frontend.isa import call_is_jump
 from ..frontend.program import base_name
+from ..frontend.source.folding import BUILTIN_TYPES
 from ..frontend.source import Annotation, LaunchSite, SourceModel
 from ..frontend.source import Loop as SourceLoop
 from ..machine.arch import ConstantBank
@@ -186,14 +187,6 @@ def _template_args(text: str) -> tuple[str, ...] | None:
     return tuple(" ".join(p.split()) for p in parts)
 
 
-#: template arguments that name a type whatever the file defines (a template parameter `T` does not)
-_TYPE_NAMES = frozenset({"float", "double", "int", "unsigned int", "unsigned", "long", "unsigned long", "long long",
-                         "unsigned long long", "short", "unsigned short", "char", "signed char", "unsigned char",
-                         "bool", "half", "__half", "__nv_bfloat16", "float2", "float4", "double2", "int2", "int4",
-                         "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
-                         "size_t"})
-
-
 def _launches_of_instance(kernel_name: str, located, values: dict[str, int]):
     """The launch sites of this template instance: a site that names other template arguments
     (`MatrixMulCUDA<16><<<...>>>` for the instance `MatrixMulCUDA<32>`) launches another kernel,
@@ -212,7 +205,7 @@ def _launches_of_instance(kernel_name: str, located, values: dict[str, int]):
         a, b = fold_bound(written, values), fold_bound(demangled.rstrip("uUlL"), values)
         if a is not None and b is not None:
             return a == b
-        return not (written in _TYPE_NAMES and demangled in _TYPE_NAMES)
+        return not (written in BUILTIN_TYPES and demangled in BUILTIN_TYPES)
 
     def launches_this(site: LaunchSite) -> bool:
         theirs = _template_args(site.kernel_text)

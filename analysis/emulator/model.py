@@ -218,6 +218,12 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
             name="math_slow_path", value="not taken", source="default",
             detail=f"{', '.join(skipped)}: operands assumed in the range the inline fast path handles "
                    "(denormal, huge or special operands take the slow path)"))
+    def unit_model(path: str) -> SourceModel | None:
+        """The source model of `path`: the analysed file's, or another file's of its unit."""
+        if src is None or program is None or os.path.normpath(path) == os.path.normpath(program.source_path):
+            return src
+        return src.context_model(path)
+
     for L in decoded.loops:
         info = infos.get(L.info_index) if L.info_index is not None else None
         header = fn.instructions[L.header]
@@ -227,28 +233,23 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
         # a loop charged to another file of the unit (a kernel defined in an included header) is
         # that file's: its lines never name the analysed file's loops
         where = program.line_table.get((fn.mangled_name, header.pc)) if program is not None else None
-        lsrc = src if src is None or where is None or os.path.normpath(where[0]) == os.path.normpath(
-            program.source_path) else src.context_model(where[0])
-        latch_ins = fn.instructions[L.latches[-1]] if L.latches else header
-        inlined = latch_ins.location if latch_ins.inline_chain else None
-        if inlined is not None and src is not None:
+        latch = fn.instructions[L.latches[-1]] if L.latches else header
+        inlined = latch.location if latch.inline_chain else None
+        if inlined is not None:
             # a loop of an inlined function is charged to its call's line, where the loop around
             # the call is: its own source loop is at the callee's line, in the callee's file
-            isrc = src if program is None or os.path.normpath(inlined.file) == os.path.normpath(
-                program.source_path) else src.context_model(inlined.file)
+            isrc = unit_model(inlined.file)
             sl = next((x for x in isrc.loops if x.header_line == inlined.line), None) if isrc is not None else None
-        elif lsrc is not None:
+        elif (lsrc := unit_model(where[0]) if where is not None else src) is not None:
             if info is not None and info.source_line is not None:
                 sl = next((x for x in lsrc.loops if x.header_line == info.source_line), None)
             if sl is None and L.latches:
                 # the latch's compare-and-branch carries the loop header's line; the header
                 # block's first instruction may carry an inner loop's (a 2-D grid-stride nest)
-                latch_line = fn.instructions[L.latches[-1]].line
-                sl = next((x for x in lsrc.loops if x.header_line == latch_line), None)
+                sl = next((x for x in lsrc.loops if x.header_line == latch.line), None)
             if sl is None and line is not None:
                 sl = lsrc.loop_at(line)
         body = [fn.instructions[i] for i in sorted(L.body)]
-        latch = fn.instructions[L.latches[-1]] if L.latches else header
         step = loop_step(body, latch, list(fn.instructions), arch.constant_bank)
         if sl is not None:  # the source's extent, in the units of the SASS counter
             bound, bound_source, step = counter_bound(sl, lambda t: _fold_loop_bound(t, resolved, cfg_launch), step,

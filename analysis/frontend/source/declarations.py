@@ -266,10 +266,10 @@ def _function_scopes(found: _Collected, functions: list[Function | None],
 
 def _parameter_values(found: _Collected, functions: list[Function | None],
                       scopes: dict[int, _FunctionLocals], constants: _Env) -> None:
-    """Lets each function's parameters fold from its calls: a parameter the function never writes,
-    passed the same constant by every call of the file, has that value (`MatrixMultiply(argc, argv,
-    block_size, ...)` from `main`, where `int block_size = 32;`, makes its `dim3 threads(block_size,
-    block_size)` a 32 × 32 block). Overloaded names, calls through pointers and arguments that do
+    """Lets each function's parameters fold from its calls: a parameter the function never writes
+    (`_FunctionLocals.parameter_value` checks that), passed the same constant by every call of the
+    file, has that value (`MatrixMultiply(argc, argv, block_size, ...)` from `main`, where
+    `int block_size = 32;`, makes its `dim3 threads(block_size, block_size)` a 32 × 32 block). Overloaded names, calls through pointers and arguments that do
     not fold give nothing; a cycle of calls (recursion) gives nothing for the parameters on it."""
     names = [f.name if f is not None else None for f in functions]
     calls: dict[str, list[tuple[Node, int | None]]] = {}
@@ -311,6 +311,4 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
     for index, function in enumerate(functions):
         locals_ = scopes.get(index)
         if function is not None and locals_ is not None and function.params:
-            written = {name for name, _ in found.writes.get(index, [])}
-            fold = resolver(index, function)
-            locals_.parameter = lambda name, fold=fold, written=written: None if name in written else fold(name)
+            locals_.parameter = resolver(index, function)

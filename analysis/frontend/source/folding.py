@@ -80,7 +80,7 @@ class _Scope:
             if local is not None:
                 return self._locals.value(local)
         if name in self._hidden:
-            return self._locals.parameter(name) if self._locals is not None else None
+            return self._locals.parameter_value(name) if self._locals is not None else None
         return self._parent.get(name)
 
     def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
@@ -90,21 +90,17 @@ class _Scope:
         """A local's initialiser and the scope it reads, when the local is never written."""
         if self._locals is None or self._at is None or name in self._values:
             return None
-        local = self._locals.visible(name, self._at)
-        if local is None or local.init is None or local.name in self._locals._written:
-            return None
-        return local.init, self._locals.at(local.start)
+        return self._locals.initializer(name, self._at)
 
 
 class _Local:
     """One declaration of a local variable, and the block it is visible in."""
 
-    __slots__ = ("name", "value", "init", "start", "scope_start", "scope_end")
+    __slots__ = ("name", "value", "start", "scope_start", "scope_end")
 
-    def __init__(self, name: str, value: Node | None, start: int, scope: Node, init: Node | None = None) -> None:
+    def __init__(self, name: str, value: Node | None, start: int, scope: Node) -> None:
         self.name = name
         self.value = value  # the initialiser that folds, when the declaration is a constant one
-        self.init = init if init is not None else value  # any plain initialiser (polynomial expansion)
         self.start = start
         self.scope_start = scope.start_byte
         self.scope_end = scope.end_byte
@@ -131,6 +127,18 @@ class _FunctionLocals:
     def visible(self, name: str, at: int) -> _Local | None:
         seen = [d for d in self._by_name.get(name, ()) if d.start < at and d.scope_start <= at < d.scope_end]
         return max(seen, key=lambda d: d.scope_start, default=None)
+
+    def parameter_value(self, name: str) -> Value | None:
+        """A parameter's value from the function's calls, unless the function writes it."""
+        return None if name in self._written else self.parameter(name)
+
+    def initializer(self, name: str, at: int) -> tuple[Node, _Env] | None:
+        """The initialiser of the local `name` visible at `at`, and the scope it reads, when the
+        function never writes it (a polynomial expands it: `polynomial`)."""
+        local = self.visible(name, at)
+        if local is None or local.value is None or local.name in self._written:
+            return None
+        return local.value, self.at(local.start)
 
     def value(self, local: _Local) -> Value | None:
         key = id(local)
@@ -168,6 +176,10 @@ _SIZEOF = {
     "int3": 12, "uint3": 12, "float3": 12, "dim3": 12,
     "int4": 16, "uint4": 16, "float4": 16, "double2": 16, "longlong2": 16,
 }
+
+
+#: type names that mean the same whatever the file defines (a template argument `T` is not one)
+BUILTIN_TYPES = frozenset(_SIZEOF)
 
 
 _INTEGRAL_TYPES = {

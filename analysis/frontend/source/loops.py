@@ -201,15 +201,12 @@ def _for_header(node: Node, env: _Env, writes: list[tuple[str, int]]) -> _ForHea
     """The induction variable, bound, trip count and extent of `for (int i = A; i < B; i += C)`."""
     initializer = node.child_by_field_name("initializer")
     condition = node.child_by_field_name("condition")
-    chosen = next(((var, start) for var, start in _loop_vars(initializer)
-                   if _loop_condition(condition, var) is not None), None)
+    chosen = next(((var, start, cond) for var, start in _loop_vars(initializer)
+                   if (cond := _loop_condition(condition, var)) is not None), None)
     if chosen is None:
         return _ForHeader()
-    var, start_node = chosen
+    var, start_node, (op, bound_node) = chosen
     start_value = _fold(start_node, env)
-    cond = _loop_condition(condition, var)
-    assert cond is not None
-    op, bound_node = cond
     bound_text = _text(bound_node)
     update = _update_of(node.child_by_field_name("update"), var)
     step = _loop_step(update, var, env)
