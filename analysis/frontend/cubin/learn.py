@@ -80,7 +80,14 @@ def _split_operands(text: str) -> list[str]:
     return [o[1:] if k and o.startswith(" ") else o for k, o in enumerate(out)]
 
 
+#: a relocated operand names a symbol (`32@lo((kernel + .L_x_0@srel))`): the decoder declines any
+#: cubin with relocations in code, and each symbol name would make a spelling of its own
+_RELOCATED = re.compile(r"@(?:lo|hi|srel)\b")
+
+
 def parse_instance(word: int, pc: int, text: str, labels: dict[str, int], section: str) -> Instance | None:
+    if _RELOCATED.search(text):
+        return None
     guard = 7
     rest = text
     if rest.startswith("@"):
@@ -136,11 +143,12 @@ _RAW_LINE = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s*(.*?)\s*$")
 _RAW_ADDR = re.compile(r"at address 0x([0-9a-f]+)")
 
 
-def raw_disassemble(nvdisasm: Path, arch: str, words: Sequence[int], chunk: int = 512,
+def raw_disassemble(nvdisasm: Path, arch: str, words: Sequence[int], chunk: int = 8192,
                     jobs: int = 2) -> list[tuple[int, str] | None]:
     """(address, text) nvdisasm printed for each 128-bit word (`-b SMxy`: branch targets are
-    printed as addresses); None for a word nvdisasm rejects. nvdisasm stops at the first word
-    it rejects and prints nothing, so each chunk is retried without it."""
+    printed as addresses); None for a word nvdisasm rejects. nvdisasm prints nothing for a run
+    with an illegal word, but names the address of every one it rejects, so a chunk is retried
+    once without all of them (bisected only when the errors name none)."""
     sm = "SM" + arch.removeprefix("sm_").upper()
 
     def run(idx: list[int]) -> dict[int, tuple[int, str] | None]:
@@ -154,17 +162,16 @@ def raw_disassemble(nvdisasm: Path, arch: str, words: Sequence[int], chunk: int 
             if r.returncode == 0 and len(lines) == len(idx):
                 got.update((k, (int(m[1], 16), m[2].rstrip(" ;"))) for k, m in zip(idx, lines))
                 return got
-            m = _RAW_ADDR.search(r.stderr)
-            bad = int(m[1], 16) // 16 if m else -1
-            if not 0 <= bad < len(idx):
+            bad = {a // 16 for a in (int(m, 16) for m in _RAW_ADDR.findall(r.stderr))} & set(range(len(idx)))
+            if not bad:
                 if len(idx) == 1:
                     got[idx[0]] = None
                     return got
                 got.update(run(idx[:len(idx) // 2]))
                 idx = idx[len(idx) // 2:]
                 continue
-            got[idx[bad]] = None
-            idx = idx[:bad] + idx[bad + 1:]
+            got.update((idx[b], None) for b in bad)
+            idx = [k for n, k in enumerate(idx) if n not in bad]
         return got
 
     chunks = [list(range(k, min(k + chunk, len(words)))) for k in range(0, len(words), chunk)]
