@@ -78,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="run on a GPU machine: 'ssh:gpu01' or 'srun:-p gpu -N1' (the directory must be shared)")
     r.add_argument("--ncu", default="ncu", help="ncu executable (default: ncu on PATH)")
     r.add_argument("--kernel-regex", default=None, help="profile only kernels whose name matches")
-    r.add_argument("--launch-count", type=int, default=1, help="launches profiled per kernel (default 1)")
+    r.add_argument("--launch-count", type=int, default=None,
+                   help="launches profiled in all, over every kernel (default: the first launch of each kernel)")
     r.add_argument("--timeout", type=float, default=600.0, help="seconds before ncu and the program are killed")
     r.add_argument("--output", type=Path, default=None, metavar="REPORT", help="keep the .ncu-rep here")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -356,7 +357,8 @@ def _profile(args: argparse.Namespace) -> int:
         shared = remote is not None and not remote.fetch
         report = args.output or (Path.cwd() / f"{source.stem}.ncu-rep" if shared else Path(work) / "profile.ncu-rep")
         target = ProfileTarget(command=tuple(program), cwd=Path.cwd(), timeout_s=args.timeout,
-                               kernel_regex=args.kernel_regex, launch_count=args.launch_count, remote=remote)
+                               kernel_regex=args.kernel_regex, launch_count=args.launch_count,
+                               first_of_each=args.launch_count is None, remote=remote)
         try:
             run_ncu(target, ncu_path=args.ncu, report_path=report, source=source.resolve(),
                     on_warning=lambda w: print(f"kernelscope: {w}", file=sys.stderr))

@@ -53,7 +53,7 @@ class ProfileCommand(_Camel):
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     timeout_s: float = Field(300.0, gt=0, description="Stop the profiled program after this many seconds.")
     ncu_path: str = Field("ncu", description="The Nsight Compute command line (`ncu`), by path or on PATH (on the remote side with `remote`).")
-    kernel_regex: str | None = Field(None, description="Profile only kernels whose function name matches this regular expression, e.g. \"gemm\" (ncu -k regex:...).")
+    kernel_regex: str | None = Field(None, description="Profile only kernels whose function name matches this regular expression, e.g. \"gemm\". Each kernel's first launch is profiled (ncu --kernel-id ::regex:RE:1).")
     remote: RemoteWrapper | None = Field(None, description="Run on another machine: {\"run\": [\"ssh\", \"gpu01\", \"cd {cwd} && {command}\"], \"fetch\": [\"scp\", \"gpu01:{remote}\", \"{local}\"]} (docs/measured.md).")
     on_save: bool = Field(False, description="Profile again on every save (the measured result replaces the modeled one when it arrives).")
 
@@ -66,7 +66,7 @@ class ProfileCommand(_Camel):
     def target(self, default_cwd: Path | None) -> ProfileTarget:
         """The measurement backend's ProfileTarget for these settings."""
         return ProfileTarget(command=self.command, cwd=self.cwd or default_cwd, env=self.env, timeout_s=self.timeout_s,
-                             kernel_regex=self.kernel_regex, remote=self.remote)
+                             kernel_regex=self.kernel_regex, first_of_each=True, remote=self.remote)
 
 
 class CaptureSettings(_Camel):

@@ -64,6 +64,11 @@ def build_ncu_command(target: ProfileTarget, ncu_path: str, report_path: Path | 
         argv += [opt, "auto"]
     if _supports("--target-processes", ncu_help_text):
         argv += ["--target-processes", "all"]  # programs launched through a script or wrapper
+    regex = target.kernel_regex or "."
+    if target.first_of_each and not target.launch_skip and target.launch_count is None and ":" not in regex:
+        # --kernel-id's invocation number counts per kernel name (context:stream:name:invocation;
+        # on an H100 with ncu 2025.3.1 `::regex:.:1` profiled ka's and kb's first launches, `-c 1` ka's alone)
+        return [*argv, "--kernel-id", f"::regex:{regex}:1", "-f", "-o", report_stem(report_path), *target.command]
     if target.kernel_regex:
         argv += ["-k", f"regex:{target.kernel_regex}"]
     if target.launch_skip:
@@ -195,7 +200,7 @@ def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_pat
     if not local_report.exists():
         raise ReportError(f"ncu finished but wrote no report at {local_report}",
                           hint="Check the output directory is writable (on the remote side, too)")
-    profile = load_ncu_report(local_report, source=source)
+    profile = load_ncu_report(local_report, source=source, cancel=cancel)
     prov = profile.provenance.model_copy(update={
         "tool_version": version, "time": started,
         "assumptions": tuple(a for a in profile.provenance.assumptions if a.name != "time")})

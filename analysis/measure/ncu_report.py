@@ -11,18 +11,24 @@ Traps it documents, all handled here:
 
 from __future__ import annotations
 
+import argparse
 import bisect
+import json
 import re
+import sys
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..process import CancelToken, ToolTimeout, run_tool
 from ..profile import (Assumption, KernelProfile, LaunchConfig, PCSample, Profile, Provenance, StallReason,
                        aggregate_lines)
-from .errors import ReportError
+from .errors import ReportError, StaleReportError
 from .source_check import SourceEvidence, check_source, same_file, text_sha256
 from .stalls import PCSAMP_PREFIX, add_samples, is_not_issued
+from .target import last_lines
 
 #: First bytes of every .ncu-rep seen (three reports, ncu 2020–2025).
 REPORT_MAGIC = b"NVR\x00"
@@ -343,15 +349,7 @@ def _ncu_report_module() -> Any:
 
 
 def open_report(path: Path) -> Any:
-    if not path.exists():
-        raise ReportError(f"No report at {path}", hint="Check the path; ncu writes <name>.ncu-rep for `-o <name>`")
-    if not path.is_file():
-        raise ReportError(f"{path} is not a file", hint="Pass the .ncu-rep file itself")
-    with path.open("rb") as f:
-        head = f.read(len(REPORT_MAGIC))
-    if head != REPORT_MAGIC:
-        raise ReportError(f"{path} is not an Nsight Compute report (it does not start with the .ncu-rep header)",
-                          hint="Open a file written by `ncu -o`; CSV or text exports cannot be imported")
+    _check_file(path)
     mod = _ncu_report_module()
     try:
         ctx = mod.load_report(str(path))
@@ -441,20 +439,82 @@ def kernel_profile(mod: Any, act: Any, *, source: Path | None, time: datetime,
     return kp, evidence, has_lines
 
 
-def load_ncu_report(path: Path, *, source: Path | None = None, source_text: str | None = None) -> Profile:
+#: seconds NVIDIA's reader may take on one report before it is killed
+READ_TIMEOUT_S = 120.0
+
+
+def load_ncu_report(path: Path, *, source: Path | None = None, source_text: str | None = None,
+                    cancel: CancelToken | None = None, timeout: float = READ_TIMEOUT_S) -> Profile:
     """Read every profiled launch of a .ncu-rep into a measured Profile.
 
     With `source`/`source_text`, refuse (StaleReportError) a report captured from another version
     of that file, and report its lines under the local path. Raises ReportError, never a traceback.
+
+    NVIDIA's reader is native code behind SWIG, and it runs in a child process: on an H100 with
+    ncu 2025.3.1 it segfaulted in `IMetric.unit()` inside a long-lived process (a test run) on a
+    report that a fresh process read without fault, and a crash in the language server's own
+    process would end the server. A crash or a hang of the reader is a ReportError here.
     """
+    path = Path(path)
+    _check_file(path)
+    if source is not None and source_text is None:
+        source_text = _read_source(Path(source))
+    with tempfile.TemporaryDirectory(prefix="kernelscope-ncu-report-") as tmp:
+        argv = [sys.executable, "-m", __name__, str(path)]
+        if source is not None:
+            argv += ["--source", str(source)]
+        if source_text is not None:
+            (text_file := Path(tmp) / "source.txt").write_text(source_text, encoding="utf-8")
+            argv += ["--source-text", str(text_file)]
+        try:
+            res = run_tool(argv, timeout=timeout, cancel=cancel)
+        except ToolTimeout:
+            raise ReportError(f"Nsight Compute's reader did not finish reading {path} in {timeout:.0f} s and was "
+                              "stopped", hint="The report may be very large or damaged; re-export it with fewer "
+                              "sections or launches") from None
+    if res.returncode == 0:
+        return Profile.model_validate_json(res.stdout)
+    try:
+        err = json.loads(res.stdout)
+    except ValueError:
+        err = None
+    if isinstance(err, dict) and err.get("kind") in _ERRORS:
+        raise _ERRORS[err["kind"]](err["message"], hint=err.get("hint", ""))
+    how = f"crashed (signal {-res.returncode})" if res.returncode < 0 else f"failed (exit {res.returncode})"
+    raise ReportError(f"Nsight Compute's reader {how} reading {path}",
+                      hint="Open the report in Nsight Compute to check it, or update ncu-report (pip install -U "
+                           "ncu-report)", output=last_lines(res.stderr, 20))
+
+
+_ERRORS = {"ReportError": ReportError, "StaleReportError": StaleReportError}
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise ReportError(f"No report at {path}", hint="Check the path; ncu writes <name>.ncu-rep for `-o <name>`")
+    if not path.is_file():
+        raise ReportError(f"{path} is not a file", hint="Pass the .ncu-rep file itself")
+    with path.open("rb") as f:
+        head = f.read(len(REPORT_MAGIC))
+    if head != REPORT_MAGIC:
+        raise ReportError(f"{path} is not an Nsight Compute report (it does not start with the .ncu-rep header)",
+                          hint="Open a file written by `ncu -o`; CSV or text exports cannot be imported")
+
+
+def _read_source(source: Path) -> str:
+    try:
+        return source.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise ReportError(f"Cannot read the source {source} to check the report against: {e.strerror}") from e
+
+
+def read_report(path: Path, *, source: Path | None = None, source_text: str | None = None) -> Profile:
+    """`load_ncu_report`'s work, in this process: what its child process runs."""
     path = Path(path)
     mod = _ncu_report_module()
     ctx = open_report(path)
     if source is not None and source_text is None:
-        try:
-            source_text = Path(source).read_text(encoding="utf-8", errors="replace")
-        except OSError as e:
-            raise ReportError(f"Cannot read the source {source} to check the report against: {e.strerror}") from e
+        source_text = _read_source(Path(source))
     # ncu_report does not expose the capture time or the ncu version; the file time is the best bound.
     time = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
     time_note = Assumption(name="time", value=time.isoformat(), source="default",
@@ -498,3 +558,24 @@ def match_kernels(profile: Profile, kernel_mangled_names: Iterable[str]) -> dict
             exact = tuple(k for k in profile.kernels if base_name(k.name) == want)
         out[name] = exact
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child of `load_ncu_report`: the Profile as JSON on stdout, or the error as JSON and exit 3."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("report", type=Path)
+    ap.add_argument("--source", type=Path, default=None)
+    ap.add_argument("--source-text", type=Path, default=None, help="a file holding the source's text")
+    args = ap.parse_args(argv)
+    text = args.source_text.read_text(encoding="utf-8") if args.source_text else None
+    try:
+        profile = read_report(args.report, source=args.source, source_text=text)
+    except (ReportError, StaleReportError) as e:
+        print(json.dumps({"kind": type(e).__name__, "message": e.message, "hint": e.hint}))
+        return 3
+    sys.stdout.write(profile.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -58,7 +58,10 @@ class ProfileTarget(BaseModel):
     timeout_s: float = 600.0
     kernel_regex: str | None = None
     launch_skip: int = 0
-    launch_count: int | None = None
+    launch_count: int | None = None  # launches profiled in all, over every kernel (ncu -c)
+    #: profile the first launch of each kernel (ncu --kernel-id ...:1), when neither launch_skip nor
+    #: launch_count is set: `-c 1` alone profiles only the program's first kernel
+    first_of_each: bool = False
     remote: RemoteWrapper | None = None
     build: tuple[str, ...] = ()  # optional build argv, run (remotely, if remote) in cwd before profiling
 

@@ -49,6 +49,17 @@ def test_command_has_sections_source_and_filters():
     assert argv[-3:] == ["./app", "--n", "1024"]
 
 
+def test_first_launch_of_each_kernel_by_kernel_id():
+    """`-c 1` counts launches over all kernels (a program's first kernel alone was profiled); the
+    invocation number of --kernel-id counts per kernel, as ncu 2025.3.1 did on an H100."""
+    first = build_ncu_command(ProfileTarget(command=["./a"], first_of_each=True), "ncu", "r", HELP_NEW)
+    assert first[first.index("--kernel-id") + 1] == "::regex:.:1" and "-c" not in first and "-k" not in first
+    named = build_ncu_command(ProfileTarget(command=["./a"], kernel_regex="gemm", first_of_each=True), "ncu", "r", HELP_NEW)
+    assert named[named.index("--kernel-id") + 1] == "::regex:gemm:1" and named[-1] == "./a"
+    counted = build_ncu_command(ProfileTarget(command=["./a"], launch_count=3, first_of_each=True), "ncu", "r", HELP_NEW)
+    assert "--kernel-id" not in counted and "-c" in counted  # an explicit count is a count over all kernels
+
+
 def test_sampling_option_follows_the_help_text():
     assert sampling_interval_option(HELP_NEW) == "--warp-sampling-interval"
     assert sampling_interval_option(HELP_OLD) == "--sampling-interval"
