@@ -1,0 +1,149 @@
+"""Modeled vs measured on an H100 (or the GPU this runs on): every example and real program,
+each kernel's predicted time beside the time Nsight Compute measured for it.
+
+    python benchmarks/measured.py                 # no GPU needed: replays the committed reports
+    python benchmarks/measured.py --profile [--out DIR] [--budget-s 420]   # on a GPU, with ncu
+
+The committed reports (tests/data/ncu-reports/h100/, README there) were captured by `--profile`
+on an H100 80GB HBM3 on 2026-11-26: `kernelscope profile` built each program and ran it under
+ncu, first launch of each kernel, caches cold, clocks as ncu leaves them (`--clock-control
+none`). The replay analyses each source with its report (`kernelscope analyze --profile`), so
+the model emulates the launch the report recorded, on the report's GPU, and both numbers
+describe the same work.
+
+Prints one row per kernel (predicted / measured) and the geomean error factor per set
+(`examples`: written for kernelscope; `real`: tests/data/real/, code nobody here wrote).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+REAL = REPO / "tests" / "data" / "real"
+REPORTS = REPO / "tests" / "data" / "ncu-reports" / "h100"
+#: programs that need more than one GPU or run for minutes under ncu's replay
+SKIP = {"multi-gpu-programming-models/jacobi.cu"}
+
+
+def gpu_arch() -> str | None:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True, text=True)
+    cap = out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
+    return "sm_" + cap.replace(".", "") if cap else None
+
+
+def programs(only: str | None) -> list[tuple[str, Path, list[str]]]:
+    """(set, source, extra nvcc flags) of every program to profile, examples first."""
+    out: list[tuple[str, Path, list[str]]] = []
+    if only in (None, "examples"):
+        out += [("examples", p, []) for p in sorted((REPO / "examples").glob("*.cu"))]
+    if only in (None, "real"):
+        flags = json.loads((REAL / "build_flags.json").read_text())
+        for p in sorted(REAL.rglob("*.cu")):
+            name = p.relative_to(REAL).as_posix()
+            if name not in SKIP:
+                out.append(("real", p, [f.format(real=REAL) for f in (*flags["*"], *flags.get(name, ()))]))
+    return out
+
+
+def report_name(group: str, src: Path) -> str:
+    """examples/sgemm_naive.cu -> examples__sgemm_naive.ncu-rep; tests/data/real/a/b.cu -> real__a__b.ncu-rep"""
+    rel = src.relative_to(REPO / "examples" if group == "examples" else REAL).as_posix()
+    return f"{group}__{rel.removesuffix('.cu').replace('/', '__')}.ncu-rep"
+
+
+def run_cli(argv: list[str], src: Path, timeout: float) -> tuple[dict | None, str]:
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 120, cwd=src.parent)
+    except subprocess.TimeoutExpired:
+        return None, "timed out"
+    if r.returncode not in (0,) or not r.stdout.strip().startswith("{"):
+        return None, f"exit {r.returncode}: {(r.stderr or r.stdout).strip()[-400:]}"
+    return json.loads(r.stdout), ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", action="store_true", help="measure on this machine's GPU (needs ncu)")
+    ap.add_argument("--reports", type=Path, default=REPORTS, help="the reports to replay")
+    ap.add_argument("--out", type=Path, default=None, help="with --profile: keep the reports here")
+    ap.add_argument("--budget-s", type=float, default=420.0, help="start no program after this many seconds")
+    ap.add_argument("--timeout", type=float, default=90.0, help="seconds per program under ncu")
+    ap.add_argument("--only", choices=("examples", "real"), default=None)
+    ap.add_argument("--match", default="", help="only programs whose path contains this")
+    ap.add_argument("--arch-file", type=Path, default=None,
+                    help="device overrides for the model (e.g. launch_overhead_us = 0 to see the model without it)")
+    args = ap.parse_args()
+    arch = gpu_arch() if args.profile else None
+    if args.profile and (arch is None or shutil.which("ncu") is None):
+        print("measured.py --profile needs an NVIDIA GPU (nvidia-smi) and ncu on PATH", file=sys.stderr)
+        return 2
+    out = (args.out or Path(tempfile_dir())) if args.profile else args.reports
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    rows: list[dict] = []
+    print(f"{'set':8} {'program':40} {'kernel':34} {'measured':>11} {'predicted':>11} {'ratio':>7}  grid x block")
+    for group, src, flags in programs(args.only):
+        if args.match not in src.relative_to(REPO).as_posix():
+            continue
+        if time.monotonic() - t0 > args.budget_s:
+            print(f"{group:8} {src.name:44} (not run: budget of {args.budget_s:.0f} s spent)")
+            continue
+        rel = src.relative_to(REPO).as_posix()
+        report = out / report_name(group, src)
+        if args.profile:
+            argv = ["profile", str(src), "--arch", arch, "--output", str(report), "--timeout", str(args.timeout)]
+        elif report.is_file():
+            argv = ["analyze", str(src), "--profile", str(report), "--quick"]
+        else:
+            continue
+        argv = [sys.executable, "-m", "kernelscope.cli", *argv, "--json"]
+        if flags:
+            argv.append("--flags=" + " ".join(flags))
+        if args.arch_file:
+            argv += ["--arch-file", str(args.arch_file.resolve())]
+        started = time.monotonic()
+        result, why = run_cli(argv, src, args.timeout)
+        if result is None:
+            print(f"{group:8} {rel:44} failed after {time.monotonic() - started:.0f} s: {why}")
+            rows.append({"set": group, "program": rel, "error": why})
+            continue
+        for k in result["kernels"]:
+            m, p = k.get("measured_duration_s"), k.get("predicted_duration_s")
+            if not m:
+                continue  # compiled but not launched by the program (or not profiled)
+            ratio = p / m if p else None
+            rows.append({"set": group, "program": rel, "kernel": k["name"], "measured_s": m, "predicted_s": p,
+                         "ratio": ratio, "launch": k.get("launch"), "device": result.get("device")})
+            shown = f"{ratio:7.2f}" if ratio else "      -"
+            lc = k.get("launch") or {}
+            print(f"{group:8} {rel.removeprefix('tests/data/real/'):40} {k['name'][:34]:34} {m * 1e6:9.1f}us "
+                  f"{(p or 0) * 1e6:9.1f}us {shown}  {lc.get('grid')} x {lc.get('block')}", flush=True)
+    for group in ("examples", "real"):
+        logs = [abs(math.log(r["ratio"])) for r in rows if r.get("set") == group and r.get("ratio")]
+        if logs:
+            g = math.exp(sum(logs) / len(logs))
+            within2 = sum(x <= math.log(2) for x in logs) / len(logs)
+            print(f"{group}: {len(logs)} kernels, geomean error {g:.2f}x, {within2:.0%} within 2x")
+    if args.profile:
+        (out / "results.json").write_text(json.dumps({"arch": arch, "rows": rows}, indent=1))
+    return 0
+
+
+def tempfile_dir() -> str:
+    import tempfile
+    return tempfile.mkdtemp(prefix="kernelscope-measured-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The reports kernelscope itself captured on an H100 (tests/data/ncu-reports/h100/README.md):
+every program of examples/ and tests/data/real/, profiled by `kernelscope profile` on a GPU.
+
+They run here without a GPU: each must be the report of the file in this repository (the source
+ncu embedded is checked against it), a program with several kernels must have each kernel's first
+launch (not only its first kernel's), and the analysis must put a measured time on each kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.measure.ncu_report import base_name, load_ncu_report
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.pipeline import analyze
+
+REPO = Path(__file__).resolve().parents[2]
+H100 = REPO / "tests" / "data" / "ncu-reports" / "h100"
+REAL = REPO / "tests" / "data" / "real"
+
+
+def source_of(report: Path) -> Path:
+    group, _, rest = report.stem.partition("__")
+    if group == "examples":
+        return REPO / "examples" / f"{rest}.cu"
+    return REAL / (rest.replace("__", "/") + ".cu")
+
+
+REPORTS = sorted(p for p in H100.glob("*__*.ncu-rep"))
+
+
+def test_every_program_has_its_report():
+    """31 programs: the 8 examples and every real program but the multi-GPU Jacobi."""
+    assert len(REPORTS) == 31
+    assert all(source_of(r).is_file() for r in REPORTS), [r.name for r in REPORTS if not source_of(r).is_file()]
+
+
+@pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.stem)
+def test_each_report_is_of_the_file_here_and_measured_on_an_h100(report):
+    p = load_ncu_report(report, source=source_of(report))  # StaleReportError if the embedded source differs
+    assert p.provenance.device == "NVIDIA H100 80GB HBM3" and p.provenance.arch == "sm_90"
+    assert p.kernels and all(k.duration_s > 0 for k in p.kernels)
+
+
+def test_a_program_of_several_kernels_has_the_first_launch_of_each():
+    """`--launch-count 1` used to mean ncu's `-c 1`: one launch over all kernels, the first
+    kernel's. transpose.cu launches five kernels 101 times each; finite-difference.cu six."""
+    transpose = load_ncu_report(H100 / "real__code-samples__transpose.ncu-rep")
+    assert sorted(base_name(k.name) for k in transpose.kernels) == sorted(
+        ["copy", "copySharedMem", "transposeNaive", "transposeCoalesced", "transposeNoBankConflicts"])
+    fd = load_ncu_report(H100 / "real__code-samples__finite-difference.ncu-rep")
+    assert len({base_name(k.name) for k in fd.kernels}) == len(fd.kernels) == 6
+
+
+def test_the_analysis_puts_the_measured_time_beside_the_model_for_every_kernel(toolchain):
+    report = H100 / "real__code-samples__transpose.ncu-rep"
+    r = analyze(source_of(report), AnalysisOptions(arch="sm_90", device="H100 SXM"), toolchain=toolchain,
+                measured_report=report, depth="quick")
+    launched = {k.name: k for k in r.kernels if k.measured_duration_s}
+    assert len(launched) == 5
+    for k in launched.values():
+        assert k.predicted_duration_s and k.predicted_duration_s > 0
+        # the model emulated the launch the report recorded: 1024 x 1024 floats, tiles of 32 x 8 threads
+        assert tuple(k.launch.grid) == (32, 32, 1) and tuple(k.launch.block) == (32, 8, 1)
+    # naive transposition (strided stores) measured slower than the copy it is compared with
+    naive = next(k for n, k in launched.items() if n.startswith("transposeNaive"))
+    copy = next(k for n, k in launched.items() if n.startswith("copy("))
+    assert naive.measured_duration_s > 2 * copy.measured_duration_s
+
+
+def test_the_readme_lists_every_report():
+    text = (H100 / "README.md").read_text()
+    assert all(r.name in text for r in REPORTS)
