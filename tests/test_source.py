@@ -681,4 +681,26 @@ def test_a_loop_over_a_range_of_locals_has_the_range_as_its_extent():
     tile, span, plain = parse_source(src).loops
     assert (tile.induction_var, tile.bound_text, tile.extent_text, tile.step_text) == ("a", "aEnd", "wA", "aStep")
     assert span.extent_text == "3 * wB"  # the thread's own start cancels too (it was "(lo + 3 * wB) - (lo)")
-    assert plain.extent_text == "(wA) - (start)"  # nothing cancels: the written difference
+    # nothing cancels, but the local holds the block index: an offset into the range, as a start
+    # written `blockIdx.x` is (before, "(wA) - (start)", which folds to nothing: the default 64 trips)
+    assert plain.extent_text == "wA"
+
+
+def test_locals_written_once_read_as_their_initialisers_in_an_extent():
+    """code-samples' haxpy: the start is a local holding the thread's global index and the bound a
+    local of a division (which no polynomial expands): the extent is the bound's initialiser, so
+    the launch's n folds it."""
+    src = (
+        "__global__ void haxpy(int n, float a, const float* x, float* y) {\n"
+        "  int start = threadIdx.x + blockDim.x * blockIdx.x;\n"
+        "  int stride = blockDim.x * gridDim.x;\n"
+        "  int n2 = n/2;\n"
+        "  for (int i = start; i < n2; i += stride) y[i] = a * x[i];\n"
+        "  int m = n;\n"
+        "  m = 2 * m;\n"
+        "  for (int i = start; i < m; i += stride) y[i] = a;\n"
+        "}\n"
+    )
+    half, written = parse_source(src).loops
+    assert (half.bound_text, half.extent_text, half.step_text) == ("n2", "(n/2)", "stride")
+    assert written.extent_text == "m"  # a local the function writes again is not its initialiser

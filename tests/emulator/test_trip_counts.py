@@ -267,3 +267,17 @@ def test_a_loop_of_an_inlined_function_is_not_the_loop_around_its_call():
     assert [(a.value, a.detail) for a in outer] == [("1000", "bound 1000")]
     assert inner and all("inlined_helper.cuh:5" in a.detail and "1000" not in a.detail for a in inner), \
         [(a.value, a.detail) for a in inner]
+
+
+def test_a_grid_stride_loop_over_locals_folds_through_their_initialisers():
+    """code-samples' haxpy: `for (int i = start; i < n2; i += stride)` with `int start = threadIdx.x
+    + blockDim.x * blockIdx.x`, `int n2 = n/2` and n = 100 at the launch, one block of 256: the
+    locals read as their initialisers, so the loop is a grid stride over 50 elements, one trip.
+    It took the default 64 trips (the extent was `(n2) - (start)`, which folds to nothing), and
+    the kernel was predicted at 14.3 us where an H100 measured 2.7 us."""
+    from kernelscope.analysis.pipeline import analyze
+
+    src = ROOT / "tests" / "data" / "real" / "code-samples" / "haxpy.cu"
+    (k,) = analyze(src, AnalysisOptions(device="H100 SXM"), depth="quick").kernels
+    trips = [a for a in k.assumptions if a.name.startswith("trip_count")]
+    assert [(a.value, a.source, a.detail) for a in trips] == [("1", "launch_site", "grid-stride loop over 50 elements")]

@@ -415,6 +415,47 @@ def polynomial(node: Node | None, env: _Env, depth: int = 0) -> Polynomial | Non
     return None
 
 
+def expanded_text(node: Node | None, env: _Env, depth: int = 0) -> str:
+    """`node`'s text with each local the function never writes replaced by its initialiser in
+    parentheses, recursively: `n2` with `int n2 = n / 2;` reads `(n / 2)`, and `start` with
+    `int start = threadIdx.x + blockDim.x * blockIdx.x;` shows the thread index it holds. A bound
+    written with such locals then folds where the launch gives what they are made of (division
+    included, which `polynomial` leaves out)."""
+    if node is None or node.text is None:
+        return ""
+    raw = node.text
+    expand = getattr(env, "initializer", None)
+    if expand is None or depth > 8:
+        return _text(node)
+    out, pos = [], 0
+    for ident in _identifiers(node):
+        init = expand(_text(ident))
+        if init is None or init[0].has_error:
+            continue
+        out.append(raw[pos:ident.start_byte - node.start_byte].decode("utf-8", "replace"))
+        out.append(f"({expanded_text(init[0], init[1], depth + 1)})")
+        pos = ident.end_byte - node.start_byte
+    out.append(raw[pos:].decode("utf-8", "replace"))
+    return "".join(out)
+
+
+def _identifiers(node: Node) -> list[Node]:
+    """The plain identifiers under `node` in source order (not fields: `s.x`'s `x`, nor calls' names)."""
+    if node.type == "identifier":
+        return [node]
+    out: list[Node] = []
+    for c in node.named_children:
+        if c.type == "call_expression":
+            args = c.child_by_field_name("arguments")
+            out += _identifiers(args) if args is not None else []
+        elif c.type == "field_expression":
+            arg = c.child_by_field_name("argument")
+            out += _identifiers(arg) if arg is not None and arg.type != "identifier" else []
+        else:
+            out += _identifiers(c)
+    return out
+
+
 def poly_text(p: Polynomial) -> str:
     """C text of a polynomial, e.g. {("wA",): 1, (): -1} -> "wA - 1"."""
     terms = []

@@ -8,7 +8,7 @@ from tree_sitter import Node
 
 from .declarations import _declarators
 from ..c_arithmetic import c_div as _c_div
-from .folding import _Env, _fold, _fold_text, poly_text, polynomial
+from .folding import _Env, _fold, _fold_text, expanded_text, poly_text, polynomial
 from .model import Function, Loop, UnrollPragma
 from .syntax import _Locator, _squash, _text
 from .walk import _LOOP_KINDS, _RawLoop, _written_name
@@ -146,16 +146,21 @@ _THREAD_INDEX = ("threadIdx", "blockIdx", "laneid", "thread_rank")
 def _extent(op: str, start: Node | None, start_value: int | None, bound: Node, step: int, env: _Env) -> str | None:
     """The distance the induction variable moves, as source text, for an additive step towards the bound."""
     inclusive = " + 1" if op in ("<=", ">=") else ""
-    bound_text = _text(bound)
+    # locals written once read as their initialisers: `i = start; i < n2` with `start` the
+    # thread's global index and `n2 = n / 2` is a grid-stride loop over n / 2 (code-samples' haxpy)
+    bound_text = _squash(expanded_text(bound, env))
     start_text = _squash(_text(start)) if start is not None else ""
-    per_thread = any(w in start_text for w in _THREAD_INDEX)
+    per_thread = any(w in _squash(expanded_text(start, env)) for w in _THREAD_INDEX) if start is not None else False
     if step > 0 and op in ("<", "<="):
-        if start_value == 0 or per_thread:
+        if start_value == 0:
             return f"{bound_text}{inclusive}"
         # `for (a = aBegin; a <= aEnd; ...)` with `aEnd = aBegin + wA - 1`: the block-dependent
         # start cancels, the distance is `wA` (cuda-samples' matrixMul)
-        return _difference(bound, start, env, inclusive) or (
-            f"({bound_text}) - ({start_text}){inclusive}" if start_text else None)
+        if (cancelled := _difference(bound, start, env, inclusive)) is not None:
+            return cancelled
+        if per_thread:
+            return f"{bound_text}{inclusive}"
+        return f"({bound_text}) - ({start_text}){inclusive}" if start_text else None
     if step < 0 and op in (">", ">=") and start_text and not per_thread:
         return _difference(start, bound, env, inclusive) or f"({start_text}) - ({bound_text}){inclusive}"
     return None
