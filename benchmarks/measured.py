@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks" / "accuracy"))
+from run import spearman  # noqa: E402  (the accuracy benchmark's rank correlation, one definition)
+
 REAL = REPO / "tests" / "data" / "real"
 REPORTS = REPO / "tests" / "data" / "ncu-reports" / "h100"
 #: programs that need more than one GPU or run for minutes under ncu's replay
@@ -92,7 +95,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     rows: list[dict] = []
-    print(f"{'set':8} {'program':40} {'kernel':34} {'measured':>11} {'predicted':>11} {'ratio':>7}  grid x block")
+    print(f"{'set':8} {'program':40} {'kernel':34} {'measured':>11} {'predicted':>11} {'ratio':>7}  {'lines':>5}  grid x block")
     for group, src, flags in programs(args.only):
         if args.match not in src.relative_to(REPO).as_posix():
             continue
@@ -123,9 +126,15 @@ def main() -> int:
             if not m:
                 continue  # compiled but not launched by the program (or not profiled)
             ratio = p / m if p else None
+            # per-line hotspots: the report's line shares against the model's, over lines either samples
+            pairs = [(ln["modeled_share"], ln["share"]) for ln in k.get("lines", [])
+                     if ln.get("modeled_share") is not None and (ln["share"] > 0 or ln["modeled_share"] > 0)]
+            rho = spearman([a for a, _ in pairs], [b for _, b in pairs]) if len(pairs) >= 3 else None
             rows.append({"set": group, "program": rel, "kernel": k["name"], "measured_s": m, "predicted_s": p,
-                         "ratio": ratio, "launch": k.get("launch"), "device": result.get("device")})
+                         "ratio": ratio, "line_rho": rho, "lines": len(pairs), "launch": k.get("launch"),
+                         "device": result.get("device")})
             shown = f"{ratio:7.2f}" if ratio else "      -"
+            shown += f"  {rho:5.2f}" if rho is not None and rho == rho else "      -"
             lc = k.get("launch") or {}
             print(f"{group:8} {rel.removeprefix('tests/data/real/'):40} {k['name'][:34]:34} {m * 1e6:9.1f}us "
                   f"{(p or 0) * 1e6:9.1f}us {shown}  {lc.get('grid')} x {lc.get('block')}", flush=True)
@@ -134,7 +143,11 @@ def main() -> int:
         if logs:
             g = math.exp(sum(logs) / len(logs))
             within2 = sum(x <= math.log(2) for x in logs) / len(logs)
-            print(f"{group}: {len(logs)} kernels, geomean error {g:.2f}x, {within2:.0%} within 2x")
+            rhos = sorted(r["line_rho"] for r in rows if r.get("set") == group and r.get("line_rho") is not None
+                          and r["line_rho"] == r["line_rho"])
+            med = f", per-line hotspot rank correlation median {rhos[len(rhos) // 2]:.2f} over {len(rhos)} kernels" \
+                if rhos else ""
+            print(f"{group}: {len(logs)} kernels, geomean error {g:.2f}x, {within2:.0%} within 2x{med}")
     if args.profile:
         (out / "results.json").write_text(json.dumps({"arch": arch, "rows": rows}, indent=1))
     return 0

@@ -46,7 +46,7 @@ def test_every_numeric_field_has_a_known_source(cat):
                 assert ids, f"{field} has no source"
                 assert all(i in cat.sources for i in ids), f"{field} cites an unknown source"
     for sid, src in cat.sources.items():
-        assert src["title"] and src["url"] and src["status"] in {"checked", "secondary", "unverified"}, sid
+        assert src["title"] and src["url"] and src["status"] in {"checked", "secondary", "unverified", "measured"}, sid
 
 
 def test_arch_name_forms(cat):

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..frontend.isa import call_is_jump, math_slow_path
 from ..frontend.program import FunctionProgram, Program, base_name
 from ..frontend.source import SourceModel
-from ..machine.arch import ArchSpec, DeviceSpec
+from ..machine.arch import USER_SOURCE_ID, ArchSpec, DeviceSpec, launch_overhead
 from ..machine.occupancy import Occupancy, occupancy
 from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
@@ -98,6 +98,7 @@ class Prepared:
     assumptions: tuple[Assumption, ...]
     settings: EmulationSettings
     line_table: dict
+    launch_overhead_s: float = 0.0  # machine.launch_overhead: added to every predicted time
 
 
 def _cfg_loops(kernel: FunctionProgram) -> list[LoopSpec]:
@@ -172,6 +173,16 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     for name, what, v in fallbacks:
         assumptions.append(Assumption(name=f"{what}.{name}", value=f"{v:g}", source="default",
                                       detail="not in the arch file; emulator fallback"))
+    overhead_s, measured_on = launch_overhead(device)
+    if measured_on is not None:
+        own = measured_on.key == device.key
+        given = own and USER_SOURCE_ID in device.sources_for("launch_overhead_us")
+        assumptions.append(Assumption(
+            name="launch_overhead", value=f"{overhead_s * 1e6:g} us",
+            source="settings" if given else "measured" if own else "default",
+            detail="added to the emulated time: what an empty kernel takes (launch processing and the "
+                   "grid's completion), " + ("from the arch file" if given else f"measured on the {device.name}"
+                                              if own else f"measured on the {measured_on.name}, not on the {device.name}")))
 
     fn = kernel.sass
     hit = options.l2_hit_rate
@@ -285,7 +296,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
         full.append(LoopSpec(L.header, L.latches, L.body, L.parent, trip, L.info_index, line))
     decoded.loops = full
     return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),
-                    settings, dict(program.line_table) if program is not None else {})
+                    settings, dict(program.line_table) if program is not None else {}, overhead_s)
 
 
 def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) -> tuple[list[int], list[int]]:
@@ -407,7 +418,7 @@ def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count:
         cycles += w.run.cycles
         # blocks of the tail, in units of the emulated per-SM block set
         waves.append((w, (prep.launch.blocks - full * sms * per_sm) / tail_per_sm))
-    pred = Prediction(cycles=cycles, seconds=cycles / prep.device.clock_hz,
+    pred = Prediction(cycles=cycles, seconds=cycles / prep.device.clock_hz + prep.launch_overhead_s,
                       waves=prep.launch.blocks / (sms * per_sm), full_waves=full, tail_blocks_per_sm=tail_per_sm,
                       blocks_per_sm=per_sm, occupancy=prep.occ.occupancy)
     return pred, waves

@@ -233,6 +233,9 @@ class DeviceSpec(Sourced):
     l2_bandwidth_gbs: float | None = Field(None, gt=0)
     l1_bandwidth_gbs: float | None = Field(None, gt=0)
     shared_bandwidth_gbs: float | None = Field(None, gt=0)
+    #: gpu__time_duration of an empty kernel: launch processing and the grid's completion, which
+    #: every launch pays beside its blocks' work (measured; None where nobody has measured it)
+    launch_overhead_us: float | None = Field(None, ge=0)
     user_override: bool = False  # a user file added this device or changed some of its fields
 
     @property
@@ -307,6 +310,19 @@ class ArchCatalog(BaseModel):
             return None
         bytes_per_clock_per_smsp = bw / device.clock_hz / device.sm_count / arch.schedulers_per_sm
         return WARP_REQUEST_BYTES / bytes_per_clock_per_smsp
+
+
+def launch_overhead(device: DeviceSpec) -> tuple[float, DeviceSpec | None]:
+    """Seconds every launch on `device` pays beside its blocks' work, and the device it was
+    measured on: `device` itself, else the built-in catalogue's nearest measured device (same
+    architecture first); (0, None) when none is measured."""
+    if device.launch_overhead_us is not None:
+        return device.launch_overhead_us * 1e-6, device
+    known = [d for d in _builtin_catalog().devices.values() if d.launch_overhead_us is not None]
+    if not known:
+        return 0.0, None
+    near = min(known, key=lambda d: (d.arch != device.arch, d.key))
+    return (near.launch_overhead_us or 0.0) * 1e-6, near
 
 
 def normalize_arch(name: str) -> str:
