@@ -55,7 +55,10 @@ class Instruction(BaseModel):
     location: SourceLocation | None  # innermost source line (the callee's, when inlined)
     inline_chain: tuple[SourceLocation, ...]  # call sites, innermost first; empty if not inlined
     control: ControlCode | None  # None before sm_70 or when encodings were unavailable
-    text: str  # the instruction as nvdisasm printed it
+    text: str  # the instruction as nvdisasm printed it (without its annotation)
+    #: nvdisasm's note on the instruction, from the cubin: "SpillRefill" for a register spill or
+    #: refill ptxas inserted (an LDL/STL of a value, not of a local array)
+    annotation: str | None = None
 
     @property
     def full_opcode(self) -> str:

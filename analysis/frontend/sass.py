@@ -85,6 +85,9 @@ _LABEL = re.compile(r"^([^\s/.][^\s]*|\.[^\s]+):\s*$")
 _LINE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)(?: inlined at "([^"]*)", line (\d+))?')
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s*(.*?)\s*/\*\s*(0x[0-9a-fA-F]+)\s*\*/\s*$")
 _WORD = re.compile(r"^\s*/\*\s*(0x[0-9a-fA-F]+)\s*\*/\s*$")
+#: a note nvdisasm prints after an instruction, padded to a column: `(*"SpillRefill"*)` (from the
+#: function's `.nv.info` instruction annotations, `cubin.listing`); not part of any operand
+_ANNOTATION = re.compile(r'\s+\(\*"([^"]*)"\*\)$')
 
 
 @dataclass
@@ -93,6 +96,7 @@ class _TextInstr:
     text: str
     words: list[int]
     inline: tuple[SourceLocation, ...]  # (innermost, call site, call site's caller, ...)
+    annotation: str = ""  # nvdisasm's `(*"SpillRefill"*)` after the operands, without its markers
 
 
 @dataclass
@@ -135,7 +139,10 @@ def parse_text_listing(text: str) -> tuple[tuple[int, int], dict[str, _TextSecti
                 for lab in pending_labels:
                     sec.labels[lab] = pc
                 pending_labels = []
-                sec.instrs.append(_TextInstr(pc, m[2].rstrip(" ;"), [int(m[3], 16)], current))
+                body = m[2].rstrip(" ;")
+                note = _ANNOTATION.search(body)
+                sec.instrs.append(_TextInstr(pc, body[:note.start()] if note else body, [int(m[3], 16)], current,
+                                             note[1] if note else ""))
             continue
         if stripped.startswith("//## "):
             if sec is not None and (m := _LINE.match(raw)) is not None:
@@ -431,7 +438,7 @@ def _instruction(i: int, t: _TextInstr, labels: Mapping[str, int], major: int) -
         index=i, pc=t.pc, opcode=opcode, modifiers=mods_t, predicate=pred, operands=operands,
         defs=defs, uses=uses, memory_space=opcode_info(opcode).memory_space,
         branch_target=_branch_target(opcode, operands, labels), location=t.inline[0] if t.inline else None,
-        inline_chain=t.inline[1:], control=control, text=t.text))
+        inline_chain=t.inline[1:], control=control, text=t.text, annotation=t.annotation or None))
 
 
 _PRED_OPERAND = re.compile(r"!?U?P[0-6]")

@@ -138,10 +138,7 @@ def nv_info(raw: bytes) -> list[tuple[int, bytes]]:
             n = struct.unpack_from("<H", raw, i + 2)[0]
             out.append((attr, raw[i + 4:i + 4 + n]))
             i += 4 + n
-        elif fmt == EIFMT_NVAL:
-            out.append((attr, b""))
-            i += 2
-        elif fmt in (EIFMT_BVAL, EIFMT_HVAL):
+        elif fmt in (EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL):  # a record of 4 bytes (NVAL's last two unused)
             out.append((attr, raw[i + 2:i + 4]))
             i += 4
         else:

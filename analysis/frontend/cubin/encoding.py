@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,8 +44,9 @@ class Field:
     `lo2`, for a branch offset split in two), printed by `fmt`.
 
     fmt: "R", "UR", "P", "UP", "B" (registers; the all-ones index is RZ/URZ/PT/UPT), "hexu",
-    "hexs" (two's complement), "f32", "f64" (the upper half of a double), "f16" (immediates),
-    "tgt"/"tgtu" (a signed/unsigned branch offset, `<< shift` bytes, from the next instruction).
+    "hexs" (two's complement; both `<< shift`: before Hopper a constant-bank offset is held in
+    words), "f32", "f64" (the upper half of a double), "f16" (immediates), "tgt"/"tgtu" (a
+    signed/unsigned branch offset, `<< shift` bytes, from the next instruction).
     """
 
     lo: int
@@ -94,15 +96,17 @@ def format_value(field: Field, v: int, floats: FloatStyle) -> str | None:
             return {"R": "RZ", "UR": "URZ", "P": "PT", "UP": "UPT"}.get(fmt)
         return f"{fmt}{v}"
     if fmt == "hexu":
-        return f"0x{v:x}"
+        return f"0x{v << field.shift:x}"
     if fmt == "hexs":
-        s = _sext(v, field.width)
+        s = _sext(v, field.width) << field.shift
         return f"-0x{-s:x}" if s < 0 else f"0x{s:x}"
     if fmt == "f32":
         return _float(struct.unpack("<f", struct.pack("<I", v))[0], v >> 31, 23, v & 0x7FFFFF, floats)
     if fmt == "f64":
         return _float(struct.unpack("<d", struct.pack("<Q", v << 32))[0], v >> 31, 52, (v & 0xFFFFF) << 32, floats)
     if fmt == "f16":
+        if v == 0x8000:  # nvdisasm's `-0.0 `, which no training word showed
+            return None
         return _float(float(struct.unpack("<e", struct.pack("<H", v))[0]), v >> 15, 10, v & 0x3FF, floats)
     return None
 
@@ -240,9 +244,19 @@ def decode_word(table: ArchTable, word: int, pc: int) -> Decoded | None:
                 if fi is None or fi not in where:
                     return None
                 marked[where[fi]] = 1
-        ops = [o + ".reuse" if k in marked else o for k, o in enumerate(ops)]
+        ops = [with_reuse(o) if k in marked else o for k, o in enumerate(ops)]
     text = prefix + form.mnemonic + (" " + ", ".join(ops) if ops else "")
     return Decoded(text.rstrip(), target)
+
+
+def with_reuse(operand: str) -> str:
+    """An operand with its reuse flag as nvdisasm prints it: at the end (`R4.reuse`, `-R4.reuse`,
+    `|R4|.reuse`) but before a half-precision swizzle (`R15.reuse.H0_H0`)."""
+    head, dot, swizzle = operand.rpartition(".")
+    return f"{head}.reuse.{swizzle}" if dot and _SWIZZLE.fullmatch(swizzle) else operand + ".reuse"
+
+
+_SWIZZLE = re.compile(r"H[01]_H[01]")
 
 
 # ---- the tables on disk -------------------------------------------------------------------------

@@ -105,6 +105,9 @@ def parse_instance(word: int, pc: int, text: str, labels: dict[str, int], sectio
         if op.endswith(".reuse"):
             reuse.add(k)
             op = op[:-len(".reuse")]
+        elif ".reuse." in op:  # before a swizzle: `R15.reuse.H0_H0` (encoding.with_reuse)
+            reuse.add(k)
+            op = op.replace(".reuse", "", 1)
         if ".reuse" in op:
             return None
         parts: list[str | int] = []
@@ -339,7 +342,7 @@ def field_from_probe(kind: str, weights: dict[int, int]) -> Field | None:
     shift = exps[0]
     if exps != list(range(shift, shift + len(exps))) or signed and weights[order[-1][0]] >= 0:
         return None  # a weight is missing, or the sign is not the top bit
-    if shift and kind != "tgt":
+    if shift and kind not in ("tgt", "hex"):
         return None
     runs: list[list[int]] = []
     for b, _ in order:
@@ -357,7 +360,7 @@ def field_from_probe(kind: str, weights: dict[int, int]) -> Field | None:
         return Field(lo, width, kind, 0, lo2, width2)
     if kind == "tgt":
         return Field(lo, width, "tgt" if signed else "tgtu", shift, lo2, width2)
-    return Field(lo, width, "hexs" if signed else "hexu", 0, lo2, width2)
+    return Field(lo, width, "hexs" if signed else "hexu", shift, lo2, width2)
 
 
 def _register_width(kind: str, probed: int) -> int:
@@ -366,10 +369,12 @@ def _register_width(kind: str, probed: int) -> int:
 
 
 def _float_field(insts: Sequence[Instance], j: int, changed: set[int]) -> Field | None:
+    # The sign bit of a zero may go unseen: nvdisasm pads its `-0.0 ` like `+INF `, which a
+    # probe reads as another spelling; every instance must still print as the field says.
     for fmt, w in _FLOAT_FIELDS:
         lo = min(changed) if changed else 0
         f = Field(lo, w, fmt)
-        if changed and f.mask == sum(1 << b for b in changed) and \
+        if changed and f.mask in (sum(1 << b for b in changed), sum(1 << b for b in changed | {lo + w - 1})) and \
                 all(_float_matches(f, i.word, i.holes[j].printed) for i in insts):
             return f
     return None

@@ -13,16 +13,18 @@ after all of those, and prints none of them in instruction text.)
 
 Anything this reader cannot vouch for makes it return None, and the caller runs nvdisasm:
 an architecture without a table, an instruction the table does not decode, a relocation in
-code (its text names a symbol), a branch outside its section.
+code (its text names a symbol), a branch outside its section, an instruction annotation of a
+kind it does not know (`.nv.info`; nvdisasm prints `(*"SpillRefill"*)` after a spill).
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 
 from ..instructions import SassModule
 from ..sass import _loc, _TextInstr, _TextSection, module_from_sections
-from .elf import STO_CUDA_ENTRY, STT_FUNC, Cubin, CubinFormatError, arch_of, read_cubin
+from .elf import STO_CUDA_ENTRY, STT_FUNC, Cubin, CubinFormatError, arch_of, nv_info, read_cubin
 from .encoding import ArchTable, arch_table, decode_word
 from .lines import inline_chain, line_rows
 
@@ -36,7 +38,7 @@ def decode_cubin(data: bytes, table: ArchTable | None = None) -> SassModule | No
         if table is None:
             return None
         sections = decode_sections(cubin, table)
-    except (CubinFormatError, IndexError, ValueError, KeyError):
+    except (CubinFormatError, IndexError, ValueError, KeyError, struct.error):
         return None
     return None if sections is None else module_from_sections((major, minor), sections)
 
@@ -60,6 +62,9 @@ def decode_sections(cubin: Cubin, table: ArchTable) -> dict[str, _TextSection] |
         out = _TextSection(name, is_entry=any(s.name == name and s.other & STO_CUDA_ENTRY for s in funcs))
         out.function_symbols = [s.name for s in funcs]
         starts = {s.value for s in funcs}
+        notes = _annotations(cubin, name)
+        if notes is None:
+            return None
         lines = rows_at.get(sec.index, {})
         body: list[tuple[int, str, int | None]] = []
         chain: tuple = ()
@@ -75,12 +80,40 @@ def decode_sections(cubin: Cubin, table: ArchTable) -> dict[str, _TextSection] |
                 chain = ()  # nvdisasm's listing starts each function without a line
             k = lines.get(pc)
             if k is not None:
-                chain = tuple(_loc(f, ln) for f, ln in inline_chain(rows, k))
-            out.instrs.append(_TextInstr(pc, d.text, [lo, hi], chain))
+                row_chain = tuple(_loc(f, ln) for f, ln in inline_chain(rows, k))
+                # nvdisasm prints a row, and so its call sites, only where the innermost line changes:
+                # a row at the same file and line keeps the chain printed before it (CUB's
+                # agent_reduce.cuh:390 inlined from line 424, then a row of it from line 425, lists
+                # as from 424 on)
+                if not chain or row_chain[0] != chain[0]:
+                    chain = row_chain
+            out.instrs.append(_TextInstr(pc, d.text, [lo, hi], chain, notes.get(pc, "")))
             body.append((pc, d.text, d.target))
         decoded.append((out, body))
     _name_targets(decoded, cubin)
     return {sec.name: sec for sec, _ in decoded}
+
+
+#: `.nv.info` attribute listing (kind, instruction offset) pairs that nvdisasm prints as a note
+#: after the instruction; the one kind seen so far, 1, is ptxas's register spills and refills
+EIATTR_INSTR_ANNOTATIONS = 0x55
+_ANNOTATION_KINDS = {1: "SpillRefill"}
+
+
+def _annotations(cubin: Cubin, name: str) -> dict[int, str] | None:
+    """The function's annotated instructions by offset; None for a kind this reader does not know."""
+    info = cubin.section(f".nv.info.{name}")
+    if info is None:
+        return {}
+    out = {}
+    for attr, value in nv_info(cubin.bytes_of(info)):
+        if attr != EIATTR_INSTR_ANNOTATIONS:
+            continue
+        for kind, pc in struct.iter_unpack("<II", value):
+            if kind not in _ANNOTATION_KINDS:
+                return None
+            out[pc] = _ANNOTATION_KINDS[kind]
+    return out
 
 
 def _name_targets(decoded: list[tuple[_TextSection, list[tuple[int, str, int | None]]]], cubin: Cubin) -> None:
