@@ -9,7 +9,8 @@ on an H100 80GB HBM3 on 2026-11-26: `kernelscope profile` built each program and
 ncu, first launch of each kernel, caches cold, clocks as ncu leaves them (`--clock-control
 none`). The replay analyses each source with its report (`kernelscope analyze --profile`), so
 the model emulates the launch the report recorded, on the report's GPU, and both numbers
-describe the same work.
+describe the same work; `--capture` gives it the launch's arguments the report does not hold
+(launch capture runs each program against kernelscope's stand-in runtime, no GPU needed).
 
 Prints one row per kernel (predicted / measured) and the geomean error factor per set
 (`examples`: written for kernelscope; `real`: tests/data/real/, code nobody here wrote).
@@ -107,7 +108,9 @@ def main() -> int:
         if args.profile:
             argv = ["profile", str(src), "--arch", arch, "--output", str(report), "--timeout", str(args.timeout)]
         elif report.is_file():
-            argv = ["analyze", str(src), "--profile", str(report), "--quick"]
+            # --capture: the report has the launch's grid and block but not its arguments (sgemm.cu's
+            # K = 2048 is assigned in main(), no constant folds it); capture records them, no GPU needed
+            argv = ["analyze", str(src), "--profile", str(report), "--capture", "--quick"]
         else:
             continue
         argv = [sys.executable, "-m", "kernelscope.cli", *argv, "--json"]
