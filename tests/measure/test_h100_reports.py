@@ -78,3 +78,19 @@ def test_the_analysis_puts_the_measured_time_beside_the_model_for_every_kernel(t
 def test_the_readme_lists_every_report():
     text = (H100 / "README.md").read_text()
     assert all(r.name in text for r in REPORTS)
+
+
+def test_a_prediction_beside_a_measurement_shows_the_defaults_it_rests_on(toolchain):
+    """learn-cuda-programming's sgemm assigns K = 2048 in main(), which nothing folds: without
+    capture the model runs the K loop a default 64 trips and predicts 0.09x the H100's time. The
+    kernel's assumptions said only what the report noted; the model's default now shows beside it
+    (the launch stays the report's)."""
+    report = H100 / "real__learn-cuda-programming__sgemm.ncu-rep"
+    r = analyze(source_of(report), AnalysisOptions(arch="sm_90", device="H100 SXM",
+                                                   flags=(f"-I{REAL / 'cuda-samples' / 'Common'}",)),
+                toolchain=toolchain, measured_report=report, depth="quick")
+    (k,) = r.kernels
+    assert k.measured_duration_s and k.predicted_duration_s
+    defaults = [a for a in k.assumptions if a.source == "default" and a.name.startswith("trip_count")]
+    assert defaults and "unknown bound" in defaults[0].detail
+    assert not any(a.name in ("grid", "block") and a.detail == "what-if" for a in k.assumptions)
