@@ -24,6 +24,7 @@ import math
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def run_cli(argv: list[str], src: Path, timeout: float) -> tuple[dict | None, st
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 120, cwd=src.parent)
     except subprocess.TimeoutExpired:
         return None, "timed out"
-    if r.returncode not in (0,) or not r.stdout.strip().startswith("{"):
+    if r.returncode != 0 or not r.stdout.strip().startswith("{"):
         return None, f"exit {r.returncode}: {(r.stderr or r.stdout).strip()[-400:]}"
     return json.loads(r.stdout), ""
 
@@ -92,7 +93,7 @@ def main() -> int:
     if args.profile and (arch is None or shutil.which("ncu") is None):
         print("measured.py --profile needs an NVIDIA GPU (nvidia-smi) and ncu on PATH", file=sys.stderr)
         return 2
-    out = (args.out or Path(tempfile_dir())) if args.profile else args.reports
+    out = (args.out or Path(tempfile.mkdtemp(prefix="kernelscope-measured-"))) if args.profile else args.reports
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     rows: list[dict] = []
@@ -154,11 +155,6 @@ def main() -> int:
     if args.profile:
         (out / "results.json").write_text(json.dumps({"arch": arch, "rows": rows}, indent=1))
     return 0
-
-
-def tempfile_dir() -> str:
-    import tempfile
-    return tempfile.mkdtemp(prefix="kernelscope-measured-")
 
 
 if __name__ == "__main__":
