@@ -170,11 +170,24 @@ def test_an_arch_without_a_table_reads_through_nvdisasm(toolchain, tmp_path):
     assert read_sass(r.cubin, r.cubin_path, toolchain.nvdisasm) == disassemble(r.cubin_path, toolchain.nvdisasm)
 
 
+def _corpus_for(arch: str) -> list[Path]:
+    """Every source on sm_90 (the default architecture); on each other architecture a sixth of them,
+    so that every source is checked on one of those too: ~5 minutes on 2 cores where every source on
+    every architecture takes ~18. KERNELSCOPE_DECODER_CHECK=all checks them all (2026-11-26: the
+    seven architectures agree with nvdisasm on every cubin they decode)."""
+    sources = corpus_sources(REPO)
+    if arch == "sm_90" or os.environ.get("KERNELSCOPE_DECODER_CHECK") == "all":
+        return sources
+    others = [a for a in SHIPPED if a != "sm_90"]
+    return sources[others.index(arch)::len(others)]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", SHIPPED)
 def test_every_repository_cubin_decodes_as_nvdisasm_lists_it(toolchain, tmp_path, arch):
-    pairs = compile_corpus(corpus_sources(REPO), arch, tmp_path, jobs=min(2, os.cpu_count() or 1))
-    assert len(pairs) > 20
+    sources = _corpus_for(arch)
+    pairs = compile_corpus(sources, arch, tmp_path, jobs=min(2, os.cpu_count() or 1))
+    assert len(pairs) >= min(20, len(sources) // 2)  # some files are headers or broken on purpose
     failures, declined, instructions = [], [], 0
     for cubin_path, listing in pairs:
         data = cubin_path.read_bytes()

@@ -120,14 +120,17 @@ def test_broken_nvdisasm_gives_one_clear_message(examples_ws: Path, tmp_path: Pa
     fake = tools / "nvdisasm"  # found first (beside nvcc), and fails like a missing shared library
     fake.write_text("#!/bin/sh\necho 'nvdisasm: error while loading shared libraries: libnvdisasm.so' >&2\nexit 127\n")
     fake.chmod(0o755)
-    # Device printf is an indirect CALL.ABS the cubin decoder's tables do not cover, so these
-    # cubins need nvdisasm (the examples are decoded without it: docs/toolchain.md).
+    # A call to a function of another translation unit (-rdc=true) leaves a relocation in the
+    # code, and the cubin decoder declines any (its text would name a symbol), so these cubins
+    # need nvdisasm (the rest are decoded without it: docs/toolchain.md; device printf was the
+    # example until the encoding tables learned its CALL.ABS).
     for k in (1, 2):
-        (examples_ws / f"device_printf{k}.cu").write_text(
-            f'#include <cstdio>\n__global__ void hello{k}(int n) {{ if (threadIdx.x < n) printf("%d\\n", n); }}\n')
-    with RawServer(examples_ws, _settings(tmp_path, analysis={"emulate": False, "nvccPath": str(tools / "nvcc")})) as s:
+        (examples_ws / f"extern_call{k}.cu").write_text(
+            f"extern __device__ int twice(int);\n__global__ void k{k}(int* o) {{ o[threadIdx.x] = twice(threadIdx.x); }}\n")
+    with RawServer(examples_ws, _settings(tmp_path, analysis={"emulate": False, "flags": ["-rdc=true"],
+                                                              "nvccPath": str(tools / "nvcc")})) as s:
         s.initialize()
-        for name in ("device_printf1.cu", "device_printf2.cu"):
+        for name in ("extern_call1.cu", "extern_call2.cu"):
             n = len(s.notifications)
             s.open(name)
             done = s.finished(s.uri(name), n, timeout=120)
