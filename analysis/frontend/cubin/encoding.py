@@ -26,6 +26,7 @@ import json
 import math
 import re
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -184,7 +185,7 @@ class OpcodeTable:
 @dataclass(frozen=True)
 class ArchTable:
     arch: str  # "sm_90"
-    opcodes: dict[int, OpcodeTable]
+    opcodes: Mapping[int, OpcodeTable]
     floats: FloatStyle
 
 
@@ -283,20 +284,43 @@ def table_to_json(t: ArchTable) -> dict:
 
 
 def table_from_json(d: dict) -> ArchTable:
-    opcodes = {}
-    for code, o in d["opcodes"].items():
-        fields = tuple(Field(*f) for f in o["fields"])
-        mask = FIXED_MASK
-        for f in fields:
-            mask |= f.mask
-        forms = {int(res, 16): tuple(Form(m, tuple(tuple(p) for p in ops), tuple((i, frozenset(a)) for i, a in fixed),
-                                          tuple(classed), frozenset(tuple(c) for c in classes))
-                                     for m, ops, fixed, classed, classes in fl) for res, fl in o["forms"].items()}
-        opcodes[int(code, 16)] = OpcodeTable(fields, mask, o["guarded"], {int(b): fi for b, fi in o["reuse"].items()},
-                                             o["reuse_gated"],
-                                             forms)
     fl = d["floats"]
-    return ArchTable(d["arch"], opcodes, FloatStyle(fl["plain_max"], fl["exp_min"], frozenset(fl["specials"])))
+    return ArchTable(d["arch"], _Opcodes({int(code, 16): o for code, o in d["opcodes"].items()}),
+                     FloatStyle(fl["plain_max"], fl["exp_min"], frozenset(fl["specials"])))
+
+
+class _Opcodes(Mapping[int, OpcodeTable]):
+    """An architecture's opcode tables, each built from its JSON the first time a word asks for it:
+    a cubin uses a few dozen of the ~160 opcodes, and building all of them (thousands of forms)
+    cost ~60 ms, more than decoding the cubin, in every short-lived command-line process."""
+
+    def __init__(self, raw: dict[int, dict]) -> None:
+        self._raw = raw
+        self._built: dict[int, OpcodeTable] = {}
+
+    def __getitem__(self, code: int) -> OpcodeTable:
+        got = self._built.get(code)
+        if got is None:
+            got = self._built[code] = _opcode_from_json(self._raw[code])
+        return got
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+def _opcode_from_json(o: dict) -> OpcodeTable:
+    fields = tuple(Field(*f) for f in o["fields"])
+    mask = FIXED_MASK
+    for f in fields:
+        mask |= f.mask
+    forms = {int(res, 16): tuple(Form(m, tuple(tuple(p) for p in ops), tuple((i, frozenset(a)) for i, a in fixed),
+                                      tuple(classed), frozenset(tuple(c) for c in classes))
+                                 for m, ops, fixed, classed, classes in fl) for res, fl in o["forms"].items()}
+    return OpcodeTable(fields, mask, o["guarded"], {int(b): fi for b, fi in o["reuse"].items()}, o["reuse_gated"],
+                       forms)
 
 
 @lru_cache(maxsize=None)
