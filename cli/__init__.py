@@ -144,7 +144,7 @@ def _report_device(args: argparse.Namespace, report: Path) -> tuple[str | None, 
     from kernelscope.analysis.machine.arch import ArchSpecError, load_arch_specs
     from kernelscope.analysis.measure.ncu_report import load_ncu_report
 
-    prov = load_ncu_report(report).provenance
+    prov = load_ncu_report(report, source=args.file).provenance  # as the analysis reads it: read once
     catalog = load_arch_specs(args.arch_file)
     try:
         return prov.arch, catalog.device(prov.device).name

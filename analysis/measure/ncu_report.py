@@ -459,6 +459,24 @@ def load_ncu_report(path: Path, *, source: Path | None = None, source_text: str 
     _check_file(path)
     if source is not None and source_text is None:
         source_text = _read_source(Path(source))
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size, str(Path(source).resolve()) if source is not None else None,
+           source_text)
+    if (known := _READ.get(key)) is not None:
+        return known  # the CLI reads a report's GPU, then analyses with it: one child process, not two
+    profile = _read_in_child(path, source, source_text, cancel, timeout)
+    _READ[key] = profile
+    while len(_READ) > 8:
+        del _READ[next(iter(_READ))]
+    return profile
+
+
+#: reports read in this process, by file identity and the source they were checked against
+_READ: dict[tuple, Profile] = {}
+
+
+def _read_in_child(path: Path, source: Path | None, source_text: str | None, cancel: CancelToken | None,
+                   timeout: float) -> Profile:
     with tempfile.TemporaryDirectory(prefix="kernelscope-ncu-report-") as tmp:
         argv = [sys.executable, "-m", __name__, str(path)]
         if source is not None:

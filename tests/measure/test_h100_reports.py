@@ -7,6 +7,7 @@ launch (not only its first kernel's), and the analysis must put a measured time 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,16 @@ def test_a_prediction_beside_a_measurement_shows_the_defaults_it_rests_on(toolch
     defaults = [a for a in k.assumptions if a.source == "default" and a.name.startswith("trip_count")]
     assert defaults and "unknown bound" in defaults[0].detail
     assert not any(a.name in ("grid", "block") and a.detail == "what-if" for a in k.assumptions)
+
+
+def test_a_report_is_read_once_per_file_version(tmp_path):
+    """The CLI reads a report's GPU before analysing with it: each read is a child process, so the
+    second is the first's result; a report written anew is read anew."""
+    copy = tmp_path / "saxpy.ncu-rep"
+    copy.write_bytes((H100 / "saxpy.ncu-rep").read_bytes())
+    first = load_ncu_report(copy)
+    assert load_ncu_report(copy) is first
+    copy.write_bytes(copy.read_bytes())  # same bytes, a new version of the file
+    os.utime(copy, ns=(1, 1))
+    again = load_ncu_report(copy)
+    assert again is not first and again.kernels == first.kernels  # (its time is the new file time)
