@@ -9,7 +9,7 @@ half of the command line's start-up) load on a thread while nvcc compiles (`pipe
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -18,7 +18,7 @@ from .advisor.ranking import advise
 from .advisor.static_facts import KernelFacts, kernel_facts
 from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
 from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
-from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError,
+from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError, WaveCache,
                              SensitivityReport, WhatIfReport, emulate_detailed, prepare, run_studies,
                              sensitivity_study, study_shape, what_if_study)
 from .emulator.workers import available_cores
@@ -143,6 +143,8 @@ class _Study:
     assumptions: tuple[Assumption, ...]
     measured: bool = False
     modeled: KernelProfile | None = None  # the emulator's profile, also when `profile` is measured
+    #: the engine runs made for this kernel so far, which the second stage's base runs may repeat
+    waves: WaveCache | None = field(default=None, compare=False, repr=False)
 
 
 def _measured_profile(report_path: Path, source: Path) -> Profile:
@@ -164,8 +166,10 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
         # With a measurement too, the model still runs: hover shows both (the honesty check).
         launch_used = measured_kernel.launch if measured_kernel is not None else None
         run_budget = quick_run_budget(ledger, kernels_left, DEFAULT_SETTINGS.issue_budget)
+        waves: WaveCache = {}
         emulation = emulate_detailed(program, fn, arch, device, options, program.source, launch=launch_used,
-                                     settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget}))
+                                     settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget}),
+                                     cache=waves)
         ledger.charge(emulation.issues)
         modeled = emulation.profile
         if run_budget < DEFAULT_SETTINGS.issue_budget:
@@ -184,7 +188,7 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
                       (*measured_kernel.provenance.assumptions, *own), measured=True, modeled=modeled)
     if modeled is None:
         return _Study(launch, occ, None, None, (), None, resolved.assumptions)
-    return _Study(launch, occ, modeled, None, (), None, modeled.provenance.assumptions, modeled=modeled)
+    return _Study(launch, occ, modeled, None, (), None, modeled.provenance.assumptions, modeled=modeled, waves=waves)
 
 
 #: what a report's launch gives (the model then emulates that launch, noted as a what-if)
@@ -217,12 +221,12 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
             st = SENSITIVITY_SETTINGS.model_copy(update={"issue_budget": plan.sensitivity_run_budget})
             sens_study = sensitivity_study(program, fn, arch, device, options, program.source, settings=st,
                                            prepared=base if st == SENSITIVITY_SETTINGS else None,
-                                           resources=plan.sensitivity_resources, ledger=ledger)
+                                           resources=plan.sensitivity_resources, ledger=ledger, cache=study.waves)
         if plan.what_if_run_budget is not None:
             st = WHAT_IF_SETTINGS.model_copy(update={"issue_budget": plan.what_if_run_budget})
             wi_study = what_if_study(program, fn, arch, device, options, program.source, settings=st,
                                      block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
-                                     grid_multipliers=plan.grid_multipliers, ledger=ledger)
+                                     grid_multipliers=plan.grid_multipliers, ledger=ledger, cache=study.waves)
         sens, wi = run_studies([sens_study, wi_study], processes, ledger)
     except BudgetSpent as e:
         stopped = f"stopped: {e}"
@@ -235,7 +239,7 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
     per_sm = [(f"{p.sms} SMs", float(p.sms), dict(study.profile.flops), dict(study.profile.bytes), p.seconds)
               for p in (wi.sm_scaling if wi else ())]
     return replace(study, sensitivity=sens, what_if=wi, trajectory=trajectory_points(per_sm) if per_sm else (),
-                   assumptions=assumptions)
+                   assumptions=assumptions, waves=None)
 
 
 def _kernel_report(program: Program, fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline,

@@ -29,6 +29,7 @@ Reports are listeners (llvm-mca's HWEventListener): the engine only calls `on_is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from heapq import heappush
 from typing import Protocol
 
 from ..profile import StallReason
@@ -50,6 +51,7 @@ _THROTTLE = [R[THROTTLE_REASON[r]] for r in RESOURCES] + [R[StallReason.lg_throt
 
 
 _SHARED, _CONSTANT, _ATOMIC, _L2_ATOMIC = RES_ID["shared"], RES_ID["constant"], RES_ID["atomic"], RES_ID["l2_atomic"]
+_LSU, _L2, _DRAM = RES_ID["lsu"], RES_ID["l2"], RES_ID["dram"]
 
 
 def _overrides(listener, hook: str) -> bool:
@@ -229,7 +231,7 @@ class Engine:
                     truncated = True
                     break
                 continue
-            nt = min(s.next_ready for s in scheds)
+            nt = scheds[0].next_ready if n_sched == 1 else min(s.next_ready for s in scheds)
             if nt == INF:  # everyone waits on something that never comes (a barrier the model broke)
                 truncated = True
                 break
@@ -379,9 +381,14 @@ class Engine:
                 self._release(release, t)
             sched.take(w)
             return False
-        if w.earl > t + 1.0:  # not ready next cycle: leave the ready list for the timed heap
-            sched.take(w)
-            sched.park(w)
+        earl = w.earl
+        if earl > t + 1.0:  # not ready next cycle: leave the ready list for the timed heap
+            try:  # WarpScheduler.take and .park, inlined: this runs at most issues
+                sched.ready.remove(w)
+            except ValueError:
+                pass
+            if earl < INF:
+                heappush(sched.future, (earl, w.age, w))
         return False
 
     def _others(self, w: WarpState, i: int, reason: int, cycles: float, bucket: int) -> None:
@@ -429,16 +436,21 @@ class Engine:
         return fin
 
     def _update_blocked(self, mem: int, p: list[Pipe]) -> None:
-        # the memory units are shared by the SMSPs: every SMSP's view changes
-        for blocked in self.ctx_blocked:
-            if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
-                blocked[GLOBAL_ROUTE] = max(p[RES_ID["lsu"]].blocked_until(), p[RES_ID["l2"]].blocked_until(),
-                                            p[RES_ID["dram"]].blocked_until(), p[_L2_ATOMIC].blocked_until())
+        # the memory units are shared by the SMSPs: every SMSP's view changes (the same values)
+        if mem == M_GLOBAL or mem == M_ATOMIC_GLOBAL:
+            route = max(p[_LSU].blocked_until(), p[_L2].blocked_until(), p[_DRAM].blocked_until(),
+                        p[_L2_ATOMIC].blocked_until())
+            atomic = p[_ATOMIC].blocked_until()
+            for blocked in self.ctx_blocked:
+                blocked[GLOBAL_ROUTE] = route
                 if mem == M_ATOMIC_GLOBAL:
-                    blocked[RES_ID["atomic"]] = p[RES_ID["atomic"]].blocked_until()
-            else:
-                for name in ("shared", "constant", "atomic"):
-                    blocked[RES_ID[name]] = p[RES_ID[name]].blocked_until()
+                    blocked[_ATOMIC] = atomic
+        else:
+            shared, constant, atomic = p[_SHARED].blocked_until(), p[_CONSTANT].blocked_until(), p[_ATOMIC].blocked_until()
+            for blocked in self.ctx_blocked:
+                blocked[_SHARED] = shared
+                blocked[_CONSTANT] = constant
+                blocked[_ATOMIC] = atomic
 
     def _prepare(self, w: WarpState, t: float, stall: int, branched: bool) -> None:
         """Constraints on the warp's next instruction: its earl_t (Alg. 1 line 6) and why."""

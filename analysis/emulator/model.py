@@ -315,17 +315,23 @@ class Wave:
     active_sms: int
 
 
-#: Memo of engine runs: (kernel image, settings, blocks, warps per block, SMs, effective machine)
-#: -> Wave. The engine is a pure function of these, so the second stage (sensitivity, what-if)
-#: can share a wave between a tail and a full wave of the same shape, between the base run and
-#: the SM-count or grid points that repeat it, without changing any result.
+#: Memo of engine runs: (kernel image, engine configuration, iterations run, effective machine)
+#: -> Wave. The engine is a pure function of these, so one kernel's runs share a wave wherever
+#: they repeat one: a tail and a full wave of the same shape, the base run and the SM-count or
+#: grid points that repeat it, and the quick stage's run and a second-stage base run whose issue
+#: budgets sample the same iterations (a loop shorter than either budget's window), without
+#: changing any result.
 WaveCache = dict
 
 
 def _image_key(prep: Prepared) -> tuple:
-    """What of `prep` the engine reads besides the machine: the code's memory shapes and trips."""
+    """What of `prep` the engine reads besides the machine and the iterations it runs: the code's
+    memory shapes and trips, and the settings that shape the run (not the issue budget, which
+    only chooses the iterations: those are in the key themselves)."""
     k = prep.decoded
-    return (prep.kernel.mangled, len(k), tuple(k.shape), tuple(L.trip for L in k.loops), prep.settings)
+    st = prep.settings
+    return (prep.kernel.mangled, len(k), tuple(k.shape), tuple(L.trip for L in k.loops), st.representative_smsp,
+            st.policy, st.warmup)
 
 
 def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: MachineModel | None = None,
@@ -339,18 +345,18 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
     total_warps = blocks_per_sm * wpb
     active_smsps = min(m.schedulers_per_sm, total_warps)
     m_eff = m.shared_by(active_smsps, active_sms, prep.device.sm_count)
+    st = prep.settings
+    warps_emulated = math.ceil(total_warps / m.schedulers_per_sm) if st.representative_smsp else total_warps
+    emul, cool = emulated_trips(prep.decoded, st, warps_emulated)
     key = None
     if cache is not None and not extra_listeners:
-        key = (_image_key(prep), blocks_per_sm, wpb, active_sms, m_eff)
+        key = (_image_key(prep), tuple(emul), tuple(cool), blocks_per_sm, wpb, active_sms, m_eff)
         hit = cache.get((*key, True)) or (None if samples else cache.get((*key, False)))
         if hit is not None:
             return hit
         key = (*key, samples)
     if ledger is not None:
         ledger.check()
-    st = prep.settings
-    warps_emulated = math.ceil(total_warps / m.schedulers_per_sm) if st.representative_smsp else total_warps
-    emul, cool = emulated_trips(prep.decoded, st, warps_emulated)
     sampler = PCSampler() if samples else ExecutionCounter()
     util, traffic = Utilization(sampler), TrafficCounter(sampler)
     cfg = EngineConfig(blocks=blocks_per_sm, warps_per_block=wpb, representative=st.representative_smsp,
@@ -441,13 +447,16 @@ class Emulation(BaseModel):
 
 def emulate_detailed(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
                      options: AnalysisOptions, source: SourceModel | None = None, *,
-                     settings: EmulationSettings = DEFAULT_SETTINGS, launch: LaunchConfig | None = None) -> Emulation:
+                     settings: EmulationSettings = DEFAULT_SETTINGS, launch: LaunchConfig | None = None,
+                     cache: WaveCache | None = None) -> Emulation:
     prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=settings)
-    return profile_of(prep)
+    return profile_of(prep, cache=cache)
 
 
-def profile_of(prep: Prepared, machine: MachineModel | None = None) -> Emulation:
-    pred, waves = predict_waves(prep, machine)
+def profile_of(prep: Prepared, machine: MachineModel | None = None, cache: WaveCache | None = None) -> Emulation:
+    """The modeled profile of `prep`'s launch; its waves are left in `cache` for later runs of the
+    same kernel (the second stage's base runs)."""
+    pred, waves = predict_waves(prep, machine, cache=cache)
     k = prep.decoded
     n = len(k)
     samples = [[0.0] * len(REASONS) for _ in range(n)]
@@ -644,19 +653,19 @@ def sensitivity_study(program: Program | None, kernel: FunctionProgram, arch: Ar
                       settings: EmulationSettings | None = None, hot_loop_share: float = 0.1,
                       prepared: Prepared | None = None, tail_scaled_share: float = TAIL_SCALED_SHARE,
                       gap_min_utilization: float = GAP_MIN_UTILIZATION, resources: int | None = None,
-                      ledger: Ledger | None = None) -> Study:
+                      ledger: Ledger | None = None, cache: WaveCache | None = None) -> Study:
     """The sensitivity study of SAAKE §3.3, its base run done.
 
     Each resource's latency, then its gap, is scaled by (1 + perturbation) in its own emulation
     (one job each). A loop's sensitivity is the relative change of the samples on its
     instructions. `resources` limits the study to that many of the busiest units (a budget cut);
-    `ledger` is charged.
+    `ledger` is charged. `cache` holds the kernel's waves run so far (the quick stage's).
     """
     st = settings or SENSITIVITY_SETTINGS
     prep = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
     d = prep.settings.perturbation
     k = prep.decoded
-    cache: WaveCache = {}  # a tail wave of the full wave's shape runs once per machine
+    cache = {} if cache is None else cache  # a tail wave of the full wave's shape runs once per machine
 
     def loop_samples(waves: list[tuple[Wave, float]]) -> list[float]:
         return [sum(weight * sum(sum(wave.sampler.samples[s]) for s in L.body) for wave, weight in waves)
@@ -813,7 +822,8 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
                   options: AnalysisOptions, source: SourceModel | None = None, *,
                   settings: EmulationSettings | None = None, block_sizes: tuple[int, ...] | None = None,
                   sm_counts: tuple[int, ...] | None = None, prepared: Prepared | None = None,
-                  grid_multipliers: tuple[int, ...] = GRID_MULTIPLIERS, ledger: Ledger | None = None) -> Study:
+                  grid_multipliers: tuple[int, ...] = GRID_MULTIPLIERS, ledger: Ledger | None = None,
+                  cache: WaveCache | None = None) -> Study:
     """The what-if study of SAAKE §5, §7 (block sizes of the same total threads, SM counts,
     grids), its base run done.
 
@@ -825,7 +835,7 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
     st = settings or WHAT_IF_SETTINGS
     base = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
     st = base.settings
-    cache: WaveCache = {}
+    cache = {} if cache is None else cache
     base_pred, base_waves = predict_waves(base, cache=cache, ledger=ledger)
     total_threads = base.launch.blocks * base.launch.threads_per_block
     note = None

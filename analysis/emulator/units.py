@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import operator
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -336,13 +337,15 @@ class WarpScheduler:
     def wake(self, t: float) -> None:
         fut = self.future
         while fut and fut[0][0] <= t:
-            _, _, w = heapq.heappop(fut)
+            w = heapq.heappop(fut)[2]
             if not w.done:
                 bisect.insort(self.ready, w, key=_age)
 
     def take(self, w: WarpState) -> None:
-        if w in self.ready:
+        try:
             self.ready.remove(w)
+        except ValueError:  # not in the ready list
+            pass
 
     def drop(self, w: WarpState) -> None:
         if w in self.ready:
@@ -354,8 +357,8 @@ class WarpScheduler:
             self.next_ready = INF
 
 
-def _age(w: WarpState) -> int:
-    return w.age
+#: the ready list's order (oldest first); a C getter, called at every insertion
+_age = operator.attrgetter("age")
 
 
 class GTOPolicy:
@@ -364,7 +367,9 @@ class GTOPolicy:
     name = "gto"
 
     def select(self, sched: WarpScheduler, t: float, blocked: list[float]) -> WarpState | None:
-        sched.wake(t)
+        fut = sched.future
+        if fut and fut[0][0] <= t:
+            sched.wake(t)
         ready = sched.ready
         g = sched.greedy
         if g is not None and ready and blocked[g.res] <= t and g.earl <= t and g in ready:
