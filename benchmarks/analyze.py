@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from installed import byte_compile
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -38,6 +40,7 @@ def main() -> int:
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    byte_compile()  # as installed (benchmarks/installed.py)
     files = args.files or sorted((REPO / "examples").glob("*.cu"))
 
     from kernelscope.analysis.frontend.toolchain import locate_toolchain

@@ -30,6 +30,8 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
 
+from installed import byte_compile
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILE = ROOT / "tests" / "data" / "lsp" / "saxpy.cu"
 A_FILES = (DEFAULT_FILE, *sorted((ROOT / "examples").glob("*.cu")))
@@ -217,6 +219,7 @@ async def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--a-files", type=Path, nargs="*", default=list(A_FILES), help="files for (a)")
     ap.add_argument("--a-saves", type=int, default=3, help="compiling saves per file in (a)")
     args = ap.parse_args(argv)
+    byte_compile()  # as installed (benchmarks/installed.py)
 
     work = Path(tempfile.mkdtemp(prefix="kernelscope-bench-"))
     try:

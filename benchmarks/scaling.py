@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from installed import byte_compile
+
 REPO = Path(__file__).resolve().parent.parent
 SHAPES = REPO / "tests" / "emulator" / "kernels" / "bounded_shapes.cu"
 #: kernel -> (launch arguments with {n}, trip counts)
@@ -105,6 +107,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
+    byte_compile()  # as installed (benchmarks/installed.py)
     from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     tc = locate_toolchain()

@@ -11,9 +11,11 @@ Exit codes (documented in docs/cli.md):
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 EXIT_OK, EXIT_COMPILE_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -492,5 +494,23 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+def run() -> NoReturn:
+    """The console script: `main`, then out without tearing the interpreter down.
+
+    An analysis leaves a large heap (the program, its models, the engine's waves); freeing it
+    object by object at exit cost ~0.1 s after the result was already printed, on every run. The
+    process keeps nothing that needs a finaliser: its temporary files are removed by the `with`
+    blocks that made them, its worker processes are gone, and the log is flushed here."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # a reader that left (`| head`), a closed stream
+        pass
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -1,4 +1,3 @@
-import sys
-from kernelscope.cli import main
+from kernelscope.cli import run
 
-sys.exit(main())
+run()
