@@ -201,3 +201,37 @@ def test_instruction_cache_leaves_small_kernels_alone(programs, target, name):
         without = emulate(prog, k, no_fetch, dev, AnalysisOptions())
         assert abs(with_ic.duration_s / without.duration_s - 1) < 0.01, (k.name, with_ic.duration_s, without.duration_s)
         assert _share(with_ic, StallReason.no_instruction) < 0.01
+
+
+def test_second_stage_reuses_the_quick_stages_run_where_it_samples_the_same_iterations(programs, target):
+    """sgemm_tiled's tile loop (8 trips) is shorter than both the quick stage's and sensitivity's
+    sampled windows: the two base runs are one engine run. Carried from the quick stage, the wave
+    memo serves the sensitivity study's base run (the ledger is charged nothing for it), and the
+    report is the same as with a study that ran its own base run."""
+    from kernelscope.analysis.emulator.budget import Ledger
+    from kernelscope.analysis.emulator.model import DEFAULT_SETTINGS, emulated_trips, prepare, sensitivity_study
+
+    def prep_of(prog, k, arch, dev, opts, settings):
+        return prepare(k, arch, dev, opts, prog.source, prog, settings=settings).decoded
+    from kernelscope.analysis.options import AnalysisBudget
+
+    prog = programs["sgemm_tiled"]
+    arch, dev = target
+    k = prog.kernels[0]
+    opts = AnalysisOptions()
+    waves: dict = {}
+    quick = emulate_detailed(prog, k, arch, dev, opts, prog.source, cache=waves)
+    assert len(waves) == 1
+    apart, shared = Ledger.start(AnalysisBudget()), Ledger.start(AnalysisBudget())
+    alone = sensitivity_study(prog, k, arch, dev, opts, prog.source, ledger=apart)
+    reused = sensitivity_study(prog, k, arch, dev, opts, prog.source, ledger=shared, cache=waves)
+    assert apart.spent > 0 and shared.spent == 0  # the base run (all its waves) came from the memo
+    assert alone.finish([job() for job in alone.jobs]) == reused.finish([job() for job in reused.jobs])
+    # a study whose budget samples fewer iterations does not take the quick stage's run
+    small = DEFAULT_SETTINGS.model_copy(update={"issue_budget": 2_000})
+    other = Ledger.start(AnalysisBudget())
+    study = sensitivity_study(prog, k, arch, dev, opts, prog.source, settings=small, ledger=other,
+                              cache=dict(waves))
+    assert other.spent > 0 and len(study.jobs) == len(alone.jobs)
+    warps = next(iter(waves.values())).run.warps_emulated
+    assert emulated_trips(prep_of(prog, k, arch, dev, opts, small), small, warps)[0] != list(quick.emulated_trips)
