@@ -2,9 +2,9 @@
 
     python benchmarks/analyze.py [--repeat 3] [FILE.cu ...]
 
-For each file: the median of `--repeat` runs of (a) bare nvcc -cubin, (b) the full CLI,
-(c) the CLI with --no-emulate (static path only), and the per-stage split reported by the
-pipeline itself. Target: median (b)/(a) <= 3 (issue #18); docs/performance.md explains what
+For each file: the median of `--repeat` rounds of (a) bare nvcc -cubin, (b) the full CLI,
+(c) the CLI with --no-emulate (static path only), each round the three in turn, and the
+per-stage split reported by the pipeline itself. Target: median (b)/(a) <= 3 (issue #18); docs/performance.md explains what
 dominates. The machine's load average is printed: the ratios are only comparable within a run.
 
 The CLI starts nvcc from the invocation its last run on the file recorded (analysis/frontend/
@@ -54,14 +54,20 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "XDG_CACHE_HOME": cache}  # the CLI's prelaunch records: this run's own
         for f in files:
+            first = _time(cli + [str(f)], env)[0]
+            _time(cli + ["--no-emulate", str(f)], env)
+            # rounds of (bare nvcc, full, static): the baseline is measured beside what it divides,
+            # not before it (this shared machine's speed drifts within a file's runs)
+            nvs, full_runs, statics = [], [], []
             with tempfile.TemporaryDirectory() as tmp:
                 bare = [str(tc.nvcc), "-arch=sm_90", "-cubin", "-o", str(Path(tmp) / "x.cubin"), str(f)]
-                nv = statistics.median(_time(bare, tc.env)[0] for _ in range(args.repeat))
-            first = _time(cli + [str(f)], env)[0]
-            full_runs = [_time(cli + [str(f)], env) for _ in range(args.repeat)]
+                for _ in range(args.repeat):
+                    nvs.append(_time(bare, tc.env)[0])
+                    full_runs.append(_time(cli + [str(f)], env))
+                    statics.append(_time(cli + ["--no-emulate", str(f)], env)[0])
+            nv = statistics.median(nvs)
             full = statistics.median(t for t, _ in full_runs)
-            _time(cli + ["--no-emulate", str(f)], env)
-            static = statistics.median(_time(cli + ["--no-emulate", str(f)], env)[0] for _ in range(args.repeat))
+            static = statistics.median(statics)
             stages = json.loads(full_runs[-1][1].stdout).get("timings", {})
             split = " ".join(f"{k} {v:.2f}" for k, v in stages.items())
             ratios.append(full / nv)
