@@ -227,7 +227,7 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
             wi_study = what_if_study(program, fn, arch, device, options, program.source, settings=st,
                                      block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
                                      grid_multipliers=plan.grid_multipliers, ledger=ledger, cache=study.waves)
-        sens, wi = run_studies([sens_study, wi_study], processes, ledger)
+        sens, wi = run_studies([sens_study, wi_study], processes, ledger, here=not options.budget.workers_only)
     except BudgetSpent as e:
         stopped = f"stopped: {e}"
     cuts = [*plan.cuts, *([stopped] if stopped else [])]

@@ -346,12 +346,16 @@ def _file_identity(path: Path) -> str:
 def _with_capture(path: Path, settings: Settings, cancel) -> AnalysisOptions:
     """The analysis options, with the launches the file's main() makes when capture is on (the
     setting reaches here only from user-level settings or a trusted workspace: settings.py)."""
+    # the second stage's runs go to worker processes only: a hover while they run needs this
+    # process's interpreter, which a run here would hold for milliseconds at a time
+    options = settings.analysis.model_copy(update={"budget": settings.analysis.budget.model_copy(
+        update={"workers_only": True})})
     if not settings.capture.enabled:
-        return settings.analysis
+        return options
     from kernelscope.analysis.capture.run import with_capture
 
     c = settings.capture
-    outcome = with_capture(path, settings.analysis, argv=c.args, time_limit=c.timeout_s,
+    outcome = with_capture(path, options, argv=c.args, time_limit=c.timeout_s,
                            launches_per_kernel=c.launches_per_kernel, cancel=cancel)
     if outcome.message:
         log.info("%s: %s", path.name, outcome.message)

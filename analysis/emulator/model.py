@@ -628,11 +628,12 @@ class Study:
         return run_studies([self], processes, ledger)[0]
 
 
-def run_studies(studies: list[Study | None], processes: int = 1, ledger: Ledger | None = None) -> list:
+def run_studies(studies: list[Study | None], processes: int = 1, ledger: Ledger | None = None, *,
+                here: bool = True) -> list:
     """Each study's report (None for None), their jobs run in one fan-out: the processes stay busy
-    until the last job of any study is done, not of each."""
+    until the last job of any study is done, not of each (`here`: see `workers.fan_out`)."""
     present = [x for x in studies if x is not None]
-    out = fan_out([job for x in present for job in x.jobs], processes, ledger)
+    out = fan_out([job for x in present for job in x.jobs], processes, ledger, here=here)
     reports = {}
     for x in present:
         reports[id(x)], out = x.finish(out[:len(x.jobs)]), out[len(x.jobs):]

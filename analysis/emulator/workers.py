@@ -49,15 +49,18 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
-def fan_out(jobs: Sequence[Callable[[], T]], processes: int, ledger: Ledger | None = None) -> list[T]:
-    """Each job's result, in order; jobs run on up to `processes` processes (this one included).
+def fan_out(jobs: Sequence[Callable[[], T]], processes: int, ledger: Ledger | None = None, *,
+            here: bool = True) -> list[T]:
+    """Each job's result, in order; jobs run on up to `processes` processes (this one included,
+    unless `here` is False: then up to `processes` children run them all, and this process only
+    waits, its interpreter free for other threads, such as a language server's requests).
 
     The jobs' indices wait in a pipe that every process reads the next one from (a read of a few
     bytes from a pipe is atomic), so a process that drew short jobs takes more: runs of very
     different cost (a 3-deep nest's block sizes) still end together. An exception in any job is
     raised here, the earliest job's first; `Cancelled` and `BudgetSpent` included."""
     n = min(processes, len(jobs))
-    if n <= 1 or not can_fork():
+    if not can_fork() or not jobs or (here and n <= 1):
         return [job() for job in jobs]
     queue_r, queue_w = os.pipe()
     os.write(queue_w, b"".join(i.to_bytes(_INDEX_BYTES, "little") for i in range(len(jobs))))
@@ -65,9 +68,9 @@ def fan_out(jobs: Sequence[Callable[[], T]], processes: int, ledger: Ledger | No
     running: list[tuple[int, int]] = []  # (pid, read end) of children not yet collected
     reports = []
     try:
-        for _ in range(n - 1):
+        for _ in range(n - 1 if here else max(1, n)):
             running.append(_spawn(jobs, queue_r, ledger))
-        mine = _run_queue(jobs, queue_r, ledger)
+        mine = _run_queue(jobs, queue_r, ledger) if here else []
         while running:
             status, data = _drain(*running[0], ledger.cancel if ledger is not None else None)
             running.pop(0)  # reaped: its pid is no longer ours to kill

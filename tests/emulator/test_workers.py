@@ -46,6 +46,18 @@ def test_results_come_back_in_order_from_several_processes():
     assert children() <= before  # every child reaped
 
 
+def test_workers_only_leaves_this_process_out():
+    """What the language server asks for: every job in a child, this process only waiting; with
+    one process allowed, one child still takes them all."""
+    before = children()
+    for processes in (1, 2):
+        out = fan_out([pid_job(i, 0.05) for i in range(5)], processes, here=False)
+        assert [i for i, _ in out] == list(range(5))
+        pids = {pid for _, pid in out}
+        assert os.getpid() not in pids and 1 <= len(pids) <= processes
+    assert children() <= before
+
+
 def test_one_process_runs_here_in_order():
     out = fan_out([pid_job(i) for i in range(3)], 1)
     assert out == [(0, os.getpid()), (1, os.getpid()), (2, os.getpid())]

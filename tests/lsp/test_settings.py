@@ -69,3 +69,15 @@ def test_server_entry_point_help():
     out = subprocess.run([sys.executable, "-m", "kernelscope.server", "--help"], capture_output=True, text=True,
                          check=True).stdout
     assert "--tcp HOST:PORT" in out
+
+
+def test_the_server_runs_the_second_stage_in_workers_only(tmp_path):
+    """A hover during the second stage needs the server's interpreter: its analyses leave the runs
+    to worker processes (emulator/workers.py), which changes neither the result nor its cache key."""
+    from kernelscope.server.scheduler import _with_capture
+
+    settings = Settings()
+    opts = _with_capture(tmp_path / "k.cu", settings, None)
+    assert opts.budget.workers_only and not settings.analysis.budget.workers_only
+    assert opts.cache_key("digest", "13.5") == settings.analysis.cache_key("digest", "13.5")
+    assert "workersOnly" not in (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
