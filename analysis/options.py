@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 
 class LaunchHint(BaseModel):
@@ -55,8 +56,8 @@ class AnalysisBudget(BaseModel):
         "Processes the second stage's independent runs may use at once (this one included); default: the "
         "CPUs the analysis may run on, at most 4. The result is the same whatever the number; only its "
         "wall-clock time changes."))
-    # not a user setting (excluded from the settings, their docs and the cache key): the server's choice
-    workers_only: bool = Field(False, exclude=True, description=(
+    # not a user setting (out of the settings' schema, their docs and the cache key): the server's choice
+    workers_only: SkipJsonSchema[bool] = Field(False, exclude=True, description=(
         "Run the second stage's runs in worker processes only, none in the analysing process, which then "
         "only waits (the language server sets it: its requests, a hover, need that process's interpreter). "
         "The result is the same either way."))
