@@ -29,7 +29,6 @@ Reports are listeners (llvm-mca's HWEventListener): the engine only calls `on_is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from heapq import heappush
 from typing import Protocol
 
 from ..profile import StallReason
@@ -231,7 +230,7 @@ class Engine:
                     truncated = True
                     break
                 continue
-            nt = scheds[0].next_ready if n_sched == 1 else min(s.next_ready for s in scheds)
+            nt = min(s.next_ready for s in scheds)
             if nt == INF:  # everyone waits on something that never comes (a barrier the model broke)
                 truncated = True
                 break
@@ -381,14 +380,9 @@ class Engine:
                 self._release(release, t)
             sched.take(w)
             return False
-        earl = w.earl
-        if earl > t + 1.0:  # not ready next cycle: leave the ready list for the timed heap
-            try:  # WarpScheduler.take and .park, inlined: this runs at most issues
-                sched.ready.remove(w)
-            except ValueError:
-                pass
-            if earl < INF:
-                heappush(sched.future, (earl, w.age, w))
+        if w.earl > t + 1.0:  # not ready next cycle: leave the ready list for the timed heap
+            sched.take(w)
+            sched.park(w)
         return False
 
     def _others(self, w: WarpState, i: int, reason: int, cycles: float, bucket: int) -> None:

@@ -68,7 +68,7 @@ def fan_out(jobs: Sequence[Callable[[], T]], processes: int, ledger: Ledger | No
     running: list[tuple[int, int]] = []  # (pid, read end) of children not yet collected
     reports = []
     try:
-        for _ in range(n - 1 if here else max(1, n)):
+        for _ in range(n - 1 if here else n):  # n >= 1: no jobs returned above
             running.append(_spawn(jobs, queue_r, ledger))
         mine = _run_queue(jobs, queue_r, ledger) if here else []
         while running:

@@ -210,9 +210,6 @@ def test_second_stage_reuses_the_quick_stages_run_where_it_samples_the_same_iter
     report is the same as with a study that ran its own base run."""
     from kernelscope.analysis.emulator.budget import Ledger
     from kernelscope.analysis.emulator.model import DEFAULT_SETTINGS, emulated_trips, prepare, sensitivity_study
-
-    def prep_of(prog, k, arch, dev, opts, settings):
-        return prepare(k, arch, dev, opts, prog.source, prog, settings=settings).decoded
     from kernelscope.analysis.options import AnalysisBudget
 
     prog = programs["sgemm_tiled"]
@@ -234,4 +231,5 @@ def test_second_stage_reuses_the_quick_stages_run_where_it_samples_the_same_iter
                               cache=dict(waves))
     assert other.spent > 0 and len(study.jobs) == len(alone.jobs)
     warps = next(iter(waves.values())).run.warps_emulated
-    assert emulated_trips(prep_of(prog, k, arch, dev, opts, small), small, warps)[0] != list(quick.emulated_trips)
+    decoded = prepare(k, arch, dev, opts, prog.source, prog, settings=small).decoded
+    assert emulated_trips(decoded, small, warps)[0] != list(quick.emulated_trips)
