@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .advisor.call_sites import call_sites
 from .advisor.ranking import advise
@@ -23,7 +23,7 @@ from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SET
                              sensitivity_study, study_shape, what_if_study)
 from .emulator.workers import available_cores
 from .frontend.compile import CompileResult, KernelResources
-from .frontend.conditional import compile_passes
+from .frontend.conditional import Passes, compile_passes
 from .frontend.inclusion import restricted_to_file, with_context
 from .frontend.instructions import SassModule
 from .frontend.program import FunctionProgram, Program, build_program
@@ -37,6 +37,9 @@ from .process import CancelToken
 from .profile import Assumption, KernelProfile, LaunchConfig, Profile
 from .results import AnalysisResult, KernelReport, Message, OccupancyReport, Resources
 
+if TYPE_CHECKING:
+    from .speculation import Speculation
+
 #: default processes of the second stage: beyond a few, the fork and the base run dominate
 MAX_PROCESSES = 4
 
@@ -44,35 +47,33 @@ MAX_PROCESSES = 4
 def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
                device: DeviceSpec, compiled: CompileResult, module: SassModule, messages: list[Message], base: dict,
                timings: dict[str, float], cancel: CancelToken, report, measured_report: Path | None,
-               depth: Literal["quick", "full"], on_partial) -> AnalysisResult:
-    """`pipeline.analyze` once the file compiled and its SASS is read (see there)."""
+               depth: Literal["quick", "full"], on_partial, ahead: Speculation | None = None) -> AnalysisResult:
+    """`pipeline.analyze` once the file compiled and its SASS is read (see there). `ahead` is the
+    quick stage run on NVRTC's cubin while nvcc compiled: taken where it read the same inputs."""
     arch = catalog.arch(options.arch)
     t = time.perf_counter()
     text = data.decode("utf-8", errors="replace")
-    passes = compile_passes(compiled.command, options.arch, toolchain.version)
-    src = with_context(parse_source(text, passes), source, unit, options.flags, toolchain, passes)
-    program = build_program(module, src, str(source), {r.name: resources(r) for r in compiled.resources})
-    if unit != source:
-        program = restricted_to_file(program)
-    timings["program"] = time.perf_counter() - t
-    cancel.check()
-
-    report("model", 0.6)
-    t = time.perf_counter()
+    inputs = ProgramInputs(module=module, resources={r.name: resources(r) for r in compiled.resources},
+                           passes=compile_passes(compiled.command, options.arch, toolchain.version))
     measured = _measured_profile(measured_report, source) if measured_report else None
-    facts: dict[str, KernelFacts] = {}
-    studies: dict[str, _Study] = {}
     ledger = Ledger.start(options.budget, cancel)  # one budget for the quick stage and the second (docs/emulator.md)
-    for n, fn in enumerate(program.kernels):
+    taken = ahead.take(inputs) if ahead is not None and unit == source and measured is None else None
+    if taken is not None:
+        program, facts, studies = taken.program, taken.facts, taken.studies
+        ledger.spent, ledger.runs = taken.spent, taken.runs
+        timings["program"] = 0.0
+        timings["model"] = time.perf_counter() - t  # the wait for what was run ahead to end
+        timings["model_ahead"] = taken.seconds
+    else:
+        program = program_of(source, unit, text, options, toolchain, inputs)
+        timings["program"] = time.perf_counter() - t
         cancel.check()
-        report(f"model {fn.name.split('(')[0]}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
-        resolved = resolve_launch(fn.name, program.source, options, device.sm_count)
-        studies[fn.mangled] = study = _study(program, fn, arch, device, options, measured, resolved, ledger,
-                                             len(program.kernels) - n)
-        # Memory-access facts depend on which threads share a warp: the (measured or resolved) block.
-        facts[fn.mangled] = kernel_facts(program, fn, arch, options.default_trip_count, block=study.launch.block,
-                                         values=resolved.values)
-    timings["model"] = time.perf_counter() - t
+        report("model", 0.6)
+        t = time.perf_counter()
+        facts, studies = model_kernels(program, arch, device, options, measured, ledger, cancel, report)
+        timings["model"] = time.perf_counter() - t
+    if ahead is not None:  # not taken: stopped now, not when the second stage ends
+        ahead.close()
     # a kernel modeled with a default launch says so where it is defined, with how to give the real one
     messages = messages + [Message(file=str(source), line=fn.source_line, column=None, severity="info", message=note,
                                    source="kernelscope")
@@ -81,7 +82,11 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
     common = dict(base, compiled=True, device_only=compiled.device_only, messages=tuple(messages))
     if not program.kernels:
         common["messages"] += (Message.note(source, "no kernels (__global__ functions) in this file"),)
-    result = _assemble(program, catalog, device, options, text, facts, studies, common, timings, measured, "quick")
+    t = time.perf_counter()
+    found = taken.findings if taken is not None else findings(program, catalog, device, options, text, facts,
+                                                              studies, measured)
+    timings["advise"] = time.perf_counter() - t
+    result = AnalysisResult(**common, **found, timings=dict(timings), depth="quick")
     if depth == "quick" or not any(s.profile is not None and s.measured is False for s in studies.values()):
         return result.model_copy(update={"depth": "full"}) if depth == "full" else result
     if on_partial is not None:
@@ -96,7 +101,10 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
         studies[fn.mangled] = _deepen(program, fn, arch, device, options, studies[fn.mangled], ledger,
                                       len(program.kernels) - n)
     timings["sensitivity"] = time.perf_counter() - t
-    return _assemble(program, catalog, device, options, text, facts, studies, common, timings, measured, "full")
+    t = time.perf_counter()
+    found = findings(program, catalog, device, options, text, facts, studies, measured)
+    timings["advise"] = time.perf_counter() - t
+    return AnalysisResult(**common, **found, timings=timings, depth="full")
 
 
 def resources(r: KernelResources) -> Resources:
@@ -106,10 +114,45 @@ def resources(r: KernelResources) -> Resources:
                      spill_stores=r.spill_store_bytes, spill_loads=r.spill_load_bytes, local_bytes=r.local_bytes)
 
 
-def _assemble(program: Program, catalog, device: DeviceSpec, options: AnalysisOptions, text: str,
-              facts: dict[str, KernelFacts], studies: dict[str, _Study], common: dict, timings: dict[str, float],
-              measured: Profile | None, depth: str) -> AnalysisResult:
-    t = time.perf_counter()
+@dataclass(frozen=True)
+class ProgramInputs:
+    """What `program_of` reads from the compile: the same inputs give the same program, and the
+    same quick stage (what `speculation.py` checks before it takes a run made ahead)."""
+
+    module: SassModule
+    resources: dict[str, Resources]
+    passes: Passes
+
+
+def program_of(source: Path, unit: Path, text: str, options: AnalysisOptions, toolchain: Toolchain,
+               inputs: ProgramInputs) -> Program:
+    src = with_context(parse_source(text, inputs.passes), source, unit, options.flags, toolchain, inputs.passes)
+    program = build_program(inputs.module, src, str(source), inputs.resources)
+    return restricted_to_file(program) if unit != source else program
+
+
+def model_kernels(program: Program, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
+                  measured: Profile | None, ledger: Ledger, cancel: CancelToken,
+                  report) -> tuple[dict[str, KernelFacts], dict[str, _Study]]:
+    """The quick stage's facts and study of each kernel (one emulation each)."""
+    facts: dict[str, KernelFacts] = {}
+    studies: dict[str, _Study] = {}
+    for n, fn in enumerate(program.kernels):
+        cancel.check()
+        report(f"model {fn.name.split('(')[0]}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
+        resolved = resolve_launch(fn.name, program.source, options, device.sm_count)
+        studies[fn.mangled] = study = _study(program, fn, arch, device, options, measured, resolved, ledger,
+                                             len(program.kernels) - n)
+        # Memory-access facts depend on which threads share a warp: the (measured or resolved) block.
+        facts[fn.mangled] = kernel_facts(program, fn, arch, options.default_trip_count, block=study.launch.block,
+                                         values=resolved.values)
+    return facts, studies
+
+
+def findings(program: Program, catalog, device: DeviceSpec, options: AnalysisOptions, text: str,
+             facts: dict[str, KernelFacts], studies: dict[str, _Study], measured: Profile | None) -> dict:
+    """What a result says of the file's kernels, as `AnalysisResult` fields: their reports, the
+    advice, the profile and the rooflines."""
     arch = catalog.arch(options.arch)
     roofline = roofline_model(catalog, device)
     profiles = tuple(s.profile for s in studies.values() if s.profile is not None)
@@ -118,7 +161,6 @@ def _assemble(program: Program, catalog, device: DeviceSpec, options: AnalysisOp
                     device=device, roofline_model=roofline,
                     sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
                     what_if={m: s.what_if for m, s in studies.items() if s.what_if})
-    timings = {**timings, "advise": time.perf_counter() - t}
     kernels = tuple(_kernel_report(program, fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled),
                                    device.sm_count) for fn in program.kernels)
     profile = None
@@ -126,8 +168,7 @@ def _assemble(program: Program, catalog, device: DeviceSpec, options: AnalysisOp
         # A report that matched none of this file's kernels leaves every number modeled: say so.
         used = measured is not None and any(s.measured for s in studies.values())
         profile = Profile(kernels=profiles, provenance=measured.provenance if used else profiles[0].provenance)
-    return AnalysisResult(**common, kernels=kernels, advice=advice, profile=profile,
-                          rooflines=tuple(rooflines.values()), timings=timings, depth=depth)
+    return dict(kernels=kernels, advice=advice, profile=profile, rooflines=tuple(rooflines.values()))
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,10 @@ class AnalysisBudget(BaseModel):
         "Run the second stage's runs in worker processes only, none in the analysing process, which then "
         "only waits (the language server sets it: its requests, a hover, need that process's interpreter). "
         "The result is the same either way."))
+    run_ahead: SkipJsonSchema[bool] = Field(True, exclude=True, description=(
+        "Run the quick stage on NVRTC's cubin of the device code while nvcc compiles (analysis/speculation.py); "
+        "kept only when nvcc's cubin gives the same SASS, resources and macros, so the result is the same "
+        "either way (benchmarks turn it off to measure what it saves)."))
 
 
 class AnalysisOptions(BaseModel):

@@ -25,6 +25,7 @@ from .machine.arch import load_arch_specs
 from .options import AnalysisOptions
 from .process import CancelToken
 from .results import AnalysisResult, Message, ToolchainInfo
+from .speculation import Speculation
 
 #: the stages after the compile (`modeling.py`, and the SASS reader), imported on a thread while
 #: nvcc runs: their imports are about half of the command line's start-up, and the compile waits
@@ -119,6 +120,22 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
         loading = threading.Thread(target=load_late_stages, args=(options.arch,), daemon=True,
                                    name="kernelscope-import")
         loading.start()
+    # the quick stage run on NVRTC's cubin while nvcc compiles, taken if nvcc's gives the same inputs
+    ahead = None if is_header(source) or measured_report else Speculation.begin(
+        source, data, options, toolchain, catalog, device, cc, loading)
+    try:
+        return _compile_and_model(source, data, options, toolchain, catalog, device, cc, base, timings, cancel,
+                                  report, measured_report, depth, on_partial, prelaunch, loading, ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _compile_and_model(source: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
+                       device, cc, base: dict, timings: dict[str, float], cancel: CancelToken, report: Progress,
+                       measured_report: Path | None, depth: Literal["quick", "full"],
+                       on_partial: Callable[[AnalysisResult], None] | None, prelaunch: Prelaunch | None,
+                       loading: threading.Thread | None, ahead: Speculation | None) -> AnalysisResult:
     report("compile", 0.0)
     t = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as work:
@@ -153,4 +170,4 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     from . import modeling
 
     return modeling.model_file(source, unit, data, options, toolchain, catalog, device, compiled, module, messages,
-                               base, timings, cancel, report, measured_report, depth, on_partial)
+                               base, timings, cancel, report, measured_report, depth, on_partial, ahead)

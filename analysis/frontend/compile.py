@@ -119,6 +119,15 @@ def nvcc_argv(source: Path, cubin: Path, arch: str, toolchain: Toolchain, flags:
             "-o", str(cubin), str(source)]
 
 
+def compile_flags(source: Path, user_flags: Sequence[str],
+                  compile_command: CompileCommand | None) -> tuple[tuple[str, ...], Path]:
+    """The flags `compile_cuda` gives nvcc besides its own, and the folder it runs nvcc in."""
+    cc_flags = compile_command.flags if compile_command is not None else ()
+    flags = (*cc_flags, *filter_flags(user_flags, source))
+    cwd = compile_command.directory if compile_command is not None and compile_command.directory.is_dir() else source.parent
+    return flags, cwd
+
+
 def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str] = (), toolchain: Toolchain,
                  compile_command: CompileCommand | None = None, cancel: CancelToken | None = None,
                  timeout: float = 120, workdir: Path | None = None, prelaunch: Prelaunch | None = None) -> CompileResult:
@@ -141,9 +150,7 @@ def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str]
     workdir = Path(tempfile.mkdtemp(prefix="kernelscope-")) if workdir is None else workdir
     workdir.mkdir(parents=True, exist_ok=True)
     cubin_path = workdir / f"{source.stem}.cubin"
-    cc_flags = compile_command.flags if compile_command is not None else ()
-    flags = (*cc_flags, *filter_flags(user_flags, source))
-    cwd = compile_command.directory if compile_command is not None and compile_command.directory.is_dir() else source.parent
+    flags, cwd = compile_flags(source, user_flags, compile_command)
     argv = nvcc_argv(source, cubin_path, arch, toolchain, flags)
     started = prelaunch.take(argv, cwd, toolchain.env, cubin_path) if prelaunch is not None else None
     output, returncode = _run_nvcc(argv, toolchain, cwd, timeout, cancel, started)

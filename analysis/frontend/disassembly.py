@@ -32,6 +32,16 @@ def read_sass(cubin: bytes, cubin_path: Path, nvdisasm: Path, *, cancel: CancelT
         if named != listed:
             raise DisassemblyError(f"the cubin decoder disagrees with nvdisasm on {cubin_path}")
         return listed
+    return _readable(module, cxxfilt, cancel)
+
+
+def decoded_sass(cubin: bytes, *, cxxfilt: Path | None = None, cancel: CancelToken | None = None) -> SassModule | None:
+    """The decoder's SASS of one cubin as `read_sass` gives it, or None where nvdisasm would be needed."""
+    module = decode_cubin(cubin)
+    return _readable(module, cxxfilt, cancel) if module is not None else None
+
+
+def _readable(module: SassModule, cxxfilt: Path | None, cancel: CancelToken | None) -> SassModule:
     names = demangle([f.mangled_name for f in module.functions]
                      + [s.mangled_name for f in module.functions for s in f.subroutines], cxxfilt=cxxfilt, cancel=cancel)
     return with_demangled_names(module, names)

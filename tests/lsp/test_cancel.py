@@ -10,7 +10,7 @@ SLOW = "slow_template.cu"  # minutes to compile
 
 
 def _procs() -> dict[int, tuple[int, int, str]]:
-    """pid -> (ppid, pgid, name) for every live (non-zombie) process."""
+    """pid -> (ppid, session, name) for every live (non-zombie) process."""
     out = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -37,22 +37,25 @@ def _descendants(root: int) -> dict[int, tuple[int, int, str]]:
 
 
 async def _wait_for_compiler(server_pid: int, timeout: float = 60) -> set[int]:
-    """Process groups of the compiler tree once cicc or ptxas runs under the server."""
+    """Sessions of the compiler tree once cicc or ptxas runs under the server (nvcc runs in a
+    session of its own; NVRTC's child, forked, in the server's)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
         kids = _descendants(server_pid)
         if any(name in ("cicc", "ptxas") for _, _, name in kids.values()):
-            return {pgid for _, pgid, _ in kids.values() if pgid != os.getpgid(server_pid)}
+            return {sid for _, sid, _ in kids.values() if sid != os.getsid(server_pid)}
         await asyncio.sleep(0.05)
     raise TimeoutError("the compiler never started")
 
 
-async def _gone(pgids: set[int], timeout: float = 10) -> bool:
+async def _gone(sessions: set[int], server_pid: int | None = None, timeout: float = 10) -> bool:
+    """No process of the compiler's sessions is left; with `server_pid`, no child of the server either."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
-        if not any(pgid in pgids for _, pgid, _ in _procs().values()):
+        if not any(sid in sessions for _, sid, _ in _procs().values()) and not (
+                server_pid is not None and _descendants(server_pid)):
             return True
         await asyncio.sleep(0.05)
     return False
@@ -62,7 +65,7 @@ async def test_cancel_from_progress_kills_the_compiler(lsp):
     async with lsp() as s:
         server_pid = s.client._server.pid
         await s.open(SLOW, wait=False)
-        pgids = await _wait_for_compiler(server_pid)
+        sessions = await _wait_for_compiler(server_pid)
         tokens = [t for t, reports in s.client.progress_reports.items()
                   if any(isinstance(r, types.WorkDoneProgressBegin) and r.cancellable for r in reports)]
         assert len(tokens) == 1, s.client.progress_reports
@@ -70,7 +73,7 @@ async def test_cancel_from_progress_kills_the_compiler(lsp):
         s.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=tokens[0]))
         done = await s.wait_finished(s.uri(SLOW), n, timeout=30, final=False)
         assert done["cancelled"] == "user"
-        assert await _gone(pgids), f"compiler processes left: {_descendants(server_pid)}"
+        assert await _gone(sessions, server_pid), f"compiler processes left: {_descendants(server_pid)}"
         # the progress ends after the outcome is published: wait for that message, briefly
         for _ in range(100):
             if isinstance(s.client.progress_reports[tokens[0]][-1], types.WorkDoneProgressEnd):
@@ -85,12 +88,12 @@ async def test_newer_save_supersedes_a_running_compile(lsp, workspace):
     async with lsp() as s:
         server_pid = s.client._server.pid
         await s.open(SLOW, wait=False)
-        pgids = await _wait_for_compiler(server_pid)
+        sessions = await _wait_for_compiler(server_pid)
         fast = (workspace / "tracked.cu").read_text()
         s.change(SLOW, types.TextDocumentContentChangeWholeDocument(text=fast))
         done = await s.save(SLOW, fast)  # the file now compiles in a second
         assert done["cache"] == "miss" and done["compiled"] is True
-        assert await _gone(pgids), f"compiler processes left: {_descendants(server_pid)}"
+        assert await _gone(sessions, server_pid), f"compiler processes left: {_descendants(server_pid)}"
         assert [f.get("cancelled") for f in s.finished if f["uri"] == s.uri(SLOW)][0] == "superseded"
         assert [d.range.start.line for d in s.diagnostics(SLOW) if d.source == "nvcc"] == [3]
 
@@ -99,8 +102,8 @@ async def test_shutdown_kills_running_compiles(lsp):
     async with lsp() as s:
         server_pid = s.client._server.pid
         await s.open(SLOW, wait=False)
-        pgids = await _wait_for_compiler(server_pid)
-    assert await _gone(pgids)
+        sessions = await _wait_for_compiler(server_pid)
+    assert await _gone(sessions)
 
 
 NEST = """__global__ void nest3(float* out, int n) {

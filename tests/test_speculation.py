@@ -1,0 +1,142 @@
+"""The quick stage run ahead on NVRTC's cubin while nvcc compiles (analysis/speculation.py): taken
+only when nvcc's cubin gives the same inputs, so that every result is what nvcc's cubin alone
+gives; dropped (and not retried for a while) when they differ; its NVRTC child gone after a
+cancel."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.emulator.workers import can_fork
+from kernelscope.analysis.frontend.nvrtc import device_part, nvrtc_options
+from kernelscope.analysis.options import AnalysisBudget, AnalysisOptions
+from kernelscope.analysis.pipeline import analyze
+from kernelscope.analysis.process import Cancelled, CancelToken
+from kernelscope.analysis.speculation import SKIP_AFTER_MISS, Speculation
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _nvrtc_release() -> tuple[int, int] | None:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return None
+    _, major, minor = nvrtc.nvrtcVersion()
+    return major, minor
+
+
+@pytest.fixture
+def same_release(toolchain):
+    """The run ahead is tried only with an NVRTC of nvcc's own release (the wheels' pair)."""
+    if not can_fork():
+        pytest.skip("NVRTC runs in a forked child (Linux only)")
+    if _nvrtc_release() != toolchain.major_minor:
+        pytest.skip(f"NVRTC {_nvrtc_release()} is not nvcc {toolchain.version}'s release: nothing is run ahead")
+    return toolchain
+
+
+def _options(run_ahead: bool) -> AnalysisOptions:
+    return AnalysisOptions(budget=AnalysisBudget(run_ahead=run_ahead, processes=1))
+
+
+def _comparable(result) -> str:
+    # timings and the profiles' creation times are when, not what
+    return re.sub(r'"time": ?"[^"]*"', "", result.model_dump_json(exclude={"timings"}))
+
+
+@pytest.mark.parametrize("name", ["examples/sgemm_tiled.cu", "tests/data/lsp/saxpy.cu",
+                                  "tests/data/real/how-to-optimize-in-gpu/reduce_v3_add_during_load.cu"])
+def test_taken_when_nvcc_gives_the_same_sass_and_the_result_is_unchanged(name, same_release, tmp_path):
+    source = tmp_path / Path(name).name
+    source.write_bytes((REPO / name).read_bytes())
+    ahead = analyze(source, _options(True), toolchain=same_release)
+    alone = analyze(source, _options(False), toolchain=same_release)
+    assert "model_ahead" in ahead.timings and "model_ahead" not in alone.timings
+    assert ahead.depth == alone.depth == "full" and ahead.kernels
+    assert _comparable(ahead) == _comparable(alone)
+
+
+RTC_BRANCH = """\
+__global__ void scale(float* a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifdef __CUDACC_RTC__
+  if (i < n) a[i] = 1.f;
+#else
+  if (i < n) a[i] = sqrtf(a[i]) * 2.f + a[i];
+#endif
+}
+
+int main() { scale<<<256, 256>>>(nullptr, 65536); return 0; }
+"""
+
+
+def test_not_taken_when_the_device_code_differs_and_not_retried_at_once(same_release, tmp_path):
+    """NVRTC defines __CUDACC_RTC__, nvcc does not: NVRTC's kernel is another one, and nvcc's is
+    what the result shows. The file is then not run ahead for its next analyses."""
+    source = tmp_path / "rtc_branch.cu"
+    source.write_text(RTC_BRANCH)
+    ahead = analyze(source, _options(True), toolchain=same_release, depth="quick")
+    alone = analyze(source, _options(False), toolchain=same_release, depth="quick")
+    assert "model_ahead" not in ahead.timings
+    assert _comparable(ahead) == _comparable(alone)
+    # the time is spent on nvcc's line (6), which NVRTC's kernel does not have
+    kernel = ahead.profile.kernels[0]
+    assert kernel.line(6) is not None and kernel.line(4) is None
+    from kernelscope.analysis.machine.arch import load_arch_specs
+
+    catalog = load_arch_specs(None)
+    device = catalog.default_device(catalog.arch("sm_90"))
+    begin = [Speculation.begin(source.resolve(), source.read_bytes(), _options(True), same_release, catalog, device,
+                               None, None) for _ in range(SKIP_AFTER_MISS + 1)]
+    assert begin[:SKIP_AFTER_MISS] == [None] * SKIP_AFTER_MISS
+    assert begin[-1] is not None  # then tried again
+    begin[-1].close()
+
+
+def _children() -> set[int]:
+    out: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            out |= {int(p) for p in (task / "children").read_text().split()}
+        except OSError:
+            pass
+    return out
+
+
+def test_a_cancel_leaves_no_nvrtc_child(same_release, tmp_path):
+    """NVRTC compiles in a forked child because a compile in this process could not be stopped:
+    slow_template.cu takes nvcc and NVRTC minutes. A cancel ends both."""
+    source = tmp_path / "slow_template.cu"
+    source.write_bytes((REPO / "tests/data/lsp/slow_template.cu").read_bytes())
+    before = _children()
+    cancel = CancelToken()
+    timer = threading.Timer(2.0, cancel.cancel)
+    timer.start()
+    with pytest.raises(Cancelled):
+        analyze(source, _options(True), toolchain=same_release, cancel=cancel)
+    assert _children() <= before
+
+
+def test_device_part_keeps_every_line_and_the_cuda_headers(toolchain):
+    source = (REPO / "examples/sgemm_tiled.cu").read_bytes()
+    include = toolchain.nvcc.resolve().parent.parent / "include"
+    part = device_part(source, include)
+    assert part.count(b"\n") == source.count(b"\n")
+    text = part.decode()
+    assert "#include <cuda_runtime.h>" in text and "<cstdio>" not in text  # the host's C++ headers go
+    assert "__global__" in text and "int main" not in text and "cudaMalloc" not in text
+
+
+def test_nvrtc_options_translate_nvcc_flags_or_give_up(tmp_path):
+    inc = (tmp_path / "inc",)
+    assert nvrtc_options(["-DTILE=32", "-U", "NDEBUG", "-I", "include", "-std=c++17", "--use_fast_math",
+                          "-Xcompiler", "-fopenmp", "-O3", "-maxrregcount", "64"], "sm_90", tmp_path, inc) == [
+        "--gpu-architecture=sm_90", "-lineinfo", "--ptxas-options=-v", "-default-device", "-DTILE=32", "-UNDEBUG",
+        f"-I{tmp_path / 'include'}", "-std=c++17", "--use_fast_math", "-maxrregcount=64", f"-I{inc[0]}"]
+    assert nvrtc_options(["--some-future-flag"], "sm_90", tmp_path, inc) is None
