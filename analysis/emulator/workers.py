@@ -134,6 +134,7 @@ def _spawn(jobs, queue: int, ledger: Ledger | None) -> tuple[int, int]:
     code = 0
     try:
         os.close(r)
+        _close_inherited((queue, w))
         _die_with_parent()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         before = (ledger.spent, ledger.runs) if ledger is not None else (0, 0)
@@ -150,6 +151,19 @@ def _spawn(jobs, queue: int, ledger: Ledger | None) -> tuple[int, int]:
         code = 1
     finally:
         os._exit(code)
+
+
+def _close_inherited(keep: tuple[int, ...]) -> None:
+    """Close every descriptor the fork copied that this child does not use (standard streams
+    aside). Another thread of the parent may have had a pipe open at the fork; its copy here would
+    keep it open as long as this child lives. One such pipe is the one a `subprocess.Popen` in
+    progress reads until its child has exec'd: a run ahead forked while nvcc was being started
+    held nvcc's start back for the whole NVRTC compile (minutes for slow_template.cu)."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
 
 
 def _die_with_parent() -> None:

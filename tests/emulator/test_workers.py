@@ -125,3 +125,17 @@ def test_sensitivity_and_what_if_do_not_depend_on_the_number_of_processes(toolch
     assert s1.kernel_region.bottleneck is not None and len(w1.sm_scaling) > 2
     # every run is charged, whichever process ran it (a child repeats a cached base wave at most)
     assert [f.spent >= s.spent > 0 for s, f in zip(serial, forked)] == [True, True]
+
+
+def test_a_child_holds_no_descriptor_of_the_parent():
+    """A pipe the parent has open when it forks (another thread's `subprocess.Popen` reads one
+    until its child has exec'd) is closed in the child at once: held there, it kept nvcc's start
+    waiting for a run ahead's whole NVRTC compile."""
+    r, w = os.pipe()
+    try:
+        (fds,) = fan_out([lambda: sorted(int(fd) for fd in os.listdir("/proc/self/fd"))], 1, here=False)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert r not in fds and w not in fds
+    assert len([fd for fd in fds if fd > 2]) <= 3  # the job queue, the result pipe, the listing's own
