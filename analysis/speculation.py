@@ -68,8 +68,7 @@ class Speculation:
 
     @classmethod
     def begin(cls, source: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
-              device: DeviceSpec, compile_command: CompileCommand | None,
-              loading: threading.Thread | None) -> Speculation | None:
+              device: DeviceSpec, compile_command: CompileCommand | None) -> Speculation | None:
         """Start the run ahead of `source` (its bytes `data`), or None where none is tried: a
         measured profile or no emulation asked for, no fork to run NVRTC in, or a recent miss."""
         from .emulator.workers import can_fork
@@ -82,7 +81,7 @@ class Speculation:
             if _skips.get(key, 0) > 0:
                 _skips[key] -= 1
                 return None
-        ahead = cls(key, (source, data, options, toolchain, catalog, device, flags, cwd, loading))
+        ahead = cls(key, (source, data, options, toolchain, catalog, device, flags, cwd))
         ahead._thread.start()
         return ahead
 
@@ -113,7 +112,7 @@ class Speculation:
             _skips[self._key] = SKIP_AFTER_MISS
 
     def _run(self, source: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
-             device: DeviceSpec, flags: tuple[str, ...], cwd: Path, loading: threading.Thread | None) -> None:
+             device: DeviceSpec, flags: tuple[str, ...], cwd: Path) -> None:
         start = time.perf_counter()
         try:
             cubin = self._device_cubin(source, data, options.arch, flags, cwd, toolchain)
@@ -122,8 +121,6 @@ class Speculation:
         try:
             if cubin is None:
                 return
-            if loading is not None:  # the decoder's table and the modeling stages' imports
-                loading.join()
             from .frontend.conditional import compile_passes
             from .frontend.disassembly import decoded_sass
             from .emulator.budget import Ledger

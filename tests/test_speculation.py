@@ -5,8 +5,11 @@ cancel."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -15,7 +18,7 @@ import pytest
 from kernelscope.analysis.emulator.workers import can_fork
 from kernelscope.analysis.frontend.nvrtc import device_part, nvrtc_options
 from kernelscope.analysis.options import AnalysisBudget, AnalysisOptions
-from kernelscope.analysis.pipeline import analyze
+from kernelscope.analysis.pipeline import analyze, load_late_stages
 from kernelscope.analysis.process import Cancelled, CancelToken
 from kernelscope.analysis.speculation import SKIP_AFTER_MISS, Speculation
 
@@ -38,6 +41,7 @@ def same_release(toolchain):
         pytest.skip("NVRTC runs in a forked child (Linux only)")
     if _nvrtc_release() != toolchain.major_minor:
         pytest.skip(f"NVRTC {_nvrtc_release()} is not nvcc {toolchain.version}'s release: nothing is run ahead")
+    load_late_stages("sm_90")  # as the language server does at start: a process still importing runs nothing ahead
     return toolchain
 
 
@@ -93,7 +97,7 @@ def test_not_taken_when_the_device_code_differs_and_not_retried_at_once(same_rel
     catalog = load_arch_specs(None)
     device = catalog.default_device(catalog.arch("sm_90"))
     begin = [Speculation.begin(source.resolve(), source.read_bytes(), _options(True), same_release, catalog, device,
-                               None, None) for _ in range(SKIP_AFTER_MISS + 1)]
+                               None) for _ in range(SKIP_AFTER_MISS + 1)]
     assert begin[:SKIP_AFTER_MISS] == [None] * SKIP_AFTER_MISS
     assert begin[-1] is not None  # then tried again
     begin[-1].close()
@@ -140,3 +144,15 @@ def test_nvrtc_options_translate_nvcc_flags_or_give_up(tmp_path):
         "--gpu-architecture=sm_90", "-lineinfo", "--ptxas-options=-v", "-default-device", "-DTILE=32", "-UNDEBUG",
         f"-I{tmp_path / 'include'}", "-std=c++17", "--use_fast_math", "-maxrregcount=64", f"-I{inc[0]}"]
     assert nvrtc_options(["--some-future-flag"], "sm_90", tmp_path, inc) is None
+
+
+def test_the_command_line_runs_nothing_ahead(same_release, tmp_path):
+    """A command line's one analysis imports the later stages while nvcc runs, and a compile it
+    started early ends before NVRTC's could: nothing is run ahead there (docs/toolchain.md)."""
+    source = tmp_path / "saxpy.cu"
+    source.write_bytes((REPO / "tests/data/lsp/saxpy.cu").read_bytes())
+    out = subprocess.run([sys.executable, "-m", "kernelscope.cli", "analyze", "--json", "--quick", str(source)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["compiled"] and "model" in result["timings"] and "model_ahead" not in result["timings"]
