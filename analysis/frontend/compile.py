@@ -14,7 +14,7 @@ import re
 import signal
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -548,30 +548,36 @@ _CONTAINERS = {"translation_unit", "preproc_if", "preproc_ifdef", "preproc_else"
                "namespace_definition", "declaration_list", "linkage_specification"}
 
 
-def host_function_spans(source: bytes) -> list[tuple[int, int]]:
-    """Byte spans of host-only function definitions at namespace scope (tree-sitter-cuda).
+def namespace_scope(node) -> Iterator:
+    """The syntax nodes at namespace scope under `node`: inside namespaces, `extern "C"` blocks
+    and `#if` branches too."""
+    for child in node.named_children:
+        if child.type in _CONTAINERS:
+            yield from namespace_scope(child)
+        else:
+            yield child
+
+
+def host_function_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
+    """Byte spans of host-only function definitions at namespace scope (tree-sitter-cuda; `tree`
+    is `source`'s, when the caller has parsed it already).
 
     Methods inside classes and constexpr functions are kept: device code may call them
     (--expt-relaxed-constexpr), and removing a method changes the class.
     """
-    tree = _parser().parse(source)
+    tree = tree or _parser().parse(source)
     spans: list[tuple[int, int]] = []
-
-    def visit(node) -> None:
-        for child in node.named_children:
-            if child.type in _CONTAINERS:
-                visit(child)
-            elif child.type in ("function_definition", "template_declaration"):
-                fn = child if child.type == "function_definition" else next(
-                    (c for c in child.named_children if c.type == "function_definition"), None)
-                if fn is None:
-                    continue
-                body = fn.child_by_field_name("body")
-                signature = source[child.start_byte:body.start_byte if body else fn.end_byte]
-                if not _DEVICE_QUALIFIER.search(signature) and b"constexpr" not in signature:
-                    spans.append((child.start_byte, child.end_byte))
-
-    visit(tree.root_node)
+    for child in namespace_scope(tree.root_node):
+        if child.type not in ("function_definition", "template_declaration"):
+            continue
+        fn = child if child.type == "function_definition" else next(
+            (c for c in child.named_children if c.type == "function_definition"), None)
+        if fn is None:
+            continue
+        body = fn.child_by_field_name("body")
+        signature = source[child.start_byte:body.start_byte if body else fn.end_byte]
+        if not _DEVICE_QUALIFIER.search(signature) and b"constexpr" not in signature:
+            spans.append((child.start_byte, child.end_byte))
     return spans
 
 

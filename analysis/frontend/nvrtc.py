@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .compile import KernelResources, blank_spans, host_function_spans, parse_resources
+from .compile import KernelResources, blank_spans, host_function_spans, namespace_scope, parse_resources
 from .toolchain import Toolchain
 from .treesitter import parser
 
@@ -91,20 +91,13 @@ def device_part(data: bytes, cuda_include: Path) -> bytes:
     compile of a file that nvcc compiles whole. A `<header>` the CUDA include folder does not
     have (`<cstdio>`, `<vector>`) is a host compiler's, which NVRTC does not have."""
     tree = parser().parse(data)
-    spans = host_function_spans(data)
-    todo = [tree.root_node]
-    while todo:
-        node = todo.pop()
-        for child in node.named_children:
-            if child.type == "preproc_include":
-                path = child.child_by_field_name("path")
-                if path is not None and path.type == "system_lib_string":
-                    name = path.text.decode(errors="replace").strip("<>")
-                    if name in _HOST_API or not (cuda_include / name).is_file():
-                        spans.append((child.start_byte, child.end_byte))
-            elif child.type.startswith("preproc_") or child.type in ("translation_unit", "declaration_list",
-                                                                    "namespace_definition", "linkage_specification"):
-                todo.append(child)
+    spans = host_function_spans(data, tree)
+    for node in namespace_scope(tree.root_node):
+        path = node.child_by_field_name("path") if node.type == "preproc_include" else None
+        if path is not None and path.type == "system_lib_string":
+            name = path.text.decode(errors="replace").strip("<>")
+            if name in _HOST_API or not (cuda_include / name).is_file():
+                spans.append((node.start_byte, node.end_byte))
     return blank_spans(data, spans)
 
 
