@@ -127,50 +127,42 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     ahead = None if loading is not None or is_header(source) or measured_report else Speculation.begin(
         source, data, options, toolchain, catalog, device, cc)
     try:
-        return _compile_and_model(source, data, options, toolchain, catalog, device, cc, base, timings, cancel,
-                                  report, measured_report, depth, on_partial, prelaunch, loading, ahead)
+        report("compile", 0.0)
+        t = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="kernelscope-") as work:
+            def compile_unit(unit: Path):
+                unit_cc = cc if unit == source else (
+                    find_compile_command(unit, options.compile_commands) if options.compile_commands else None)
+                return compile_cuda(unit, arch=options.arch, user_flags=options.flags, toolchain=toolchain,
+                                    compile_command=unit_cc, cancel=cancel, timeout=options.compile_timeout_s,
+                                    workdir=Path(work), prelaunch=prelaunch)
+
+            compiled, context = compile_in_context(source, options.flags, toolchain, options.compile_commands,
+                                                   compile_unit)
+            unit = context.unit if context is not None else source
+            timings["compile"] = time.perf_counter() - t
+            messages = [_message(m) for m in compiled.messages]
+            if context is not None:
+                messages.append(Message.note(
+                    source, f"analysed in the translation unit of {unit}, which includes this file"))
+            if compiled.device_only:
+                messages.append(Message.note(source, compiled.note, "warning"))
+            if not compiled.success or compiled.cubin_path is None:
+                return AnalysisResult(**base, compiled=False, messages=tuple(messages), timings=timings)
+            cancel.check()
+            report("disassemble", 0.5)
+            t = time.perf_counter()
+            if loading is not None:  # what the thread builds, the decoder would otherwise build now
+                loading.join()
+            from .frontend.disassembly import read_sass
+
+            module = read_sass(compiled.cubin, compiled.cubin_path, toolchain.nvdisasm, cancel=cancel)
+            timings["disassemble"] = time.perf_counter() - t
+
+        from . import modeling
+
+        return modeling.model_file(source, unit, data, options, toolchain, catalog, device, compiled, module, messages,
+                                   base, timings, cancel, report, measured_report, depth, on_partial, ahead)
     finally:
         if ahead is not None:
             ahead.close()
-
-
-def _compile_and_model(source: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
-                       device, cc, base: dict, timings: dict[str, float], cancel: CancelToken, report: Progress,
-                       measured_report: Path | None, depth: Literal["quick", "full"],
-                       on_partial: Callable[[AnalysisResult], None] | None, prelaunch: Prelaunch | None,
-                       loading: threading.Thread | None, ahead: Speculation | None) -> AnalysisResult:
-    report("compile", 0.0)
-    t = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="kernelscope-") as work:
-        def compile_unit(unit: Path):
-            unit_cc = cc if unit == source else (
-                find_compile_command(unit, options.compile_commands) if options.compile_commands else None)
-            return compile_cuda(unit, arch=options.arch, user_flags=options.flags, toolchain=toolchain,
-                                compile_command=unit_cc, cancel=cancel, timeout=options.compile_timeout_s,
-                                workdir=Path(work), prelaunch=prelaunch)
-
-        compiled, context = compile_in_context(source, options.flags, toolchain, options.compile_commands,
-                                               compile_unit)
-        unit = context.unit if context is not None else source
-        timings["compile"] = time.perf_counter() - t
-        messages = [_message(m) for m in compiled.messages]
-        if context is not None:
-            messages.append(Message.note(source, f"analysed in the translation unit of {unit}, which includes this file"))
-        if compiled.device_only:
-            messages.append(Message.note(source, compiled.note, "warning"))
-        if not compiled.success or compiled.cubin_path is None:
-            return AnalysisResult(**base, compiled=False, messages=tuple(messages), timings=timings)
-        cancel.check()
-        report("disassemble", 0.5)
-        t = time.perf_counter()
-        if loading is not None:  # what the thread builds, the decoder would otherwise build now
-            loading.join()
-        from .frontend.disassembly import read_sass
-
-        module = read_sass(compiled.cubin, compiled.cubin_path, toolchain.nvdisasm, cancel=cancel)
-        timings["disassemble"] = time.perf_counter() - t
-
-    from . import modeling
-
-    return modeling.model_file(source, unit, data, options, toolchain, catalog, device, compiled, module, messages,
-                               base, timings, cancel, report, measured_report, depth, on_partial, ahead)

@@ -6,7 +6,6 @@ cancel."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from _processes import children
 
 from kernelscope.analysis.emulator.workers import can_fork
 from kernelscope.analysis.frontend.nvrtc import device_part, nvrtc_options
@@ -103,28 +103,18 @@ def test_not_taken_when_the_device_code_differs_and_not_retried_at_once(same_rel
     begin[-1].close()
 
 
-def _children() -> set[int]:
-    out: set[int] = set()
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            out |= {int(p) for p in (task / "children").read_text().split()}
-        except OSError:
-            pass
-    return out
-
-
 def test_a_cancel_leaves_no_nvrtc_child(same_release, tmp_path):
     """NVRTC compiles in a forked child because a compile in this process could not be stopped:
     slow_template.cu takes nvcc and NVRTC minutes. A cancel ends both."""
     source = tmp_path / "slow_template.cu"
     source.write_bytes((REPO / "tests/data/lsp/slow_template.cu").read_bytes())
-    before = _children()
+    before = children()
     cancel = CancelToken()
     timer = threading.Timer(2.0, cancel.cancel)
     timer.start()
     with pytest.raises(Cancelled):
         analyze(source, _options(True), toolchain=same_release, cancel=cancel)
-    assert _children() <= before
+    assert children() <= before
 
 
 def test_device_part_keeps_every_line_and_the_cuda_headers(toolchain):

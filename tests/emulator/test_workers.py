@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from pathlib import Path
 
 import pytest
+from _processes import children
 
 from kernelscope.analysis.emulator.budget import BudgetSpent, Ledger
 from kernelscope.analysis.emulator.workers import can_fork, fan_out
@@ -17,17 +17,6 @@ from kernelscope.analysis.options import AnalysisBudget
 from kernelscope.analysis.process import Cancelled, CancelToken
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="worker processes are forked (Linux only)")
-
-
-def children() -> set[int]:
-    """This process's live child processes (every thread's), from /proc."""
-    out: set[int] = set()
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            out |= {int(p) for p in (task / "children").read_text().split()}
-        except OSError:
-            pass
-    return out
 
 
 def pid_job(i: int, seconds: float = 0.0):
