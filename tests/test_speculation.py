@@ -146,3 +146,83 @@ def test_the_command_line_runs_nothing_ahead(same_release, tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["compiled"] and "model" in result["timings"] and "model_ahead" not in result["timings"]
+
+
+# --- which NVRTC: the one of the toolkit that nvcc runs from (issue #35) ------------------------
+
+_WHICH_NVRTC = """
+import json, sys
+from pathlib import Path
+from kernelscope.analysis.frontend import nvrtc
+from kernelscope.analysis.frontend.toolchain import locate_toolchain
+tc = locate_toolchain(sys.argv[1])
+src = Path(sys.argv[2])
+job = nvrtc.device_compile(src, src.read_bytes(), "sm_90", (), src.parent, tc)
+root = nvrtc.toolkit_root(tc)
+print(json.dumps({"root": str(root), "library": str(nvrtc.toolkit_nvrtc(root)), "loaded": str(nvrtc._loaded),
+                  "job": job is not None, "cubin": bool(job and job().cubin)}))
+"""
+
+
+def _link(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dst.hardlink_to(src)  # another path to the same file, as a second install would have
+    except OSError:
+        import shutil
+        shutil.copy2(src, dst)
+
+
+def _toolkit(toolchain, tmp_path: Path, *, with_nvrtc: bool) -> Path:
+    """A toolkit laid out as a system install (bin/, lib64/) from the real one's files."""
+    from kernelscope.analysis.frontend.nvrtc import toolkit_nvrtc, toolkit_root
+
+    real = toolkit_root(toolchain)
+    library = toolkit_nvrtc(real)
+    if library is None:
+        pytest.skip(f"the toolkit at {real} ships no NVRTC")
+    for name in ("nvcc", "nvcc.profile"):
+        _link(real / "bin" / name, tmp_path / "bin" / name)
+    if with_nvrtc:
+        for lib in library.parent.glob("libnvrtc*.so*"):
+            _link(lib, tmp_path / "lib64" / lib.name)
+    return tmp_path
+
+
+def _which_nvrtc(nvcc: Path, tmp_path: Path) -> dict:
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+    # a fresh process: a process calls one NVRTC, the first it loads
+    out = subprocess.run([sys.executable, "-c", _WHICH_NVRTC, str(nvcc), str(src)], capture_output=True, text=True,
+                         timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_nvrtc_is_the_one_beside_nvcc_in_its_toolkit(toolchain, tmp_path):
+    if not can_fork():
+        pytest.skip("NVRTC runs in a forked child (Linux only)")
+    root = _toolkit(toolchain, tmp_path / "cuda", with_nvrtc=True)
+    got = _which_nvrtc(root / "bin" / "nvcc", tmp_path)
+    assert Path(got["root"]) == root.resolve()
+    assert Path(got["loaded"]) == root / "lib64" / "libnvrtc.so.13" == Path(got["library"])
+    assert got["job"] and got["cubin"]
+
+
+def test_a_wrapper_script_nvcc_finds_its_toolkit(toolchain, tmp_path):
+    # /usr/local/bin/nvcc as `exec /usr/local/cuda-X/bin/nvcc "$@"`: the toolkit is the one it runs
+    root = _toolkit(toolchain, tmp_path / "cuda", with_nvrtc=True)
+    wrapper = tmp_path / "wrapper" / "nvcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec {root / "bin" / "nvcc"} "$@"\n')
+    wrapper.chmod(0o755)
+    got = _which_nvrtc(wrapper, tmp_path)
+    assert Path(got["root"]) == root.resolve()
+    assert Path(got["loaded"]) == root / "lib64" / "libnvrtc.so.13"
+
+
+def test_a_toolkit_without_nvrtc_runs_nothing_ahead(toolchain, tmp_path):
+    # the wheels' NVRTC would be another install's: its cubin is not taken to stand for this nvcc's
+    root = _toolkit(toolchain, tmp_path / "cuda", with_nvrtc=False)
+    got = _which_nvrtc(root / "bin" / "nvcc", tmp_path)
+    assert got["library"] == "None" and got["loaded"] == "None"
+    assert not got["job"]

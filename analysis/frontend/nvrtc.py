@@ -9,9 +9,13 @@ the same SASS with the same resources (docs/toolchain.md, "NVRTC ahead of nvcc")
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from .compile import KernelResources, blank_spans, host_function_spans, namespace_scope, parse_resources
@@ -60,30 +64,89 @@ class DeviceCompile:
 
 
 _nvrtc = None  # cuda.bindings.nvrtc, loaded by `device_compile` before any compile runs
+_loaded: Path | None = None  # the libnvrtc that `_nvrtc` calls: one per process, the first toolkit's
 
 
 def device_compile(source: Path, data: bytes, arch: str, flags: Sequence[str], cwd: Path,
                    toolchain: Toolchain) -> DeviceCompile | None:
     """The NVRTC compile of `data`'s device code (`source` names it), or None where it is not
-    worth trying: a flag NVRTC cannot take, another CUDA release than nvcc's, no NVRTC."""
-    global _nvrtc
-    include = toolchain.nvcc.resolve().parent.parent / "include"
+    worth trying: a flag NVRTC cannot take, no NVRTC in nvcc's own toolkit, another CUDA release."""
+    root = toolkit_root(toolchain)
+    include = root / "include"
     options = nvrtc_options(flags, arch, cwd, (source.parent, include, include / "cccl"))
     if options is None:
         return None
+    library = toolkit_nvrtc(root)
+    nvrtc = _bindings(library) if library is not None else None
+    if nvrtc is None:
+        return None
+    result, major, minor = nvrtc.nvrtcVersion()
+    # the same release's NVRTC and nvcc share their front end and ptxas; another release's may
+    # schedule differently, and would only be compiled to be thrown away
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS or (major, minor) != toolchain.major_minor:
+        return None
+    return DeviceCompile(source=device_part(data, include), name=str(source), options=tuple(options))
+
+
+def toolkit_root(toolchain: Toolchain) -> Path:
+    """The folder of the toolkit that nvcc runs from: nvcc's own TOP, which a wrapper script
+    (`/usr/local/bin/nvcc` exec-ing a toolkit's) or a symlink hides from nvcc's path."""
+    nvcc = toolchain.nvcc
+    try:
+        mtime = nvcc.stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    top = _dryrun_top(str(nvcc), mtime, tuple(sorted(toolchain.env.items())))
+    return top if top is not None else nvcc.resolve().parent.parent
+
+
+@lru_cache(maxsize=8)
+def _dryrun_top(nvcc: str, mtime_ns: int, env: tuple[tuple[str, str], ...]) -> Path | None:
+    # `--dryrun` prints the settings of nvcc.profile, TOP among them, and runs nothing (~10 ms)
+    try:
+        out = subprocess.run([nvcc, "--dryrun", "-cubin", "-x", "cu", os.devnull], env=dict(env), cwd=os.sep,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        log.debug("no TOP from %s --dryrun: %r", nvcc, e)
+        return None
+    for line in (out.stderr + out.stdout).splitlines():
+        if line.startswith("#$ TOP="):
+            return Path(line[len("#$ TOP="):].strip()).resolve()
+    return None
+
+
+def toolkit_nvrtc(root: Path) -> Path | None:
+    """The NVRTC library a toolkit ships: `lib64/` (a system install), `lib/` (NVIDIA's wheels, whose
+    NVRTC wheel installs beside nvcc's) or `targets/<triple>/lib/`; None when it ships none."""
+    for folder in (root / "lib64", root / "lib", *sorted(root.glob("targets/*/lib"))):
+        found = sorted(p for p in folder.glob("libnvrtc.so.*") if p.is_file()) if folder.is_dir() else []
+        if found:
+            return found[0]
+    return None
+
+
+def _bindings(library: Path):
+    """cuda.bindings.nvrtc calling `library`, or None when this process already calls another NVRTC.
+
+    The bindings load NVRTC once per process through cuda.pathfinder, which takes a library already
+    loaded before the wheels' own: loading the toolkit's first makes the bindings call it."""
+    global _nvrtc, _loaded
     if _nvrtc is None:
         try:
+            ctypes.CDLL(str(library), mode=os.RTLD_GLOBAL)
             from cuda.bindings import nvrtc
-        except ImportError as e:  # a broken cuda-python install: nvcc alone then
+            from cuda.pathfinder import load_nvidia_dynamic_lib
+
+            nvrtc.nvrtcVersion()  # loads the library here, and not in a forked child
+            _loaded = Path(load_nvidia_dynamic_lib("nvrtc").abs_path).resolve()
+        except (ImportError, OSError, RuntimeError) as e:  # a broken cuda-python install: nvcc alone then
             log.debug("no NVRTC: %s", e)
             return None
         _nvrtc = nvrtc
-    result, major, minor = _nvrtc.nvrtcVersion()  # also loads the library, here and not in a child
-    # the same release's NVRTC and nvcc share their front end and ptxas; another release's may
-    # schedule differently, and would only be compiled to be thrown away
-    if result != _nvrtc.nvrtcResult.NVRTC_SUCCESS or (major, minor) != toolchain.major_minor:
+    if _loaded != library.resolve():
+        log.debug("NVRTC %s is loaded; %s is not run ahead", _loaded, library)
         return None
-    return DeviceCompile(source=device_part(data, include), name=str(source), options=tuple(options))
+    return _nvrtc
 
 
 def device_part(data: bytes, cuda_include: Path) -> bytes:
