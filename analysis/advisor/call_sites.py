@@ -54,16 +54,41 @@ def _units(fn: SassFunction) -> list[tuple[Unit, str, tuple[Instruction, ...]]]:
     return out
 
 
-def call_sites(program: Program, kernel: FunctionProgram, profile: KernelProfile) -> tuple[CallSite, ...]:
-    """The kernel's calls, each with the samples of the functions it reaches (inclusive)."""
+@dataclass(frozen=True)
+class CallGraph:
+    """A program's code units and the calls between them: the same for every kernel of the program,
+    so built once per program (a file of n kernels would otherwise rebuild it n times, ~n² work)."""
+
+    units: dict[Unit, tuple[str, tuple[Instruction, ...]]]  # unit -> (demangled name, its code)
+    calls: dict[Unit, list[tuple[Instruction, Unit]]]  # each unit's calls and the unit each reaches
+    callers: dict[Unit, list[tuple[str, int]]]  # each called unit's call sites (function, pc)
+    unit_of: dict[tuple[str, int], Unit]  # (function, pc) -> the unit holding that instruction
+
+
+def call_graph(program: Program) -> CallGraph:
+    """The program's call graph, from a small cache of the last few programs (by identity: a
+    program is immutable, and hashing one would walk all its instructions)."""
+    hit = _graphs.get(id(program))
+    if hit is not None and hit[0] is program:
+        return hit[1]
+    graph = _build_call_graph(program)
+    if len(_graphs) >= 4:
+        _graphs.pop(next(iter(_graphs)))
+    _graphs[id(program)] = (program, graph)
+    return graph
+
+
+_graphs: dict[int, tuple[Program, CallGraph]] = {}
+
+
+def _build_call_graph(program: Program) -> CallGraph:
     from ..emulator.decode import callee_name  # the one reader of a CALL's target name
 
     units: dict[Unit, tuple[str, tuple[Instruction, ...]]] = {}
     for f in program.functions:
         for key, name, code in _units(f.sass):
             units[key] = (name, code)
-    by_function = {f.mangled: f.sass for f in program.functions}
-    names = list(by_function)
+    names = [f.mangled for f in program.functions]
 
     def target(fn: str, ins: Instruction) -> Unit | None:
         if ins.branch_target is not None and (fn, ins.branch_target) in units:
@@ -72,13 +97,25 @@ def call_sites(program: Program, kernel: FunctionProgram, profile: KernelProfile
         return (name, 0) if name is not None and (name, 0) in units else None
 
     calls: dict[Unit, list[tuple[Instruction, Unit]]] = {}
+    callers: dict[Unit, list[tuple[str, int]]] = {}
     for key, (_, code) in units.items():
         calls[key] = [(i, t) for i in code if i.opcode == "CALL" and not call_is_jump(i)
                       and (t := target(key[0], i)) is not None and t != key]
+        for ins, t in calls[key]:
+            callers.setdefault(t, []).append((key[0], ins.pc))
+    unit_of = {(key[0], i.pc): key for key, (_, code) in units.items() for i in code}
+    return CallGraph(units=units, calls=calls, callers=callers, unit_of=unit_of)
+
+
+def call_sites(program: Program, kernel: FunctionProgram, profile: KernelProfile) -> tuple[CallSite, ...]:
+    """The kernel's calls, each with the samples of the functions it reaches (inclusive)."""
+    graph = call_graph(program)
+    units, calls, callers, unit_of = graph.units, graph.calls, graph.callers, graph.unit_of
+    if not calls.get((kernel.mangled, 0)):
+        return ()  # no call in the kernel's own code: nothing below it to charge
 
     own: dict[Unit, dict[StallReason, float]] = {}
     executed: dict[tuple[str, int], float] = {}
-    unit_of = {(fn, i.pc): key for key, (_, code) in units.items() for i in code for fn in (key[0],)}
     for p in profile.pcs:
         if p.executed is not None:
             executed[(p.function, p.pc)] = p.executed
@@ -90,11 +127,6 @@ def call_sites(program: Program, kernel: FunctionProgram, profile: KernelProfile
             acc[r] = acc.get(r, 0.0) + n
 
     # each call's share of its target's cost: by how often the call executed
-    callers: dict[Unit, list[tuple[str, int]]] = {}
-    for key, cs in calls.items():
-        for ins, t in cs:
-            callers.setdefault(t, []).append((key[0], ins.pc))
-
     def share(fn: str, pc: int, t: Unit) -> float:
         sites = callers[t]
         weights = [executed.get(s, 0.0) for s in sites]

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ..results import Resources
 from .cfg import CFG, Loop, build_cfg
@@ -81,13 +81,24 @@ class Program(BaseModel):
     functions: tuple[FunctionProgram, ...]
     #: (function mangled name, pc) -> (file, line): the one PC -> line mapping
     line_table: dict[tuple[str, int], tuple[str, int]] = Field(default_factory=dict)
+    _lookup: tuple | None = PrivateAttr(default=None)
 
     @property
     def kernels(self) -> tuple[FunctionProgram, ...]:
-        return tuple(f for f in self.functions if f.sass.is_kernel)
+        return self._index()[1]
 
     def function(self, mangled: str) -> FunctionProgram | None:
-        return next((f for f in self.functions if f.mangled == mangled), None)
+        return self._index()[2].get(mangled)
+
+    def _index(self) -> tuple[tuple[FunctionProgram, ...], tuple[FunctionProgram, ...], dict[str, FunctionProgram]]:
+        # Looked up once per kernel and call: a scan each time made a file of n kernels cost n².
+        # Kept with the tuple it indexes, so that a model_copy with other functions indexes anew.
+        index = self._lookup
+        if index is None or index[0] is not self.functions:
+            by_name = {f.mangled: f for f in reversed(self.functions)}  # reversed: the first of a name wins
+            index = (self.functions, tuple(f for f in self.functions if f.sass.is_kernel), by_name)
+            self._lookup = index
+        return index
 
 
 def source_line_of(instr: Instruction, source_path: str) -> tuple[str, int] | None:
