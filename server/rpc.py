@@ -12,6 +12,13 @@ client waiting on that request hangs (found by tests/stress/test_protocol_fuzz.p
 - a Content-Length beyond `MAX_MESSAGE_BYTES`: pygls's `stdin.read(n)` allocated n bytes up
   front; the body is now skipped in chunks, which keeps the stream in step when the length
   was honest and memory bounded when it was not.
+- a second `initialize`: InvalidRequest (LSP 3.17: "sent only once"); pygls answered it and
+  rebuilt the workspace, dropping the open documents' state;
+- a notification whose params do not fit (a negative position in `didChange`): one log line
+  naming the method and the reason, where pygls logged a 94-line cattrs traceback;
+- a client's reply to a request of ours that we cancelled meanwhile (an analysis superseded
+  while its progress bar was being created): ignored, where pygls set the result of the
+  cancelled future and the reader logged an InvalidStateError traceback.
 
 Header lines are matched case-insensitively with any spacing; other headers (Content-Type,
 charset) are ignored: LSP bodies are UTF-8 JSON (and `json.loads` also detects UTF-16/32).
@@ -52,7 +59,27 @@ def _usable_id(msg_id: Any) -> bool:
     return isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
 
 
+class _QuietStructureErrors(logging.Filter):
+    """Drops pygls's "Unable to deserialize message" record, a full cattrs traceback: the protocol
+    below says the same in one line, with the method's name."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unable to deserialize message")
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietStructureErrors())
+
+
+def _reason(e: BaseException) -> str:
+    """The innermost messages of a cattrs validation error ("Position.line should be in range ...")."""
+    if isinstance(e, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(_reason(x) for x in e.exceptions))
+    return str(e) if e.__cause__ is None else _reason(e.__cause__)
+
+
 class KernelscopeProtocol(LanguageServerProtocol):
+    _initialize_seen = False
+
     def structure_message(self, data: dict[str, Any]):
         if "jsonrpc" not in data:
             return data  # a nested object (json.loads calls this hook bottom-up) or an invalid message
@@ -66,6 +93,8 @@ class KernelscopeProtocol(LanguageServerProtocol):
         try:
             return super().structure_message(data)
         except JsonRpcException as e:
+            log.warning("invalid params for %s: %s", data.get("method", "a response"),
+                        _reason(e.__cause__) if e.__cause__ is not None else e)
             if is_request:
                 return _Rejected(data["id"], JsonRpcInvalidParams(f"Invalid params for {data['method']}")
                                  if isinstance(e, JsonRpcInvalidParams) else e)
@@ -90,7 +119,21 @@ class KernelscopeProtocol(LanguageServerProtocol):
         if self._shutdown and method is not None and method != types.EXIT and getattr(message, "id", None) is not None:
             self._reply_error(message.id, JsonRpcInvalidRequest("The server is shutting down"))
             return
+        if method == types.INITIALIZE and getattr(message, "id", None) is not None:
+            if self._initialize_seen:
+                log.warning("a second initialize request was refused")
+                self._reply_error(message.id, JsonRpcInvalidRequest("initialize may be sent only once"))
+                return
+            self._initialize_seen = True
         super().handle_message(message)
+
+    def _handle_response(self, msg_id, result=None, error=None):
+        future = self._request_futures.get(msg_id)
+        if future is not None and future.done():  # cancelled on our side while the client answered
+            self._request_futures.pop(msg_id, None)
+            log.debug("reply to request %s ignored: the request was cancelled", msg_id)
+            return
+        super()._handle_response(msg_id, result, error)
 
     def _reply_error(self, msg_id: int | str | None, error: JsonRpcException) -> None:
         # Written as a plain dict: lsprotocol's ResponseErrorMessage omits a None id, and JSON-RPC wants "id": null.
@@ -138,8 +181,7 @@ async def read_messages(stop: threading.Event, reader: StdinAsyncReader, protoco
             return  # EOF in the middle of a body
         try:
             message = json.loads(body, object_hook=protocol.structure_message)
-        except JsonRpcException as e:  # a notification whose params do not fit: no one to answer
-            log.error("ignored a malformed notification: %s", e)
+        except JsonRpcException:  # a notification whose params do not fit: no one to answer (logged above)
             continue
         except (ValueError, RecursionError) as e:  # includes JSONDecodeError and UnicodeDecodeError
             log.error("not JSON (%s): %r", type(e).__name__, body[:80])
