@@ -703,4 +703,5 @@ def test_locals_written_once_read_as_their_initialisers_in_an_extent():
     )
     half, written = parse_source(src).loops
     assert (half.bound_text, half.extent_text, half.step_text) == ("n2", "(n/2)", "stride")
-    assert written.extent_text == "m"  # a local the function writes again is not its initialiser
+    # assigned once after its declaration (issue 31): from there on the local holds what was assigned
+    assert written.extent_text == "(2 * (n))"

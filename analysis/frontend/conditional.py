@@ -8,7 +8,10 @@ the branches a pass drops, byte for byte (every byte but line breaks becomes a s
 position in the result is the same as in the file.
 
 A condition is decided only on what is known: the compiler's predefined macros, the `-D`/`-U`
-flags of the compile, and the file's own `#define`/`#undef` lines above it. A name that a header
+flags of the compile, and the file's own `#define`/`#undef` lines above it. What only a compiler
+defines is decided too: OpenMP's `_OPENMP` and OpenACC's `_OPENACC` are defined when the compile
+turns the feature on (`-Xcompiler -fopenmp`) and undefined otherwise, other compilers' and
+platforms' names (`_MSC_VER`, `_WIN32`, `__HIPCC__`) are undefined, `__linux__` is defined on Linux. A name that a header
 might define is unknown, and a conditional whose branch cannot be decided keeps all its branches,
 as if it were not there (the source model then sees both, as before this module). Directive lines
 are found line by line, as the preprocessor itself reads them (translation phase 4 is
@@ -17,6 +20,7 @@ line-oriented); the conditions are parsed by tree-sitter-cuda.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -51,6 +55,14 @@ class Passes(BaseModel):
 
 # Never defined by nvcc for a whole-program compile; code tests them to tell NVRTC or clang apart.
 _NEVER = frozenset({"__CUDACC_RTC__", "__clang__", "__CUDA__"})
+#: Other compilers' and platforms' predefined macros: no header defines them, and nvcc with GCC on
+#: Linux does not either, so a compile leaves them undefined (`#ifdef _WIN32`, `#if defined(__HIPCC__)`).
+_OTHER_COMPILERS = frozenset({"_MSC_VER", "_WIN32", "_WIN64", "__APPLE__", "__MINGW32__", "__MINGW64__",
+                              "__INTEL_COMPILER", "__INTEL_LLVM_COMPILER", "__NVCOMPILER", "__PGI", "__HIPCC__",
+                              "__HIP__", "__HIP_PLATFORM_AMD__", "__HIP_PLATFORM_HCC__", "__HIP_PLATFORM_NVIDIA__"})
+#: Macros the compiler alone defines, when a flag turns its feature on (OpenMP 4.5, OpenACC 2.7):
+#: without the flag the name is undefined, whatever the file's headers are.
+_FEATURES = {"_OPENMP": ("-fopenmp", "201511"), "_OPENACC": ("-fopenacc", "201711")}
 
 
 def compile_passes(command: Sequence[str], arch: str, cuda_version: str | None) -> Passes:
@@ -60,7 +72,16 @@ def compile_passes(command: Sequence[str], arch: str, cuda_version: str | None) 
     if cuda_version:
         major, _, rest = cuda_version.partition(".")
         common.update(__CUDACC_VER_MAJOR__=major, __CUDACC_VER_MINOR__=rest.partition(".")[0] or "0")
-    undefined = set(_NEVER)
+    undefined = set(_NEVER) | _OTHER_COMPILERS
+    if sys.platform.startswith("linux"):  # the host compiler's own: GCC and clang define both on Linux
+        common.update(__linux__="1", __unix__="1")
+    # `-Xcompiler -fopenmp`, `-Xcompiler=-O3,-fopenmp`, or a bare `-fopenmp` in a compile database
+    words = {w for arg in command for w in arg.split("=")[-1].split(",")}
+    for name, (flag, value) in _FEATURES.items():
+        if flag in words:
+            common[name] = value
+        else:
+            undefined.add(name)
     for name, value in macro_flags(command):
         if value is None:
             common.pop(name, None)

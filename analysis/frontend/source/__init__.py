@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_right
+from collections.abc import Sequence
+from functools import lru_cache
 
 from tree_sitter import Node
 
-from ..conditional import Passes, resolved
+from ..conditional import Macros, Passes, resolved
 from ..treesitter import parser as _parser
-from .declarations import _file_constants, _function, _function_scopes, _has_qualifier, _parameter_values
-from .folding import _Env, _fold
+from .declarations import _definitions, _file_constants, _function, _function_scopes, _has_qualifier, _parameter_values
+from .folding import Definitions, _Env, _fold
 from .loops import _loop, _pragma_text
 from .model import (  # the records, for every stage that reads the source model
     Annotation,
@@ -87,24 +89,48 @@ __all__ = ["parse_source",
            ]
 
 
-def parse_source(text: str, passes: Passes | None = None) -> SourceModel:
+def parse_source(text: str, passes: Passes | None = None, headers: Sequence[str] = ()) -> SourceModel:
     """The source model of one `.cu` file. Pure, and never raises: bad input gives an empty model.
 
     With `passes` (the compile's predefined macros, analysis/frontend/conditional.py), conditional blocks are
     resolved as nvcc resolves them: kernels, loops and constants as its device pass reads the file,
-    launch sites as its host pass does. Without, every branch of every conditional is read."""
+    launch sites as its host pass does. Without, every branch of every conditional is read.
+    `headers` are the texts of the project headers the file includes (found with the compile's
+    include paths, `compile.local_headers`): their #defines, constants, macros and one-return helpers
+    fold the file's expressions as the compiler sees them (`BLOCK_SIZE` from a `.h`)."""
     try:
         if passes is None:
-            return _parse(text)
+            return _parse(text, tuple(_header_definitions(_header_read(h, "")) for h in headers))
         source = text.encode("utf-8", "surrogatepass")
         device, host = resolved(source, passes)
-        model = _parse(device.decode("utf-8", "surrogatepass"))
-        if host == device:
+        device_headers = tuple(_header_read(h, passes.device.model_dump_json()) for h in headers)
+        host_headers = tuple(_header_read(h, passes.host.model_dump_json()) for h in headers)
+        model = _parse(device.decode("utf-8", "surrogatepass"), tuple(map(_header_definitions, device_headers)))
+        if host == device and host_headers == device_headers:
             return model
-        return model.model_copy(update={"launch_sites": _parse(host.decode("utf-8", "surrogatepass")).launch_sites})
+        launches = _parse(host.decode("utf-8", "surrogatepass"),
+                          tuple(map(_header_definitions, host_headers))).launch_sites
+        return model.model_copy(update={"launch_sites": launches})
     except Exception:  # noqa: BLE001 - an editor feeds us half-typed files; a bug here must not kill the server
         _log.exception("kernelscope: parsing the source structure failed")
         return SourceModel()
+
+
+# Every analysis of a project reads its headers again: the same text read by the same pass gives
+# the same definitions.
+@lru_cache(maxsize=256)
+def _header_read(text: str, macros_json: str) -> bytes:
+    """A header as the pass with these macros (JSON of `conditional.Macros`; "" for none) reads it."""
+    source = text.encode("utf-8", "surrogatepass")
+    if not macros_json:
+        return source
+    macros = Macros.model_validate_json(macros_json)
+    return resolved(source, Passes(host=macros, device=macros))[1]
+
+
+@lru_cache(maxsize=128)
+def _header_definitions(source: bytes) -> Definitions:
+    return _definitions(_collect(_parser().parse(source).root_node))
 
 
 def _reached(node: Node, fn: int | None, env) -> bool:
@@ -124,14 +150,14 @@ def _reached(node: Node, fn: int | None, env) -> bool:
     return True
 
 
-def _parse(text: str) -> SourceModel:
+def _parse(text: str, inherited: tuple[Definitions, ...] = ()) -> SourceModel:
     if not text:
         return SourceModel()
     source = text.encode("utf-8", "surrogatepass")
     tree = _parser().parse(source)
     loc = _Locator(source, text.isascii())
     found = _collect(tree.root_node)
-    constants = _file_constants(found)
+    constants = _file_constants(found, inherited)
 
     functions = [f if f is None or not found.stores.get(i) else
                  f.model_copy(update={"stores": tuple(dict.fromkeys(found.stores[i]))})

@@ -4,12 +4,12 @@ function's locals by block scope.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from tree_sitter import Node
 
-from .folding import (Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold, _fold_text, _fold_value,
+from .folding import (Definitions, Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold, _fold_text, _fold_value,
                       _is_integral, _type_name)
 from .model import Function, FunctionKind, LaunchBounds, Parameter
 from .syntax import _Locator, _squash, _text
@@ -173,7 +173,22 @@ def _has_qualifier(declaration: Node, words: set[str]) -> bool:
     )
 
 
-def _file_constants(found: _Collected) -> _FileConstants:
+def _file_constants(found: _Collected, inherited: Sequence[Definitions] = ()) -> _FileConstants:
+    """The file's constants, macros and helpers over those of the headers it includes
+    (`inherited`, in include order): a name the file defines itself is the file's."""
+    raw: dict[str, Callable[[_Env], Value | None]] = {}
+    macros: dict[str, tuple[tuple[str, ...], str]] = {}
+    helpers: dict[str, tuple[tuple[str, ...], Node] | None] = {}
+    for r, m, h in (*inherited, _definitions(found)):
+        raw.update(r)
+        macros.update(m)
+        helpers.update(h)
+    return _FileConstants(raw, macros, helpers)
+
+
+def _definitions(found: _Collected) -> Definitions:
+    """What a file defines at file scope that folds: #defines, const/constexpr integers of any
+    integer type, enumerators, function-like macros, and one-return helper functions."""
     raw: dict[str, Callable[[_Env], Value | None]] = {}
     for define in found.defines:
         name = _text(define.child_by_field_name("name"))
@@ -214,7 +229,40 @@ def _file_constants(found: _Collected) -> _FileConstants:
         body = _text(m.child_by_field_name("value"))
         if name and params is not None and body:
             macros[name] = (tuple(_text(c) for c in params.named_children if c.type == "identifier"), body)
-    return _FileConstants(raw, macros)
+    helpers: dict[str, tuple[tuple[str, ...], Node] | None] = {}
+    for node in found.functions:
+        if (helper := _one_return(node)) is not None:
+            name, params, returned = helper
+            # an overloaded name is not one function: which one a call means is the compiler's choice
+            helpers[name] = (params, returned) if name not in helpers else None
+    return raw, macros, helpers
+
+
+def _one_return(node: Node) -> tuple[str, tuple[str, ...], Node] | None:
+    """(name, parameter names, returned expression) of a function whose body is `return expr;`
+    alone: `ceil_div(a, b) { return (a + b - 1) / b; }`."""
+    body = node.child_by_field_name("body")
+    statements = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+    if len(statements) != 1 or statements[0].type != "return_statement":
+        return None
+    returned = next((c for c in statements[0].named_children if c.type != "comment"), None)
+    chain = _declarator_chain(node.child_by_field_name("declarator"))
+    declarator = next((d for d in chain if d.type == "function_declarator"), None)
+    name = declarator.child_by_field_name("declarator") if declarator is not None else None
+    params = declarator.child_by_field_name("parameters") if declarator is not None else None
+    if returned is None or name is None or name.type not in ("identifier", "template_function") or params is None:
+        return None
+    if name.type == "template_function":
+        name = name.child_by_field_name("name")
+    names = []
+    for p in params.named_children:
+        if p.type != "parameter_declaration":
+            return None  # a default argument or `...`: the call does not give every value
+        declared = _declared_name(_declarator_chain(p.child_by_field_name("declarator")))
+        if declared is None:
+            return None
+        names.append(_text(declared))
+    return _text(name), tuple(names), returned
 
 
 def _successor(value: Value | None) -> int | None:
@@ -231,6 +279,21 @@ def _block_of(node: Node) -> Node:
     while scope is not None and scope.type not in _BLOCKS:
         scope = scope.parent
     return scope if scope is not None else node
+
+
+def _template_parameters(node: Node) -> tuple[str | None, ...]:
+    """The names of a function template's parameters, in order; None for a type parameter (`T`)."""
+    parent = node.parent
+    params = parent.child_by_field_name("parameters") if parent is not None and parent.type == "template_declaration" \
+        else None
+    out: list[str | None] = []
+    for p in params.named_children if params is not None else []:
+        if p.type in ("parameter_declaration", "optional_parameter_declaration"):
+            declared = _declared_name(_declarator_chain(p.child_by_field_name("declarator")))
+            out.append(_text(declared) if declared is not None else None)
+        elif p.type != "comment":
+            out.append(None)
+    return tuple(out)
 
 
 def _function_scopes(found: _Collected, functions: list[Function | None],
@@ -256,12 +319,39 @@ def _function_scopes(found: _Collected, functions: list[Function | None],
                 # `dim3 block(TILE, TILE);` parses as a function declaration whose parameters
                 # are the types TILE and TILE (C++'s "most vexing parse").
                 value = declarator.child_by_field_name("parameters")
-            declared.setdefault(fn, []).append(_Local(_text(name), value, declarator.start_byte, scope))
+            local = _Local(_text(name), value, declarator.start_byte, scope)
+            _writes_of(local, declaration, foldable and len(chain) == 1, found.writes.get(fn, []),
+                       found.assignments.get(fn, []))
+            declared.setdefault(fn, []).append(local)
     return {
-        fn: _FunctionLocals(constants, {p.name for p in function.params} if function is not None else set(),
-                            declared.get(fn, []), {name for name, _ in found.writes.get(fn, [])})
+        fn: _FunctionLocals(constants, {p.name for p in function.params} | {
+                                t for t in _template_parameters(found.functions[fn]) if t} if function is not None
+                            else set(), declared.get(fn, []), {name for name, _ in found.writes.get(fn, [])})
         for fn, function in enumerate(functions)
     }
+
+
+def _writes_of(local: _Local, declaration: Node, foldable: bool, writes: list[tuple[str, int]],
+               assignments: list[tuple[str, Node]]) -> None:
+    """Marks `local` written (not `fixed`) when something in its block writes its name, unless the
+    one write is a later `name = expr;` statement of the declaration's own block, outside any
+    loop or branch: that statement runs once, and the local holds `expr` after it. A write in
+    an inner block that declares the name again counts too (the safe side)."""
+    mine = [at for name, at in writes if name == local.name and local.start < at < local.scope_end]
+    if not mine:
+        return
+    local.fixed = False
+    if len(mine) != 1 or not foldable:
+        return
+    node = next((n for name, n in assignments if name == local.name and n.start_byte == mine[0]), None)
+    statement = node.parent if node is not None else None
+    if statement is None or statement.parent is None or declaration.parent is None or \
+            statement.parent.id != declaration.parent.id:
+        return
+    value = node.child_by_field_name("right")
+    if value is not None:
+        local.fixed = True
+        local.assigned = (statement.end_byte, value, statement.start_byte)
 
 
 def _parameter_values(found: _Collected, functions: list[Function | None],
@@ -275,13 +365,30 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
     calls: dict[str, list[tuple[Node, int | None]]] = {}
     for node, fn in found.calls:
         callee = node.child_by_field_name("function")
+        if callee is not None and callee.type == "template_function":  # `run<128>(x, n)`
+            callee = callee.child_by_field_name("name")
         if callee is not None and callee.type == "identifier" and not any(
                 c.type == "kernel_call_syntax" for c in node.children):
             calls.setdefault(_text(callee), []).append((node, fn))
     busy: set[tuple[int, str]] = set()
 
+    def given(node: Node, field: str) -> list[Node] | None:
+        """A call's arguments (`field` "arguments"), or its explicit template arguments ("template")."""
+        if field == "template":
+            callee = node.child_by_field_name("function")
+            args = callee.child_by_field_name("arguments") if callee is not None and \
+                callee.type == "template_function" else None
+            if args is None:
+                return None  # deduced: what the compiler deduces is not read here
+        else:
+            args = node.child_by_field_name("arguments")
+        return [c for c in args.named_children if c.type != "comment"] if args is not None else []
+
     def resolver(index: int, function: Function) -> Callable[[str], Value | None]:
-        position = {p.name: i for i, p in enumerate(function.params) if p.name}
+        position = {p.name: ("arguments", i, len(function.params)) for i, p in enumerate(function.params) if p.name}
+        template = _template_parameters(found.functions[index])
+        # a template parameter takes the value every call names explicitly (`run<128>(x, n)`)
+        position.update({t: ("template", i, len(template)) for i, t in enumerate(template) if t})
         done: dict[str, Value | None] = {}
 
         def value(name: str) -> Value | None:
@@ -289,16 +396,16 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
                 return done[name]
             if name not in position or names.count(function.name) != 1 or (index, name) in busy:
                 return None
+            field, at, count = position[name]
             busy.add((index, name))
             try:
                 found_values: set[Value | None] = set()
                 for node, caller in calls.get(function.name, []):
-                    args = node.child_by_field_name("arguments")
-                    given = [c for c in args.named_children if c.type != "comment"] if args is not None else []
-                    if len(given) != len(function.params):
+                    args = given(node, field)
+                    if args is None or len(args) != count:
                         return None  # default arguments or another overload: not this function's call
                     env = scopes[caller].at(node.start_byte) if caller is not None and caller in scopes else constants
-                    found_values.add(_fold_value(given[position[name]], env, 1))
+                    found_values.add(_fold_value(args[at], env, 1))
                     if None in found_values or len(found_values) > 1:
                         return None
             finally:
@@ -310,5 +417,5 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
 
     for index, function in enumerate(functions):
         locals_ = scopes.get(index)
-        if function is not None and locals_ is not None and function.params:
+        if function is not None and locals_ is not None and (function.params or function.template_params):
             locals_.parameter = resolver(index, function)

@@ -25,16 +25,32 @@ class _Env(Protocol):
     # a function-like #define's parameters and body, as the preprocessor would expand it
     def macro(self, name: str) -> tuple[tuple[str, ...], str] | None: ...
 
+    # a function whose body is one `return expr;`, as a compiler inlines it: its parameters,
+    # the expression, and the file scope the expression reads
+    def helper(self, name: str) -> tuple[tuple[str, ...], Node, _Env] | None: ...
+
+
+#: a file's (or a header's) definitions before folding: constants by name (each folded on first
+#: use, in the scope of the whole translation unit), function-like macros, one-return helpers
+Definitions = tuple[dict[str, Callable[["_Env"], "Value | None"]], dict[str, tuple[tuple[str, ...], str]],
+                    dict[str, tuple[tuple[str, ...], Node] | None]]
+
 
 class _FileConstants:
     """File-scope constants, folded on first use: a #define may refer to one defined later."""
 
     def __init__(self, raw: dict[str, Callable[[_Env], Value | None]],
-                 macros: dict[str, tuple[tuple[str, ...], str]]) -> None:
+                 macros: dict[str, tuple[tuple[str, ...], str]],
+                 helpers: dict[str, tuple[tuple[str, ...], Node] | None] | None = None) -> None:
         self._raw = raw
         self._macros = macros
+        self._helpers = helpers or {}
         self._done: dict[str, Value | None] = {}
         self._busy: set[str] = set()
+
+    def helper(self, name: str) -> tuple[tuple[str, ...], Node, _Env] | None:
+        found = self._helpers.get(name)
+        return (found[0], found[1], self) if found is not None else None
 
     def get(self, name: str) -> Value | None:
         if name in self._done:
@@ -78,13 +94,16 @@ class _Scope:
         if self._locals is not None and self._at is not None:
             local = self._locals.visible(name, self._at)
             if local is not None:
-                return self._locals.value(local)
+                return self._locals.value(local, self._at)
         if name in self._hidden:
             return self._locals.parameter_value(name) if self._locals is not None else None
         return self._parent.get(name)
 
     def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
         return self._parent.macro(name)
+
+    def helper(self, name: str) -> tuple[tuple[str, ...], Node, _Env] | None:
+        return self._parent.helper(name)
 
     def initializer(self, name: str) -> tuple[Node, _Env] | None:
         """A local's initialiser and the scope it reads, when the local is never written."""
@@ -94,9 +113,9 @@ class _Scope:
 
 
 class _Local:
-    """One declaration of a local variable, and the block it is visible in."""
+    """One declaration of a local variable, the block it is visible in, and what it holds."""
 
-    __slots__ = ("name", "value", "start", "scope_start", "scope_end")
+    __slots__ = ("name", "value", "start", "scope_start", "scope_end", "fixed", "assigned")
 
     def __init__(self, name: str, value: Node | None, start: int, scope: Node) -> None:
         self.name = name
@@ -104,12 +123,19 @@ class _Local:
         self.start = start
         self.scope_start = scope.start_byte
         self.scope_end = scope.end_byte
+        #: no write but `assigned` reaches it (set by `_function_scopes`, which sees the writes)
+        self.fixed = True
+        #: the one later `name = expr;` statement of its own block: (where it ends, expr); expr
+        #: reads the scope where the statement starts (`m = 2 * m` doubles what `m` held)
+        self.assigned: tuple[int, Node, int] | None = None
 
 
 class _FunctionLocals:
-    """A function's locals that fold: an integer or dim3 declared with a constant initialiser and
-    never written anywhere in the function. Each use sees the innermost declaration before it
-    (`{ dim3 grid(1); k<<<grid, ...>>>(); } { dim3 grid(2); ... }` are two variables)."""
+    """A function's locals that fold: an integer or dim3 declared with a constant initialiser, or
+    assigned once later by a statement of its own block (`int threads; threads = 128;`), and
+    written nowhere else. Each use sees the innermost declaration before it (`{ dim3 grid(1);
+    k<<<grid, ...>>>(); } { dim3 grid(2); ... }` are two variables), and the value it holds there:
+    the initialiser before the assignment, the assigned value after it."""
 
     def __init__(self, parent: _Env, params: set[str], declared: list[_Local], written: set[str]) -> None:
         self._parent = parent
@@ -121,8 +147,8 @@ class _FunctionLocals:
         for d in declared:
             self._by_name.setdefault(d.name, []).append(d)
         self._written = written
-        self._done: dict[int, Value | None] = {}
-        self._busy: set[int] = set()
+        self._done: dict[tuple[int, bool], Value | None] = {}
+        self._busy: set[tuple[int, bool]] = set()
 
     def visible(self, name: str, at: int) -> _Local | None:
         seen = [d for d in self._by_name.get(name, ()) if d.start < at and d.scope_start <= at < d.scope_end]
@@ -132,22 +158,32 @@ class _FunctionLocals:
         """A parameter's value from the function's calls, unless the function writes it."""
         return None if name in self._written else self.parameter(name)
 
-    def initializer(self, name: str, at: int) -> tuple[Node, _Env] | None:
-        """The initialiser of the local `name` visible at `at`, and the scope it reads, when the
-        function never writes it (a polynomial expands it: `polynomial`)."""
-        local = self.visible(name, at)
-        if local is None or local.value is None or local.name in self._written:
+    def _held(self, local: _Local, at: int) -> tuple[Node, int] | None:
+        """The expression `local` holds at `at`, and the position whose scope it reads."""
+        if not local.fixed:
             return None
-        return local.value, self.at(local.start)
+        if local.assigned is not None and at >= local.assigned[0]:
+            return local.assigned[1], local.assigned[2]
+        return (local.value, local.start) if local.value is not None else None
 
-    def value(self, local: _Local) -> Value | None:
-        key = id(local)
+    def initializer(self, name: str, at: int) -> tuple[Node, _Env] | None:
+        """The expression the local `name` visible at `at` holds there, and the scope it reads,
+        when nothing else writes it (a polynomial expands it: `polynomial`)."""
+        local = self.visible(name, at)
+        held = self._held(local, at) if local is not None else None
+        return (held[0], self.at(held[1])) if held is not None else None
+
+    def value(self, local: _Local, at: int) -> Value | None:
+        held = self._held(local, at)
+        if held is None:
+            return None
+        key = (id(local), held[1] != local.start)
         if key in self._done:
             return self._done[key]
-        if local.value is None or local.name in self._written or key in self._busy:
+        if key in self._busy:
             return None
         self._busy.add(key)
-        value = _fold_local(local.value, self.at(local.start))
+        value = _fold_local(held[0], self.at(held[1]))
         self._busy.discard(key)
         self._done[key] = value
         return value
@@ -188,6 +224,9 @@ _INTEGRAL_TYPES = {
     "ptrdiff_t", "unsigned int", "long long", "unsigned long", "unsigned long long",
     "long int", "unsigned long int", "long long int", "unsigned long long int", "short int",
     "unsigned short", "unsigned char", "signed char",
+    # the typedefs of glibc's <sys/types.h> and <stdint.h> that host code sizes launches with
+    "uint", "ulong", "ushort", "uchar", "ssize_t", "intptr_t", "uintptr_t", "int_fast32_t", "uint_fast32_t",
+    "int_fast64_t", "uint_fast64_t", "int_least32_t", "uint_least32_t", "intmax_t", "uintmax_t",
 }
 
 
@@ -199,8 +238,14 @@ def _type_name(node: Node) -> str:
     return text.strip()
 
 
+#: the words C++ spells its integer types with, in any order (`long unsigned int`)
+_INTEGER_WORDS = frozenset({"unsigned", "signed", "long", "short", "int", "char"})
+
+
 def _is_integral(type_text: str) -> bool:
-    return type_text in _INTEGRAL_TYPES
+    text = type_text.removeprefix("std::")
+    words = text.split()
+    return text in _INTEGRAL_TYPES or bool(words) and all(w in _INTEGER_WORDS for w in words)
 
 
 def _fold(node: Node | None, env: _Env, depth: int = 0) -> int | None:
@@ -285,6 +330,22 @@ def _fold_call(node: Node, env: _Env, depth: int) -> Value | None:
             return None
         bound = _Scope(None, env, {p: v for p, v in zip(params, values) if v is not None}, set())
         return _fold_value(_parse_expression(body), bound, depth)
+    name = _text(function.child_by_field_name("name")) if function.type == "template_function" else (
+        _text(function) if function.type in ("identifier", "qualified_identifier") else "")
+    helper = env.helper(name) if name else None
+    if helper is not None:
+        # `ceil_div(N * 32, block_size)`: the one returned expression, folded over the file's
+        # scope with each parameter bound to its argument's value, as inlining it gives
+        params, returned, file_scope = helper
+        values = [_fold_value(c, env, depth) for c in args.named_children if c.type != "comment"]
+        if len(values) != len(params) or any(v is None for v in values):
+            return None
+        return _fold_value(returned, _Scope(None, file_scope, dict(zip(params, values)), set()), depth)  # type: ignore[arg-type]
+    if name.removeprefix("std::") in ("min", "max"):
+        values = [_fold(c, env, depth) for c in args.named_children if c.type != "comment"]
+        if len(values) == 2 and None not in values:
+            return (min if name.endswith("min") else max)(values)  # type: ignore[type-var]
+        return None
     if function.type == "template_function" and _text(function.child_by_field_name("name")) == "static_cast":
         template_args = function.child_by_field_name("arguments")
         target = template_args.named_children if template_args is not None else []

@@ -46,6 +46,9 @@ class _Collected:
         # (name, start_byte) of every write to a plain variable, per function: an assignment,
         # ++/--, or `&x` (which lets a callee write it, e.g. scanf or cudaMemcpyFromSymbol).
         self.writes: dict[int | None, list[tuple[str, int]]] = {}
+        # `x = expr;` statements of a plain variable, per function: a local assigned once after its
+        # declaration holds `expr` from there on (`_FunctionLocals`)
+        self.assignments: dict[int | None, list[tuple[str, Node]]] = {}
         # pointers stored through, per function (`Function.stores`)
         self.stores: dict[int | None, list[str]] = {}
         self.branches: list[tuple[Node, int | None]] = []
@@ -169,6 +172,10 @@ def _collect(root: Node) -> _Collected:
             name = _written_name(target)
             if name:
                 out.writes.setdefault(fn, []).append((name, node.start_byte))
+                if t == "assignment_expression" and target is not None and target.type == "identifier" and \
+                        _text(node.child_by_field_name("operator")) == "=" and node.parent is not None and \
+                        node.parent.type == "expression_statement":
+                    out.assignments.setdefault(fn, []).append((name, node))
             if ptr := _stored_through(target):
                 out.stores.setdefault(fn, []).append(ptr)
         elif t == "pointer_expression" and _text(node.child_by_field_name("operator")) == "&":

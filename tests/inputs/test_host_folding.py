@@ -1,0 +1,101 @@
+"""Folding that reads host code as a compiler would (issue 31 item 3). tests/inputs/host_folding/
+holds one program whose main() launches each kernel through one shape of host code seen on public
+programs (llm.c's `ceil_div` helper, a `const uint BM = 64, ...` tile, a block size assigned after its
+declaration, integer types other than `int`, a macro from a header reached through -I, template
+arguments and `sizeof`, a loop bound held in a local, dynamic shared memory from an expression), and
+one whose OpenACC/CUDA branches only balance when read as the compile reads them. Each is compiled
+by nvcc and analysed through the real pipeline; the assertions are on the launch the model uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH
+from kernelscope.analysis.frontend.conditional import compile_passes
+from kernelscope.analysis.frontend.source import parse_source
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.pipeline import analyze
+
+HERE = Path(__file__).resolve().parent / "host_folding"
+PROGRAM = HERE / "host_folding.cu"
+OPENACC = HERE / "openacc.cu"
+SITE = "launch_site"
+
+
+@pytest.fixture(scope="module")
+def kernels(toolchain):
+    result = analyze(PROGRAM, AnalysisOptions(flags=(f"-I{HERE / 'include'}",)), toolchain=toolchain, depth="quick")
+    assert result.compiled
+    return {k.name.split("(")[0].removeprefix("void "): k for k in result.kernels}
+
+
+def _launch(k) -> dict[str, tuple[str, str]]:
+    return {a.name: (a.value, a.source) for a in k.assumptions if a.name in ("grid", "block", "dynamic_smem")}
+
+
+# kernel -> (grid, block, dynamic shared bytes), each read off host_folding.cu by hand
+FOLDED = {
+    # ceil_div(N * 32, block_size) through a template helper; N = B * T = 8 * 1024, block 256
+    "rows_kernel": ("(1024, 1, 1)", "(256, 1, 1)", "0"),
+    # const uint BM = 64, BN = 64; TM = 8; gridDim(CEIL_DIV(N, BN), CEIL_DIV(M, BM)) with M = N = 1024
+    "tiled_kernel<64, 64, 8>": ("(16, 16, 1)", "(512, 1, 1)", "0"),
+    # `int threads; threads = 128;` then (n + threads - 1) / threads with n = 1 << 20
+    "assigned_kernel": ("(8192, 1, 1)", "(128, 1, 1)", "0"),
+    # const std::size_t rows = 2048, const int64_t per_block = 16, const long unsigned int grid,
+    # constexpr unsigned long kTypesBlock = 64
+    "types_kernel": ("(128, 1, 1)", "(64, 1, 1)", "0"),
+    # NUM_BLOCKS (4 * 66) and BLOCK_SIZE 192 from include/params.h, found through -I
+    "header_kernel": ("(264, 1, 1)", "(192, 1, 1)", "0"),
+    # run_template<128>(x, 1 << 16): <<<n / THREADS, THREADS, THREADS * sizeof(float)>>>
+    "template_kernel<128>": ("(512, 1, 1)", "(128, 1, 1)", "512"),
+    # size_t halo_bytes = (tile + 2) * sizeof(float); <<<CEIL_DIV(n, tile), tile, halo_bytes>>>
+    "smem_kernel": ("(256, 1, 1)", "(256, 1, 1)", "1032"),
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(FOLDED))
+def test_the_launch_folds_from_the_host_code(kernels, kernel):
+    grid, block, smem = FOLDED[kernel]
+    k = kernels[kernel]
+    assert _launch(k) == {"grid": (grid, SITE), "block": (block, SITE), "dynamic_smem": (smem, SITE)}
+    assert k.launch.dynamic_smem == int(smem)
+
+
+def test_a_loop_bound_held_in_a_local_computed_from_arguments(kernels):
+    """`int steps = n / chunk; for (k = 0; k < steps; ++k)` with n = 1 << 16 and chunk = 256 from
+    the launch: 256 iterations, which ptxas unrolls by 4 (64 trips and a remainder loop)."""
+    trips = {(a.value, a.source) for a in kernels["chunk_kernel"].assumptions if a.name.startswith("trip_count@")}
+    assert ("64", SITE) in trips
+    detail = next(a.detail for a in kernels["chunk_kernel"].assumptions if a.value == "64")
+    assert detail.startswith("bound 256")
+
+
+@pytest.mark.parametrize("kernel, why", [
+    # <<<shape.grid, shape.block>>>: members of a struct set at run time (from argv)
+    ("struct_kernel", "the launch at line 149 (`shape.grid`) does not fold"),
+    # chosen<<<2, 64>>> with `chosen` a pointer picked at run time: neither kernel's own launch
+    ("pointer_a", "no launch of `pointer_a`"),
+    ("pointer_b", "no launch of `pointer_b`"),
+])
+def test_a_launch_that_cannot_fold_is_an_assumption_that_says_so(kernels, kernel, why):
+    launch = _launch(kernels[kernel])
+    assert launch["grid"][1] == launch["block"][1] == "default"
+    detail = next(a.detail for a in kernels[kernel].assumptions if a.name == "grid")
+    assert why in detail and GIVE_A_LAUNCH in detail
+
+
+def test_a_name_the_compile_leaves_undefined_is_undefined(toolchain):
+    text = OPENACC.read_text()
+    # both branches of `#if defined(_OPENACC)` read at once: two `{` for one `}`, no main()
+    assert "main" not in [f.name for f in parse_source(text).functions]
+    cuda = parse_source(text, compile_passes(["nvcc"], "sm_90", toolchain.version))
+    assert "main" in [f.name for f in cuda.functions]
+    assert [(s.kernel, s.grid.value, s.block.value) for s in cuda.launch_sites] == [("relax", 4096, 256)]
+    # with -fopenacc the other branch is the program, and the kernel is not launched in it
+    acc = parse_source(text, compile_passes(["nvcc", "-Xcompiler", "-fopenacc"], "sm_90", toolchain.version))
+    assert "main" in [f.name for f in acc.functions] and acc.launch_sites == ()
+    result = analyze(OPENACC, AnalysisOptions(), toolchain=toolchain, depth="quick")
+    (k,) = result.kernels
+    assert _launch(k) == {"grid": ("(4096, 1, 1)", SITE), "block": ("(256, 1, 1)", SITE), "dynamic_smem": ("0", SITE)}
