@@ -30,7 +30,7 @@ from .errors import CounterPermissionError, MeasurementError, ProgramCrashError,
 from .ncu import classify_ncu_output
 from .ncu_report import mangled_base_name
 from .stalls import add_samples, is_not_issued
-from .target import ProfileTarget, execute, fetch_argv, last_lines, map_path, remote_report_path, tail, wrap
+from .target import ProfileTarget, execute, fetch_argv, last_lines, map_path, remote_report_path, run_on_target, tail
 
 SHIM_SOURCE = Path(__file__).parent / "cupti" / "pcsampling_shim.cpp"
 
@@ -224,9 +224,8 @@ def run_cupti(target: ProfileTarget, *, shim: Path, line_of: Mapping[tuple[str, 
         env["KERNELSCOPE_PCSAMPLING_PERIOD"] = str(period)
     sampled_target = target.model_copy(update={"env": env})
     started = datetime.now(timezone.utc)
-    full, run_env, cwd = wrap(sampled_target, list(target.command))
-    result = execute(full, env=run_env, cwd=cwd, timeout=target.timeout_s, cancel=cancel, what="the program",
-                     remote=target.remote)
+    result = run_on_target(sampled_target, list(target.command), what="the program", timeout=target.timeout_s,
+                           cancel=cancel)
     if result.returncode != 0:
         # The texts of a missing GPU, missing permissions or a crash are the program's own, as under ncu.
         error = classify_ncu_output(result.returncode, result.stdout + result.stderr)

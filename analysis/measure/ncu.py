@@ -19,9 +19,10 @@ from typing import Callable
 from ..process import CancelToken
 from ..profile import Profile
 from .errors import (CounterPermissionError, KernelNotFoundError, MeasurementError, NoGpuError, ProfileTimeoutError,
-                     ProgramCrashError, RemoteError, ReportError)
+                     ProgramCrashError, RemoteError, ReportError, ToolNotFoundError)
 from .ncu_report import NO_LINEINFO, load_ncu_report
-from .target import ProfileTarget, execute, fetch_argv, last_lines, remote_report_path, tail, wrap
+from .slurm import NODE_TOOL_HINT, srun_index
+from .target import ProfileTarget, execute, fetch_argv, last_lines, remote_report_path, run_on_target, tail
 
 #: Sections for per-PC stalls, launch data, occupancy and the roofline (measurement.md, "Collecting with ncu").
 SECTIONS = ("SourceCounters", "WarpStateStats", "LaunchStats", "Occupancy", "SpeedOfLight",
@@ -150,24 +151,35 @@ def ncu_version(text: str) -> str:
     return m.group(1) if m else "unknown"
 
 
+def rank_report(report_path: Path | str, rank: int | str) -> str:
+    """One rank's report: ncu expands `%q{SLURM_PROCID}` in its -o name to each task's rank
+    (Nsight Compute CLI manual, --export), so the ranks of a multi-task srun do not overwrite each other."""
+    return f"{report_stem(report_path)}.rank{rank}.ncu-rep"
+
+
 def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_path: str = "ncu",
             report_path: Path | None = None, source: Path | None = None,
-            on_warning: Callable[[str], None] | None = None) -> Profile:
+            on_warning: Callable[[str], None] | None = None,
+            on_progress: Callable[[str], None] | None = None) -> Profile:
     """Profile `target` with ncu and return the measured Profile (UNVERIFIED on hardware).
 
     Steps: `ncu --help`/`--version` (through the wrapper: the remote ncu is the one that runs),
     the optional build, the profile, fetching the report back, and the import. A report without
-    line information is kept; `on_warning` hears about it.
+    line information is kept; `on_warning` hears about it. `on_progress` hears the Slurm job's state.
+
+    Through Slurm every srun is a job that may wait in the queue, so the profile is one job: it
+    prints ncu's version first, ncu's options are taken to be a current ncu's, and each rank writes
+    its own report (rank 0's is the one imported, the others are kept beside it).
     """
     token = secrets.token_hex(6)
     local_report = Path(report_path) if report_path else Path(tempfile.gettempdir()) / f"kernelscope-{token}.ncu-rep"
+    one_job = target.remote is not None and srun_index(target.remote.run) is not None
 
     def run(argv: list[str], what: str, timeout: float):
-        full, env, cwd = wrap(target, argv)
-        return execute(full, env=env, cwd=cwd, timeout=timeout, cancel=cancel, what=what, remote=target.remote)
+        return run_on_target(target, argv, what=what, timeout=timeout, cancel=cancel, on_progress=on_progress)
 
-    help_text = run([ncu_path, "--help"], "ncu --help", 60).stdout
-    version = ncu_version(run([ncu_path, "--version"], "ncu --version", 60).stdout)
+    help_text = "" if one_job else run([ncu_path, "--help"], "ncu --help", 60).stdout
+    version = "unknown" if one_job else ncu_version(run([ncu_path, "--version"], "ncu --version", 60).stdout)
     if target.build:
         built = run(list(target.build), "the build step", target.timeout_s)
         if built.returncode != 0:
@@ -178,15 +190,35 @@ def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_pat
     report_on_target: str = str(local_report)
     if target.remote is not None:
         report_on_target, fetch = remote_report_path(local_report, target.remote, token)
+    argv = build_ncu_command(target, ncu_path, rank_report(report_on_target, "%q{SLURM_PROCID}") if one_job
+                             else report_on_target, help_text)
+    if one_job:
+        # sh -c runs ncu twice in the one job: $0 is ncu (no quoting layer), "$@" the profiling command's options
+        argv = ["sh", "-c", '"$0" --version && exec "$0" "$@"', *argv]
     started = datetime.now(timezone.utc)
     try:
-        result = run(build_ncu_command(target, ncu_path, report_on_target, help_text), "ncu", target.timeout_s)
+        result = run(argv, "ncu", target.timeout_s)
     except ProfileTimeoutError as e:
         if not local_report.exists():
             raise
         # ncu writes results as it goes; what was finished before the kill is still worth opening.
         raise ProfileTimeoutError(f"{e.message}; the partial report is kept at {local_report}",
                                   partial_report=local_report) from e
+    if one_job:
+        if result.returncode == 127:  # sh's "command not found" (POSIX sh, EXIT STATUS): no ncu on the node
+            said = next((ln for ln in result.stderr.splitlines() if "not found" in ln), "")
+            raise ToolNotFoundError(f"Cannot run ncu on the Slurm node: {ncu_path} was not found ({said.strip()})",
+                                    hint=NODE_TOOL_HINT, output=tail(result))
+        version = ncu_version(result.stdout)
+        report_on_target = rank_report(report_on_target, 0)
+        if not fetch:
+            ranks = sorted(local_report.parent.glob(f"{Path(report_stem(local_report)).name}.rank*.ncu-rep"))
+            if (rank0 := Path(rank_report(local_report, 0))).exists():
+                rank0.replace(local_report)  # the report is where the caller asked for it
+            others = [r for r in ranks if r != rank0]
+            if others and on_warning is not None:
+                on_warning(f"{len(others) + 1} ranks were profiled: rank 0's report is shown, the others are "
+                           f"{', '.join(str(r) for r in others)}")
     error = classify_ncu_output(result.returncode, result.stdout + result.stderr, kernel_regex=target.kernel_regex)
     if error is not None:
         raise error
@@ -213,5 +245,5 @@ def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_pat
     return Profile(kernels=kernels, provenance=prov)
 
 
-__all__ = ["SECTIONS", "build_ncu_command", "classify_ncu_output", "ncu_version", "run_ncu",
+__all__ = ["SECTIONS", "build_ncu_command", "classify_ncu_output", "ncu_version", "rank_report", "run_ncu",
            "sampling_interval_option", "signal_name"]

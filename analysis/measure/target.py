@@ -8,19 +8,24 @@ Quoting follows who parses the text on the far side:
   quoted command line;
 - otherwise (srun, docker exec, ...): the far side execs an argv; an argument that is exactly
   `{command}` is spliced in as separate arguments, other placeholders are substituted verbatim.
+
+A template with `srun` in it is a Slurm submission (slurm.py): the job gets a name of ours, and a
+cancel or a timeout also cancels the job with `scancel`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import shlex
 from pathlib import Path, PurePosixPath
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..process import CancelToken, ToolResult, ToolTimeout, run_tool
+from ..process import CancelToken, Cancelled, ToolResult, ToolTimeout, run_tool
+from . import slurm
 from .errors import ProfileTimeoutError, RemoteError, ToolNotFoundError
 
 class PathMapping(BaseModel):
@@ -122,7 +127,8 @@ def fill(template: Sequence[str], values: Mapping[str, str | Sequence[str]], *, 
     return out
 
 
-def wrap(target: ProfileTarget, argv: Sequence[str]) -> tuple[list[str], dict[str, str] | None, Path | None]:
+def wrap(target: ProfileTarget, argv: Sequence[str], job: slurm.SlurmJob | None = None
+         ) -> tuple[list[str], dict[str, str] | None, Path | None]:
     """(argv to run locally, its environment, its local cwd) for running `argv` on the target's machine."""
     if target.remote is None:
         env = {**os.environ, **target.env} if target.env else None
@@ -130,7 +136,41 @@ def wrap(target: ProfileTarget, argv: Sequence[str]) -> tuple[list[str], dict[st
     r = target.remote
     cwd = map_path(str(target.cwd), r.paths) if target.cwd is not None else "."
     command = with_env(remote_argv(argv, r.paths), target.env)
-    return fill(r.run, {"{command}": command, "{cwd}": cwd}, quote=r.quotes), None, None
+    template = slurm.named(r.run, job) if job is not None else r.run
+    return fill(template, {"{command}": command, "{cwd}": cwd}, quote=r.quotes), None, None
+
+
+def run_on_target(target: ProfileTarget, argv: Sequence[str], *, what: str, timeout: float,
+                  cancel: CancelToken | None = None, on_progress: Callable[[str], None] | None = None) -> ToolResult:
+    """Run `argv` where the target says (here, ssh, srun), with its errors as MeasurementErrors.
+
+    Through Slurm the job is watched while it runs (progress, a job no node can ever start) and
+    cancelled with scancel when the run is cancelled or times out."""
+    r = target.remote
+    job = slurm.job_for(r.run, secrets.token_hex(6), quote=r.quotes) if r is not None else None
+    full, env, cwd = wrap(target, argv, job)
+    if job is None:
+        return execute(full, env=env, cwd=cwd, timeout=timeout, cancel=cancel, what=what, remote=r)
+    with slurm.Watch(job, on_progress) as watch:
+        try:
+            result = execute(full, timeout=timeout, cancel=cancel, what=what, remote=r)
+        except (Cancelled, ProfileTimeoutError):
+            slurm.cancel(job)
+            raise
+    if watch.refused is not None:
+        raise RemoteError(f"{watch.refused}; {what} never started and its job was cancelled",
+                          hint="Choose a partition with nodes that are up (`sinfo -p PARTITION`), or ask the "
+                               "cluster's admins about the nodes' reasons", output=tail(result))
+    if (failure := slurm.slurm_failure(result)) is not None:
+        text, missing = failure
+        if missing is not None:
+            raise ToolNotFoundError(f"Cannot run {what} on the Slurm node: {missing} was not found ({text})",
+                                    hint=slurm.NODE_TOOL_HINT,
+                                    output=tail(result))
+        raise RemoteError(f"Slurm could not run {what}: {text}",
+                          hint="Check the partition, account, --gres and time limit with `sinfo` and "
+                               "`sacctmgr show assoc user=$USER`", output=tail(result))
+    return result
 
 
 def remote_report_path(local: Path, wrapper: RemoteWrapper, token: str, suffix: str = ".ncu-rep") -> tuple[str, bool]:
