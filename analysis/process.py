@@ -3,6 +3,10 @@
 Every child starts in its own process group, so cancelling or timing out kills the
 whole tree (nvcc forks cicc, ptxas and the host compiler) and leaves no orphans.
 Commands are argument lists and never go through a shell.
+
+A tool that owns a tree a group kill cannot reach (the capture supervisor,
+analysis/capture/supervise.py) is started with `stop_grace`: it is asked to stop with SIGTERM,
+and its group is killed only if it is still running that many seconds later.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ class CancelToken:
     """Shared between the scheduler (which cancels) and the pipeline (which checks and registers children)."""
 
     _event: threading.Event = field(default_factory=threading.Event)
-    _children: set[subprocess.Popen] = field(default_factory=set)
+    _children: set[Started] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def cancel(self) -> None:
@@ -39,7 +43,7 @@ class CancelToken:
         with self._lock:
             children = list(self._children)
         for child in children:
-            kill_tree(child)
+            child.stop()
 
     @property
     def cancelled(self) -> bool:
@@ -49,13 +53,13 @@ class CancelToken:
         if self._event.is_set():
             raise Cancelled()
 
-    def _register(self, child: subprocess.Popen) -> None:
+    def _register(self, child: Started) -> None:
         with self._lock:
             self._children.add(child)
         if self._event.is_set():
-            kill_tree(child)
+            child.stop()
 
-    def _unregister(self, child: subprocess.Popen) -> None:
+    def _unregister(self, child: Started) -> None:
         with self._lock:
             self._children.discard(child)
 
@@ -75,7 +79,7 @@ class ToolResult:
     stderr: str
 
 
-@dataclass
+@dataclass(eq=False)
 class Started:
     """A tool `start_tool` started and nobody has waited for yet: its output is being read."""
 
@@ -86,17 +90,37 @@ class Started:
     _out: list[bytes]
     _err: list[bytes]
     _readers: list[threading.Thread]
+    stop_grace: float | None = None
+
+    def stop(self) -> None:
+        """Kill its process group now, or, for a tool started with `stop_grace`, ask it to stop
+        (SIGTERM) and kill its group if it is still running `stop_grace` seconds later."""
+        if self.stop_grace is None:
+            kill_tree(self.child)
+            return
+        try:
+            os.kill(self.child.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+
+        def overdue() -> None:
+            if self.child.returncode is None:  # not reaped yet: its group id is still its own
+                kill_tree(self.child)
+
+        timer = threading.Timer(self.stop_grace, overdue)
+        timer.daemon = True
+        timer.start()
 
     def kill(self) -> None:
         """Stop it and its whole tree, and reap it (a started tool nobody adopts)."""
-        kill_tree(self.child)
+        self.stop()
         self.child.wait()
         for r in self._readers:
             r.join(timeout=5)
 
 
 def start_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
-               max_output: int = 64 * 1024 * 1024) -> Started:
+               max_output: int = 64 * 1024 * 1024, stop_grace: float | None = None) -> Started:
     """Start argv in its own process group and read its output on two threads.
 
     Output beyond `max_output` bytes per stream is dropped (a program that floods its
@@ -118,21 +142,21 @@ def start_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] 
                threading.Thread(target=pump, args=(child.stderr, err_chunks), daemon=True)]
     for r in readers:
         r.start()
-    return Started(tuple(argv), cwd, env, child, out_chunks, err_chunks, readers)
+    return Started(tuple(argv), cwd, env, child, out_chunks, err_chunks, readers, stop_grace)
 
 
 def finish_tool(started: Started, *, timeout: float | None = None, cancel: CancelToken | None = None) -> ToolResult:
     """Wait for a started tool; raise Cancelled or ToolTimeout after killing its process group."""
     child = started.child
     if cancel is not None:
-        cancel._register(child)
+        cancel._register(started)
     # Popen.wait(timeout) polls with growing sleeps, adding up to 50 ms to every tool run;
     # a timer that kills the group keeps the wait blocking and exact.
     timed_out = threading.Event()
 
     def expire() -> None:
         timed_out.set()
-        kill_tree(child)
+        started.stop()
 
     timer = threading.Timer(timeout, expire) if timeout else None
     if timer is not None:
@@ -150,7 +174,7 @@ def finish_tool(started: Started, *, timeout: float | None = None, cancel: Cance
         for r in started._readers:
             r.join(timeout=5)
         if cancel is not None:
-            cancel._unregister(child)
+            cancel._unregister(started)
     if cancel is not None and cancel.cancelled:
         raise Cancelled()
     return ToolResult(started.argv, child.returncode, b"".join(started._out).decode("utf-8", "replace"),
@@ -159,8 +183,9 @@ def finish_tool(started: Started, *, timeout: float | None = None, cancel: Cance
 
 def run_tool(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
              timeout: float | None = None, cancel: CancelToken | None = None,
-             max_output: int = 64 * 1024 * 1024) -> ToolResult:
-    """Run argv to completion; raise Cancelled or ToolTimeout after killing its process group."""
+             max_output: int = 64 * 1024 * 1024, stop_grace: float | None = None) -> ToolResult:
+    """Run argv to completion; raise Cancelled or ToolTimeout after stopping it (see `Started.stop`)."""
     if cancel is not None:
         cancel.check()
-    return finish_tool(start_tool(argv, cwd=cwd, env=env, max_output=max_output), timeout=timeout, cancel=cancel)
+    return finish_tool(start_tool(argv, cwd=cwd, env=env, max_output=max_output, stop_grace=stop_grace),
+                       timeout=timeout, cancel=cancel)

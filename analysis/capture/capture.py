@@ -3,9 +3,12 @@
 and read back every launch it made.
 
 This executes user code: callers gate it on a trusted workspace or a user-level setting, exactly
-as they gate `profile` (server/settings.py). Bounded: a time limit (the program stops itself with
-SIGALRM, then its process group is killed), a cap on launches recorded per kernel, and an empty
-network namespace where `unshare` allows one.
+as they gate `profile` (server/settings.py). Contained: the program runs under a supervisor that
+owns its whole process tree and kills all of it at the end (`supervise.py`), with limits on
+memory, file size, CPU time and processes, and a time limit (the program stops itself with
+SIGALRM; the supervisor kills its tree 5 s later). It gets an empty network namespace and a PID
+namespace of its own where `unshare` allows them. At most a set number of launches per kernel
+are recorded.
 """
 
 from __future__ import annotations
@@ -14,16 +17,22 @@ import hashlib
 import json
 import os
 import re
+import math
 import secrets
 import shutil
 import struct
+import sys
 import tempfile
+from functools import cache
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..process import CancelToken, ToolTimeout, run_tool
 from .layout import kparam_sizes
+from .supervise import Limits, user_tasks
+
+SUPERVISOR = Path(__file__).parent / "supervise.py"
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 RUNTIME_SOURCE = RUNTIME_DIR / "capture_cudart.cpp"
@@ -235,19 +244,33 @@ def build_program(nvcc: Path, source: Path, out: Path, arch: str, runtime: Path,
 # --- running --------------------------------------------------------------------------------------
 
 
+def default_limits(time_limit: float) -> Limits:
+    """What a captured program may use: no more address space than the machine has memory (the
+    stand-in runtime's device memory is host memory, mapped lazily), files up to 1 GiB, the CPU
+    time one core gives in the time limit and its 5 s of grace, and 256 processes more than the
+    user already runs (RLIMIT_NPROC counts them all)."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return Limits(address_space_bytes=memory, file_bytes=1 << 30, cpu_seconds=math.ceil(time_limit) + 5,
+                  processes=user_tasks() + 256)
+
+
 def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "sm_90", flags: Sequence[str] = (),
                     argv: Sequence[str] = (), time_limit: float = 20.0, launches_per_kernel: int = 64,
-                    sm_count: int = 132, cache_dir: Path | None = None, cancel: CancelToken | None = None) -> Capture:
+                    sm_count: int = 132, cache_dir: Path | None = None, cancel: CancelToken | None = None,
+                    limits: Limits | None = None, namespaces: bool = True) -> Capture:
     """Build `source` with its main(), run it with the stand-in runtime, and return its launches.
-    Captures are cached by the program's inputs, the arguments and the limits."""
+    Captures are cached by the program's inputs, the arguments and the limits. `namespaces=False`
+    runs it without the network and PID namespaces even where the kernel allows them."""
     source = source.resolve()
     cache = cache_dir or _cache_dir()
+    limits = limits or default_limits(time_limit)
     runtime = build_runtime(nvcc, out_dir=cache, cancel=cancel)
     # nvcc embeds a random module id in every binary, so two builds of one source never share a
     # digest; the key is what the binary is built from (the source and its quoted includes), how,
     # and how it is run
     digest = hashlib.sha256(b"\0".join([*_inputs(source), runtime.read_bytes(), json.dumps(
-        [str(nvcc), arch, list(flags), list(argv), time_limit, launches_per_kernel, sm_count, CAPTURE_FORMAT]).encode()
+        [str(nvcc), arch, list(flags), list(argv), time_limit, launches_per_kernel, sm_count, CAPTURE_FORMAT,
+         limits.address_space_bytes, limits.file_bytes, limits.cpu_seconds]).encode()
     ])).hexdigest()[:24]
     cached = cache / "runs" / f"{digest}.jsonl"
     if cached.is_file():
@@ -265,22 +288,30 @@ def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "s
         params.write_text("".join(f"{k} {' '.join(map(str, v))}\n" for k, v in sizes.items()))
         records = tmp / "records.jsonl"
         env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "CUDA_INJECTION64_PATH")}
-        env.update({
+        # the program's own variables, set by `env` right before it: the runtime would arm its alarm
+        # and signal handlers in any process it were preloaded into (the supervisor, `unshare`)
+        program_env = {
             "LD_LIBRARY_PATH": f"{runtime.parent}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
             "LD_PRELOAD": str(runtime),  # wins over an rpath to the real runtime
             "KERNELSCOPE_CAPTURE_OUT": str(records), "KERNELSCOPE_CAPTURE_PARAMS": str(params),
             "KERNELSCOPE_CAPTURE_CAP": str(launches_per_kernel),
             "KERNELSCOPE_CAPTURE_SECONDS": str(max(1, int(time_limit))), "KERNELSCOPE_CAPTURE_SMS": str(sm_count),
             "KERNELSCOPE_CAPTURE_CC": arch.removeprefix("sm_").rstrip("a"),
-        })
-        run = [str(binary), *argv]
-        if (unshare := shutil.which("unshare")) and _unshare_works(unshare):
-            run = [unshare, "--user", "--net", "--map-current-user", *run]  # no network for user code
+        }
+        status = tmp / "status.json"
+        config = {"deadline": time_limit + 5, "status": str(status), "parent": os.getpid(),
+                  "limits": {k: v for k, v in vars(limits).items() if v is not None}}
+        run = [sys.executable, "-I", str(SUPERVISOR), json.dumps(config), "--",
+               *(_namespaces() if namespaces else ()), shutil.which("env") or "/usr/bin/env",
+               *(f"{k}={v}" for k, v in program_env.items()), str(binary), *argv]
         try:
-            result = run_tool(run, cwd=source.parent, env=env, timeout=time_limit + 5, cancel=cancel)
-            code, output = result.returncode, (result.stdout + result.stderr)[-2000:]
+            # the supervisor stops itself at its deadline; this one, later, is for a supervisor that hangs
+            result = run_tool(run, cwd=source.parent, env=env, timeout=time_limit + 20, cancel=cancel, stop_grace=5)
+            code, output = _outcome(status, result.returncode), (result.stdout + result.stderr)[-2000:]
         except ToolTimeout:
-            code, output = -9, f"stopped after {time_limit + 5:g} s"
+            code, output = -9, f"stopped after {time_limit + 20:g} s"
+        if code == -9 and "stopped after" not in output:
+            output = f"{output}\nstopped after {time_limit + 5:g} s".lstrip()
         lines = records.read_text().splitlines() if records.is_file() else []
         if not lines:
             raise CaptureError(f"{source.name} ran but the capture runtime recorded nothing",
@@ -305,8 +336,28 @@ def _inputs(source: Path, depth: int = 0) -> list[bytes]:
     return out
 
 
-def _unshare_works(unshare: str) -> bool:
+def _outcome(status: Path, fallback: int) -> int:
+    """The program's exit code, or minus the signal that ended it (subprocess's convention)."""
     try:
-        return run_tool([unshare, "--user", "--net", "--map-current-user", "true"], timeout=10).returncode == 0
-    except (OSError, ToolTimeout):
-        return False
+        out = json.loads(status.read_text())
+    except (OSError, ValueError):
+        return fallback
+    return out["exit_code"] if out["exit_code"] is not None else -int(out["signal"])
+
+
+@cache
+def _namespaces() -> tuple[str, ...]:
+    """The `unshare` prefix that gives user code no network and its own PIDs (whose first process
+    takes every other with it when it ends), or only no network, or nothing, as the kernel allows
+    unprivileged user namespaces."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return ()
+    for prefix in ([unshare, "--user", "--map-current-user", "--net", "--pid", "--fork", "--kill-child"],
+                   [unshare, "--user", "--map-current-user", "--net"]):
+        try:
+            if run_tool([*prefix, "true"], timeout=10).returncode == 0:
+                return tuple(prefix)
+        except (OSError, ToolTimeout):
+            continue
+    return ()

@@ -76,6 +76,7 @@ struct Init {
     }
     signal(SIGTERM, on_signal);
     signal(SIGALRM, on_signal);
+    signal(SIGXCPU, on_signal);  // the supervisor's CPU-time limit (analysis/capture/supervise.py)
     // the program stops itself before the caller's hard limit, so the launch counts are written
     if (const char* t = getenv("KERNELSCOPE_CAPTURE_SECONDS")) alarm((unsigned)atoi(t));
     atexit(flush_counts);
