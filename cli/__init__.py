@@ -4,7 +4,8 @@ Exit codes (documented in docs/cli.md):
   0  analysed
   1  the file does not compile (errors printed as file:line:col: error: ...);
      for `verify`: the advice's edit does not compile
-  2  usage, input or toolchain problems, with an actionable message
+  2  usage, input, toolchain or file-system problems (a read-only cache folder, a full disk),
+     with an actionable message
   3  an internal error (a bug: please report it with the message)
 """
 
@@ -339,7 +340,7 @@ def _profile(args: argparse.Namespace) -> int:
     alone): nothing here runs a command taken from a project's configuration files."""
     import tempfile
 
-    from kernelscope.analysis.measure.errors import ToolNotFoundError
+    from kernelscope.analysis.measure.errors import CounterPermissionError, ToolNotFoundError
     from kernelscope.analysis.measure.ncu import run_ncu
     from kernelscope.analysis.measure.target import ProfileTarget
     from kernelscope.analysis.reports.text import render_text
@@ -363,7 +364,12 @@ def _profile(args: argparse.Namespace) -> int:
                                first_of_each=args.launch_count is None, remote=remote)
         try:
             run_ncu(target, ncu_path=args.ncu, report_path=report, source=source.resolve(),
-                    on_warning=lambda w: print(f"kernelscope: {w}", file=sys.stderr))
+                    on_warning=lambda w: print(f"kernelscope: {w}", file=sys.stderr),
+                    on_progress=lambda p: print(f"kernelscope: {p}", file=sys.stderr))
+        except CounterPermissionError as e:
+            # no counters here: the modeled profile is the one shown, and the report says so ([modeled])
+            print(f"kernelscope: no measured profile, showing the modeled one: {e}", file=sys.stderr)
+            report = None
         except ToolNotFoundError as e:
             if remote is not None:  # ssh/srun missing here, or ncu on the GPU machine: the message says which
                 raise
@@ -376,7 +382,7 @@ def _profile(args: argparse.Namespace) -> int:
         result = _analyze_file(args, source, report)
     _print_messages(result)
     print(result.model_dump_json(indent=2) if args.json else render_text(result))
-    if args.output or shared:
+    if report is not None and (args.output or shared):
         print(f"report kept at {report}", file=sys.stderr)
     return _exit_code(result)
 
@@ -454,6 +460,14 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def _os_error(e: OSError) -> str:
+    where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
+    what = f"{e.strerror}: {where}" if e.strerror and where else str(e)
+    return (f"{what}. kernelscope could not read or write a file or folder it needs (its cache is in "
+            f"$XDG_CACHE_HOME/kernelscope, else ~/.cache/kernelscope): check that it exists, is writable and "
+            f"that the disk has free space")
+
+
 def _join_option_values(argv: list[str]) -> list[str]:
     """`--flags "-O3"` as `--flags=-O3`: argparse takes a value starting with '-' for an option."""
     out, it = [], iter(argv)
@@ -488,6 +502,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # never a traceback on user input; a bug still gets a clear line
         if isinstance(e, _known_errors()):  # looked up only now: the engine's imports wait for nvcc
             print(f"kernelscope: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        if isinstance(e, OSError):  # the machine's files (a read-only cache folder, a full disk), not a bug
+            print(f"kernelscope: {_os_error(e)}", file=sys.stderr)
             return EXIT_USAGE
         print(f"kernelscope: internal error: {type(e).__name__}: {e}\n"
               "This is a bug in kernelscope; please report it with the file that triggered it.", file=sys.stderr)

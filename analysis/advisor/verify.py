@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import KernelscopeError
+from ..files import read_regular
 from ..frontend.source import parse_source
 from ..frontend.toolchain import Toolchain, find_compile_command
 from ..options import AnalysisOptions
@@ -38,6 +39,8 @@ from .fixes import EditError, apply_edits, attach_fixes, fix_digest, fix_for, pl
 
 #: Bump when a Verification's meaning changes: old disk entries then stop matching.
 VERIFY_VERSION = 1
+#: a Verification is a few KB; anything far larger under its name is not one
+_MAX_ENTRY_BYTES = 2**20
 
 #: Re-modeled ratios within this of 1 are "no change": the emulator's steady-state sampling
 #: moves by less than this between runs of unrelated edits (tests/emulator determinism).
@@ -111,7 +114,8 @@ class VerificationCache:
         if path is None:
             return None
         try:
-            found = Verification.model_validate_json(path.read_bytes())
+            # not a FIFO, device or symlink planted under the entry's name (files.py)
+            found = Verification.model_validate_json(read_regular(path, _MAX_ENTRY_BYTES, follow_symlinks=False))
         except (OSError, ValueError, ValidationError):
             return None  # missing or corrupt: recompute
         self._remember(key, found)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..files import read_regular_text
 from ..process import CancelToken, Started, ToolTimeout, finish_tool, run_tool
 from .toolchain import CompileCommand, Toolchain, filter_flags, supported_archs
 from .treesitter import parser as _parser
@@ -134,7 +135,9 @@ def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str]
     """Compile `source` to a cubin for `arch`; errors become messages, never exceptions.
 
     Raises CompileSetupError before running anything when the arch or the source is unusable,
-    and Cancelled when `cancel` fires. The cubin is written under `workdir` (a fresh temp dir
+    and after running nvcc when the compile did not finish (timeout, a signal) or failed for a
+    reason of the machine (a full TMPDIR, no host compiler): only a finished compile is a result
+    a cache may keep. Raises Cancelled when `cancel` fires. The cubin is written under `workdir` (a fresh temp dir
     when None; the caller owns it either way). `prelaunch` (the CLI's, prelaunch.py) may already
     run this very nvcc invocation: it is adopted then, and the invocation is recorded for the next
     run once it compiled.
@@ -205,7 +208,10 @@ def _run_nvcc(argv: list[str], toolchain: Toolchain, cwd: Path, timeout: float,
         else:
             r = run_tool(argv, cwd=cwd, env=dict(toolchain.env), timeout=timeout, cancel=cancel)
     except ToolTimeout as e:
-        return f"nvcc fatal   : {e}\n", -1
+        # A compile that did not finish says nothing about the source (a stopped or starved
+        # compiler ends here too): an exception, so that no "does not compile" result is cached.
+        raise CompileSetupError(f"{e} (the compile timeout, kernelscope.analysis.compileTimeoutS, is {timeout:g} s). Nothing "
+                                f"was cached: analyse again, or raise the timeout for a file that needs longer") from None
     except OSError as e:
         raise CompileSetupError(f"Cannot run {argv[0]}: {e.strerror or e}") from None
     if r.returncode < 0:
@@ -218,7 +224,27 @@ def _run_nvcc(argv: list[str], toolchain: Toolchain, cwd: Path, timeout: float,
         raise CompileSetupError(f"nvcc was stopped by {name} (out of memory, or killed from outside); "
                                 f"save again to retry")
     # ptxas's report and EDG's messages both go to stderr; stdout is normally empty.
-    return r.stdout + r.stderr, r.returncode
+    output = r.stdout + r.stderr
+    if r.returncode != 0 and (failure := _MACHINE_FAILURE.search(output)):
+        raise CompileSetupError(_machine_failure_message(failure.group(0), output, toolchain))
+    return output, r.returncode
+
+
+#: nvcc's words when this machine, not the source, failed: a full or unwritable TMPDIR (where nvcc
+#: writes its intermediate files: "Failed to preprocess host compiler properties" is how a full one
+#: shows, checked on nvcc 13.0), a host compiler it cannot run, memory. Such a failure is an
+#: exception, never a result: a cached "does not compile" would outlive the cause.
+_MACHINE_FAILURE = re.compile(r"Failed to preprocess host compiler properties|No space left on device|"
+                              r"Disk quota exceeded|Read-only file system|Could not open output file|"
+                              r"Cannot allocate memory|Permission denied")
+
+
+def _machine_failure_message(what: str, output: str, toolchain: Toolchain) -> str:
+    tmp = toolchain.env.get("TMPDIR") or tempfile.gettempdir()
+    detail = " / ".join(line.strip() for line in output.strip().splitlines()[-3:]).rstrip(".")
+    return (f"nvcc failed for a reason of this machine, not of the file ({what}): {detail}. Check that the "
+            f"temporary folder {tmp} (TMPDIR) is writable and has free space, and that nvcc's host compiler "
+            f"(-ccbin, else g++ on PATH) runs. Nothing was cached: analyse again once that is fixed")
 
 
 def _read_cubin(p: Path) -> bytes | None:
@@ -410,7 +436,7 @@ def _source_line(path: Path, line: int) -> str | None:
 @lru_cache(maxsize=64)
 def _read_text_cached(path: str, mtime_ns: int) -> str | None:
     try:
-        return Path(path).read_bytes().decode("utf-8", "replace")
+        return read_regular_text(path)  # a header may be a FIFO or /dev/zero under a source's name (files.py)
     except OSError:
         return None
 

@@ -14,11 +14,13 @@ whichever file of the unit holds them.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from ..files import MAX_DATABASE_BYTES, MAX_SOURCE_BYTES, read_regular_text, regular_size
 from .compile import CompileResult, CompilerMessage, local_headers
 from .toolchain import CompileCommand, Toolchain, parse_compile_command
 
@@ -36,6 +38,8 @@ ROOT_MARKERS = ("compile_commands.json", ".kernelscope.toml", ".git")
 #: Folders never searched for includers: build outputs, environments, VCS data.
 _SKIP_DIRS = frozenset({"build", "node_modules", "__pycache__", "venv", ".venv", "dist", "third_party"})
 MAX_CANDIDATES = 400  # translation units examined per search, nearest folders first
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ def workspace_root(path: Path, compile_commands: Path | None = None) -> Path:
     """The folder searched for includers: the compile database's, else the nearest ancestor with
     a root marker, else the file's own folder."""
     if compile_commands is not None:
+        # absolute: a relative `--compile-commands` and the absolute file would not share a common path
+        compile_commands = compile_commands.absolute()
         return compile_commands if compile_commands.is_dir() else compile_commands.parent
     for d in path.resolve().parents:
         if any((d / m).exists() for m in ROOT_MARKERS):
@@ -64,11 +70,23 @@ def workspace_root(path: Path, compile_commands: Path | None = None) -> Path:
 
 
 def _candidates(root: Path, near: Path) -> list[Path]:
-    """Translation units under `root`, those nearest `near`'s folder first, at most MAX_CANDIDATES."""
+    """Translation units under `root`, those nearest `near`'s folder first, at most MAX_CANDIDATES.
+
+    Only regular files of a source's size (files.py): a `.cu` that is a FIFO, a device, a symlink
+    loop or a symlink to /dev/zero would hang or exhaust the search, and includes nothing.
+    os.walk follows no symlinked folder, so a folder loop cannot recur either."""
     found: list[Path] = []
     for d, dirs, files in os.walk(root):
         dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x not in _SKIP_DIRS)
-        found += [Path(d) / f for f in sorted(files) if Path(f).suffix.lower() in UNIT_SUFFIXES]
+        for f in sorted(files):
+            if Path(f).suffix.lower() not in UNIT_SUFFIXES:
+                continue
+            size = regular_size(Path(d) / f)
+            if size is None or size > MAX_SOURCE_BYTES:
+                log.debug("includer search: skipped %s (not a regular file of at most %d bytes)",
+                          Path(d) / f, MAX_SOURCE_BYTES)
+                continue
+            found.append(Path(d) / f)
         if len(found) >= 4 * MAX_CANDIDATES:
             break
 
@@ -84,7 +102,7 @@ def _database(compile_commands: Path | None) -> list[CompileCommand]:
         return []
     db = compile_commands / "compile_commands.json" if compile_commands.is_dir() else compile_commands
     try:
-        entries = json.loads(db.read_text(encoding="utf-8", errors="replace"))
+        entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))
     except (OSError, ValueError):
         return []
     parsed = [parse_compile_command(e, db.parent) for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
@@ -178,7 +196,7 @@ def _included(path: Path, passes: Passes | None) -> IncludedSource | None:
     from .source import IncludedSource, parse_source
 
     try:
-        m = parse_source(path.read_text(errors="replace"), passes)
+        m = parse_source(read_regular_text(path), passes)
     except OSError:
         return None
     return IncludedSource(path=str(path), source=m) if m.kernels or m.launch_sites or m.annotations else None

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files import read_regular
 from ..process import Started, start_tool
 
 #: stands for the cubin's path in a recorded invocation (each run writes its own temp dir)
@@ -132,7 +133,7 @@ def _load(path: Path) -> tuple | None:
         # only the user's own record, which nobody else can have written
         if st.st_uid != getattr(os, "getuid", lambda: st.st_uid)() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             return None
-        data = json.loads(path.read_text())
+        data = json.loads(read_regular(path, 2**20, follow_symlinks=False))  # never a FIFO's endless wait
         argv, cwd, changes, unset = data["argv"], data["cwd"], data["env"], data.get("unset", [])
         if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv) and _OUT in argv
                 and isinstance(cwd, str) and isinstance(changes, dict)

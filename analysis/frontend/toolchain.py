@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..files import MAX_DATABASE_BYTES, read_regular_text
 from ..process import ToolTimeout, run_tool
 
 Origin = Literal["setting", "compile_commands", "PATH", "CUDA_HOME", "pip wheel"]
@@ -240,7 +241,7 @@ def find_compile_command(path: Path, compile_commands: Path) -> CompileCommand |
     """The entry for `path` in compile_commands.json (the file or its directory), or None."""
     db = compile_commands / "compile_commands.json" if compile_commands.is_dir() else compile_commands
     try:
-        entries = json.loads(db.read_text(encoding="utf-8", errors="replace"))
+        entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))  # not a FIFO nor /dev/zero (files.py)
     except (OSError, ValueError):
         return None
     if not isinstance(entries, list):
