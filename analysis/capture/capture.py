@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
-import math
 import secrets
 import shutil
 import struct
@@ -307,11 +307,11 @@ def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "s
         try:
             # the supervisor stops itself at its deadline; this one, later, is for a supervisor that hangs
             result = run_tool(run, cwd=source.parent, env=env, timeout=time_limit + 20, cancel=cancel, stop_grace=5)
-            code, output = _outcome(status, result.returncode), (result.stdout + result.stderr)[-2000:]
+            (code, timed_out), output = _outcome(status, result.returncode), (result.stdout + result.stderr)[-2000:]
+            if timed_out:
+                output = f"{output}\nstopped after {time_limit + 5:g} s".lstrip()
         except ToolTimeout:
             code, output = -9, f"stopped after {time_limit + 20:g} s"
-        if code == -9 and "stopped after" not in output:
-            output = f"{output}\nstopped after {time_limit + 5:g} s".lstrip()
         lines = records.read_text().splitlines() if records.is_file() else []
         if not lines:
             raise CaptureError(f"{source.name} ran but the capture runtime recorded nothing",
@@ -336,13 +336,14 @@ def _inputs(source: Path, depth: int = 0) -> list[bytes]:
     return out
 
 
-def _outcome(status: Path, fallback: int) -> int:
-    """The program's exit code, or minus the signal that ended it (subprocess's convention)."""
+def _outcome(status: Path, fallback: int) -> tuple[int, bool]:
+    """The program's exit code, or minus the signal that ended it (subprocess's convention), and
+    whether the supervisor's deadline ended it."""
     try:
         out = json.loads(status.read_text())
     except (OSError, ValueError):
-        return fallback
-    return out["exit_code"] if out["exit_code"] is not None else -int(out["signal"])
+        return fallback, False
+    return (out["exit_code"] if out["exit_code"] is not None else -int(out["signal"])), bool(out["timed_out"])
 
 
 @cache
