@@ -36,9 +36,28 @@ class NoGpuError(MeasurementError):
 
 
 class CounterPermissionError(MeasurementError):
-    hint = ("GPU performance counters are restricted to administrators (ERR_NVGPUCTRPERM). Run the profiler "
-            "as root/admin, or have an admin load the driver with NVreg_RestrictProfilingToAdminUsers=0; "
-            "in containers add --cap-add=SYS_ADMIN. See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+    """The driver refused the GPU's performance counters (ERR_NVGPUCTRPERM, CUPTI_ERROR_INSUFFICIENT_PRIVILEGES).
+
+    The fixes, from NVIDIA's page on the error (https://developer.nvidia.com/ERR_NVGPUCTRPERM): an
+    admin sets the driver option for everyone; or the profiler runs as root or with CAP_SYS_ADMIN
+    (CAP_PERFMON from driver R565); in a container the host must allow it or the container must be
+    started with --cap-add=SYS_ADMIN. The counters are the driver's, so nothing inside a job or a
+    container can turn them on by itself (huggingface/hub-docs#2714).
+    """
+
+    hint = ("An admin enables the counters for every user with the driver option "
+            "`options nvidia NVreg_RestrictProfilingToAdminUsers=0` (/etc/modprobe.d, then reload the driver or "
+            "reboot); or run the profiler as root or with CAP_SYS_ADMIN (CAP_PERFMON from driver R565). In a "
+            "container the host must allow it, or the container must be started with --cap-add=SYS_ADMIN; on a "
+            "cluster, ask the admins which partitions have the counters enabled. Until then kernelscope shows the "
+            "modeled profile. See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+    #: the same fixes, the container's first: the profiler ran through a container runtime
+    container_hint = ("The profiler ran in a container ({runtime}): the container must be started with "
+                      "--cap-add=SYS_ADMIN (or CAP_PERFMON from driver R565), or the host's admin must enable the "
+                      "counters for every user with the driver option "
+                      "`options nvidia NVreg_RestrictProfilingToAdminUsers=0`; nothing inside the container can "
+                      "change it. Until then kernelscope shows the modeled profile. "
+                      "See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
 
 
 class KernelNotFoundError(MeasurementError):

@@ -22,7 +22,8 @@ from .errors import (CounterPermissionError, KernelNotFoundError, MeasurementErr
                      ProgramCrashError, RemoteError, ReportError, ToolNotFoundError)
 from .ncu_report import NO_LINEINFO, load_ncu_report
 from .slurm import NODE_TOOL_HINT, srun_index
-from .target import ProfileTarget, execute, fetch_argv, last_lines, remote_report_path, run_on_target, tail
+from .target import (ProfileTarget, container_runtime, execute, fetch_argv, last_lines, remote_report_path,
+                     run_on_target, tail)
 
 #: Sections for per-PC stalls, launch data, occupancy and the roofline (measurement.md, "Collecting with ncu").
 SECTIONS = ("SourceCounters", "WarpStateStats", "LaunchStats", "Occupancy", "SpeedOfLight",
@@ -83,7 +84,10 @@ def build_ncu_command(target: ProfileTarget, ncu_path: str, report_path: Path | 
 # --- classifying ncu's output ----------------------------------------------------------------------
 
 # Each pattern is a message text seen in real ncu output; the source is cited beside it.
-_PERMISSION = re.compile(r"ERR_NVGPUCTRPERM")
+_PERMISSION = re.compile(r"ERR_NVGPUCTRPERM|CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
+# ncu and nvprof both print ERR_NVGPUCTRPERM (tests/measure/fixtures/ncu-output/README.md); a CUPTI-based
+# tool in a container prints the CUptiResult's name (geoffxy/habitat#5)
+_DEVICE = re.compile(r"on the target device (\d+)")
 # "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance
 # Counters on the target device 0. ..." (deepseek-ai/DeepGEMM#46; huggingface/hub-docs#2714)
 _NO_GPU = re.compile(
@@ -112,7 +116,8 @@ def signal_name(returncode: int) -> str | None:
         return None
 
 
-def classify_ncu_output(returncode: int, output: str, *, kernel_regex: str | None = None) -> MeasurementError | None:
+def classify_ncu_output(returncode: int, output: str, *, kernel_regex: str | None = None,
+                        container: str | None = None) -> MeasurementError | None:
     """The MeasurementError that ncu's exit status and output describe, or None for a usable run.
 
     Order matters: the root cause first (permissions, no GPU), then the program, then the filter;
@@ -120,7 +125,10 @@ def classify_ncu_output(returncode: int, output: str, *, kernel_regex: str | Non
     """
     errors = last_lines("\n".join(_ERROR_LINE.findall(output)), 3)
     if _PERMISSION.search(output):
-        return CounterPermissionError("Nsight Compute may not read the GPU's performance counters", output=output)
+        device = f" of device {m.group(1)}" if (m := _DEVICE.search(output)) else ""
+        hint = CounterPermissionError.container_hint.format(runtime=container) if container else ""
+        return CounterPermissionError(f"The profiler may not read the GPU's performance counters{device} "
+                                      "(ERR_NVGPUCTRPERM)", hint=hint, output=output)
     if m := _NO_GPU.search(output):
         return NoGpuError(f"No usable CUDA GPU for profiling ({m.group(0)})", output=output)
     if failed := _FAILED_TO_PROFILE.search(output):
@@ -219,7 +227,8 @@ def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_pat
             if others and on_warning is not None:
                 on_warning(f"{len(others) + 1} ranks were profiled: rank 0's report is shown, the others are "
                            f"{', '.join(str(r) for r in others)}")
-    error = classify_ncu_output(result.returncode, result.stdout + result.stderr, kernel_regex=target.kernel_regex)
+    error = classify_ncu_output(result.returncode, result.stdout + result.stderr, kernel_regex=target.kernel_regex,
+                                container=container_runtime(target.remote.run) if target.remote else None)
     if error is not None:
         raise error
     if fetch:

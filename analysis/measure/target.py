@@ -76,6 +76,22 @@ class ProfileTarget(BaseModel):
         return tuple(shlex.split(v)) if isinstance(v, str) else v
 
 
+#: Programs that run a command in a container: the counters' fix is then the container's capability.
+_CONTAINER_RUNTIMES = {"docker", "podman", "nerdctl", "kubectl", "oc", "enroot", "apptainer", "singularity",
+                       "shifter", "podman-hpc"}
+
+
+def container_runtime(run: Sequence[str]) -> str | None:
+    """The container runtime a run template goes through (`docker exec`, `kubectl exec`, `apptainer exec`,
+    srun's pyxis `--container-image=`), or None."""
+    for arg in run:
+        if Path(arg).name in _CONTAINER_RUNTIMES:
+            return Path(arg).name
+        if arg.startswith("--container-image"):
+            return "srun --container-image (pyxis)"
+    return None
+
+
 def map_path(path: str, mappings: Sequence[PathMapping]) -> str:
     """The remote spelling of a local path: the longest mapped prefix, on path-component boundaries."""
     best: PathMapping | None = None
