@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import cached_property
 
 EM_CUDA = 190
 SHT_SYMTAB = 2
@@ -68,12 +69,20 @@ class Cubin:
     def bytes_of(self, section: Section) -> bytes:
         return self.data[section.offset:section.offset + section.size]
 
+    @cached_property
+    def _relocation_sections(self) -> dict[int, tuple[Section, ...]]:
+        # by the section they apply to: asked once per function, a scan of every section each time
+        # made a cubin of n kernels cost n²
+        out: dict[int, list[Section]] = {}
+        for s in self.sections:
+            if s.type in (SHT_RELA, SHT_REL) and s.size:
+                out.setdefault(s.info, []).append(s)
+        return {k: tuple(v) for k, v in out.items()}
+
     def relocations(self, target: Section) -> tuple[Relocation, ...]:
         """RELA/REL entries that apply to `target` (sections whose sh_info names it)."""
         out: list[Relocation] = []
-        for s in self.sections:
-            if s.type not in (SHT_RELA, SHT_REL) or s.info != target.index or s.size == 0:
-                continue
+        for s in self._relocation_sections.get(target.index, ()):
             step = 24 if s.type == SHT_RELA else 16
             raw = self.bytes_of(s)
             for k in range(0, len(raw) - step + 1, step):
