@@ -22,8 +22,8 @@ Custom protocol, for tests, benchmarks and clients that want it:
     (and without the cache when `noCache`); results arrive as usual;
   - `kernelscope.loadReport(uri, reportPath)` -> {ok, message?, kernels?, error?}: analyse with an
     Nsight Compute report's measured profile, kept for later saves while it matches the file;
-  - `kernelscope.profileNow(uri)` -> as loadReport: run the `profile` setting under ncu (a
-    workspace-file command only in a trusted workspace), then load its report.
+  - `kernelscope.profileNow(uri)` -> as loadReport: run the `profile` setting under ncu (only in a
+    trusted workspace, wherever the setting comes from: settings.screen), then load its report.
   Failures of the last two are shown as one window/showMessage; the reply has `error`, no `message`.
 """
 
@@ -49,8 +49,7 @@ from . import progress, rpc
 from .cache import ResultCache
 from .features import actions, diagnostics, heat, hover, inlay, lens, measured, render, roofline
 from .scheduler import Outcome, Scheduler
-from .settings import (SECTION, Settings, load_settings, merge_user_layers, read_workspace_file,
-                       without_untrusted_commands)
+from .settings import SECTION, Settings, load_settings, merge_user_layers, read_workspace_file, refusal_message, screen
 from .tracking import ResultView, TrackedDocument
 
 log = logging.getLogger("kernelscope.server")
@@ -65,6 +64,7 @@ class KernelscopeServer(LanguageServer):
         super().__init__("kernelscope", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
                          protocol_cls=rpc.KernelscopeProtocol)
         self.settings = Settings()
+        self._loaded: Settings | None = None  # the settings as loaded, before settings.screen
         self.settings_ready = asyncio.Event()
         self.init_options: Any = None
         self.docs: dict[str, TrackedDocument] = {}
@@ -135,23 +135,30 @@ class KernelscopeServer(LanguageServer):
             except Exception as e:
                 log.warning("workspace/configuration failed: %s", e)
         root = self.workspace.root_path
-        ws_file, file_problems = await asyncio.get_running_loop().run_in_executor(
+        ws_file = await asyncio.get_running_loop().run_in_executor(
             None, read_workspace_file, Path(root) if root else None)
+        loaded, problems = load_settings(merge_user_layers(*layers), ws_file.values, ws_file.sources)
+        self.apply_settings(loaded)
+        if problems := problems + ws_file.problems:
+            self.show_once("kernelscope: invalid settings, defaults used for: " + "; ".join(problems),
+                           types.MessageType.Error)
+
+    def apply_settings(self, loaded: Settings | None = None) -> None:
+        """Put `loaded` in force, minus what the workspace's trust now allows (settings.screen); without
+        `loaded`, the last settings loaded again: trust changed, and takes effect at once."""
+        self._loaded = loaded or self._loaded
+        if self._loaded is None:
+            return  # trust came before the first load, which screens with it
         old = self.settings
-        new, problems = load_settings(merge_user_layers(*layers), ws_file)
-        new, held = without_untrusted_commands(new, self.measured.trusted)
-        if held:
-            self.show_once(f"kernelscope: {', '.join(held)} from this workspace's .kernelscope.toml/pyproject.toml "
-                           f"is ignored: it names a program to run and the workspace is not trusted. Trust the "
-                           f"workspace, or set it in your editor's settings.", types.MessageType.Warning)
+        new, refused = screen(self._loaded, self.measured.trusted)  # the trust model, in one place
+        if refused:
+            self.show_once(refusal_message(refused), types.MessageType.Warning)
         self.settings = new
         self._setup_logging()
-        if problems or file_problems:
-            self.show_once("kernelscope: invalid settings, defaults used for: " + "; ".join(problems + file_problems),
-                           types.MessageType.Error)
         log.info("settings loaded (%s)", "; ".join(f"{k} from {v.value}" for k, v in sorted(new.origins.items()))
                  or "all defaults")
-        changed = new.analysis != old.analysis
+        # capture's launches are inputs of the model too: trusting the workspace may turn it on
+        changed = (new.analysis, new.capture) != (old.analysis, old.capture)
         if changed:
             self.scheduler.forget_toolchains()
         if self.settings_ready.is_set() and changed:
@@ -499,14 +506,12 @@ async def profile_now(ls: KernelscopeServer, uri: str | None = None) -> dict[str
     return await measured.profile_now(ls, uri)
 
 
-async def _trusted(ls: KernelscopeServer, params: Any) -> None:
+def _trusted(ls: KernelscopeServer, params: Any) -> None:
     value = params.get("workspaceTrusted", True) if isinstance(params, dict) else \
         getattr(params, "workspaceTrusted", True)
     ls.measured.trusted = value is True
     log.info("workspace trust: %s", "granted" if ls.measured.trusted else "withdrawn")
-    await ls.load_settings()  # workspace-file commands held back until now (nvccPath, ...) take effect
-    if ls.settings_ready.is_set():
-        asyncio.get_running_loop().create_task(ls.load_settings())  # workspace-file commands now count
+    ls.apply_settings()  # what the trust model held back (or now holds back) takes effect before the next request
 
 
 for _method in measured.TRUST_NOTIFICATIONS:

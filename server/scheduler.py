@@ -344,8 +344,8 @@ def _file_identity(path: Path) -> str:
 
 
 def _with_capture(path: Path, settings: Settings, cancel) -> AnalysisOptions:
-    """The analysis options, with the launches the file's main() makes when capture is on (the
-    setting reaches here only from user-level settings or a trusted workspace: settings.py)."""
+    """The analysis options, with the launches the file's main() makes when capture is on (on only in
+    a trusted workspace, whatever the setting's origin: settings.screen)."""
     # the second stage's runs go to worker processes only: a hover while they run needs this
     # process's interpreter, which a run here would hold for milliseconds at a time
     options = settings.analysis.model_copy(update={"budget": settings.analysis.budget.model_copy(

@@ -6,9 +6,9 @@ Layers, lowest precedence first:
 2. the workspace's project file: ``[tool.kernelscope]`` in ``pyproject.toml``, then ``.kernelscope.toml``;
 3. the editor: ``initializationOptions`` and the ``kernelscope`` section of ``workspace/configuration``.
 
-Every leaf records where its value came from (`Settings.origins`), because a command that
-came from a file inside the workspace (a cloned repository) must not run until the user
-trusts that workspace; the measured backend checks `Settings.from_workspace_file`.
+Every leaf records where its value came from (`Settings.origins`, and the file in
+`Settings.sources`), because what a setting may do depends on it: `screen` is the trust model,
+the one place that decides (docs/configuration.md, "Security").
 
 ``python -m kernelscope.server.settings --markdown`` prints docs/configuration.md.
 """
@@ -20,6 +20,7 @@ import tomllib
 import types
 import typing
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 
+from kernelscope.analysis.frontend.flag_policy import ALLOWED, refused_flag
 from kernelscope.analysis.measure.target import ProfileTarget, RemoteWrapper
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint
 
@@ -73,7 +75,7 @@ class CaptureSettings(_Camel):
     """Launch capture (docs/emulator.md): build the open file's main() and run it against
     kernelscope's stand-in CUDA runtime, which records launches instead of running them (no GPU)."""
 
-    enabled: bool = Field(False, description="Capture the launches of single-file programs with a main() on every analysis. Runs the program: from a workspace file it waits until the workspace is trusted.")
+    enabled: bool = Field(False, description="Capture the launches of single-file programs with a main() on every analysis. Runs the program: only in a trusted workspace, wherever the setting comes from.")
     args: tuple[str, ...] = Field((), description="Command-line arguments for the captured program.")
     timeout_s: float = Field(20.0, gt=0, le=600, description="Stop the captured program after this many seconds; the launches it made so far are used.")
     launches_per_kernel: int = Field(64, ge=1, le=100_000, description="Launches recorded per kernel; later ones are only counted.")
@@ -88,7 +90,7 @@ class VerifySettings(_Camel):
 
 
 class CacheSettings(_Camel):
-    directory: Path | None = Field(None, description="Where analysis results and the server log are kept (default: the user cache dir, e.g. ~/.cache/kernelscope).")
+    directory: Path | None = Field(None, description="Where analysis results and the server log are kept (default: the user cache dir, e.g. ~/.cache/kernelscope). Never from a workspace file; from the editor only in a trusted workspace.")
     max_megabytes: float = Field(256.0, gt=0, description="Size bound of the on-disk result cache; the least recently used entries go first.")
     memory_entries: int = Field(64, ge=1, description="Results kept in memory (LRU).")
 
@@ -98,7 +100,7 @@ class Settings(_Camel):
 
     analysis: AnalysisOptions = Field(default_factory=AnalysisOptions,
                                       description="What an analysis computes; part of the cache key.")
-    profile: ProfileCommand | None = Field(None, description="Measured backend: the program to profile. Only run from a trusted workspace when it comes from a workspace file.")
+    profile: ProfileCommand | None = Field(None, description="Measured backend: the program to profile. Runs only in a trusted workspace, wherever the setting comes from.")
     capture: CaptureSettings = Field(default_factory=CaptureSettings, description="Launch capture: the real launches of the file's own main(), without a GPU.")
     cache: CacheSettings = Field(default_factory=CacheSettings, description="Result cache.")
     verify: VerifySettings = Field(default_factory=VerifySettings, description="Verification of advice in the background.")
@@ -111,6 +113,11 @@ class Settings(_Camel):
     code_lens: bool = Field(True, description="Code lens above each kernel: bound, roofline, occupancy, best fix.")
     #: where each leaf value came from, by dotted camelCase path; filled by `load_settings`, never read from input
     origins: dict[str, Origin] = Field(default_factory=dict, exclude=True)
+    #: the file each workspace-file leaf came from (pyproject.toml or .kernelscope.toml), for messages
+    sources: dict[str, str] = Field(default_factory=dict, exclude=True)
+    #: settings `screen` set aside (dotted camelCase) -> where they came from, so that a refusal at the
+    #: point of use can say why a value is missing
+    withheld: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     @field_validator("log_level")
     @classmethod
@@ -156,15 +163,24 @@ def _snake_keys(d: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
 # Layers and merging
 
 
-def read_workspace_file(root: Path | None) -> tuple[dict[str, Any], list[str]]:
+class WorkspaceFile(typing.NamedTuple):
+    """The project file layer, as read from the workspace."""
+
+    values: dict[str, Any]
+    problems: list[str]  # files that could not be read, one line each
+    sources: dict[str, str]  # camelCase leaf path -> the file that set it (the later file wins)
+
+
+def read_workspace_file(root: Path | None) -> WorkspaceFile:
     """The project file layer: pyproject's [tool.kernelscope], overridden by .kernelscope.toml.
 
-    Returns (values, problems); a broken file is a problem to report, never a crash.
+    A broken file is a problem to report, never a crash.
     """
-    if root is None:
-        return {}, []
     merged: dict[str, Any] = {}
     problems: list[str] = []
+    sources: dict[str, str] = {}
+    if root is None:
+        return WorkspaceFile(merged, problems, sources)
     for name, pick in (("pyproject.toml", lambda t: t.get("tool", {}).get("kernelscope", {})),
                        (".kernelscope.toml", lambda t: t)):
         path = root / name
@@ -177,7 +193,8 @@ def read_workspace_file(root: Path | None) -> tuple[dict[str, Any], list[str]]:
             continue
         if isinstance(table, dict):
             _deep_merge(merged, table)
-    return merged, problems
+            sources.update({leaf: str(path) for leaf in _leaves(_canonical(table))})
+    return WorkspaceFile(merged, problems, sources)
 
 
 def _deep_merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:
@@ -267,11 +284,13 @@ def merge_user_layers(*layers: Any) -> dict[str, Any]:
     return merged
 
 
-def load_settings(user: Mapping[str, Any] | None, workspace_file: Mapping[str, Any] | None = None) -> tuple[Settings, list[str]]:
+def load_settings(user: Mapping[str, Any] | None, workspace_file: Mapping[str, Any] | None = None,
+                  sources: Mapping[str, str] | None = None) -> tuple[Settings, list[str]]:
     """Merge the layers and validate; invalid values fall back to their defaults.
 
-    Returns (settings, problems); each problem names the bad setting and why, for one
-    window/showMessage.
+    `sources`: the file of each workspace-file leaf (`WorkspaceFile.sources`). Returns (settings,
+    problems); each problem names the bad setting and why, for one window/showMessage. What the
+    settings may do is `screen`'s to decide, after this.
     """
     merged: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
@@ -279,7 +298,8 @@ def load_settings(user: Mapping[str, Any] | None, workspace_file: Mapping[str, A
         if not isinstance(layer, Mapping):
             continue
         canon = _canonical(layer)
-        canon.pop("origins", None)  # provenance is ours to record, never the user's to claim
+        for own in ("origins", "sources", "withheld"):
+            canon.pop(own, None)  # provenance is ours to record, never the user's to claim
         _deep_merge(merged, canon)
         for path in _leaves(canon):
             origins[path] = origin
@@ -304,38 +324,116 @@ def load_settings(user: Mapping[str, Any] | None, workspace_file: Mapping[str, A
     else:  # pragma: no cover - only with pathological input
         settings = Settings()
     kept = {p: o for p, o in origins.items() if _has(merged, p)}
-    return settings.model_copy(update={"origins": kept}), list(dict.fromkeys(problems))
+    files = {p: f for p, f in (sources or {}).items() if kept.get(p) is Origin.workspace_file}
+    return settings.model_copy(update={"origins": kept, "sources": files}), list(dict.fromkeys(problems))
 
 
-#: settings that name a program the server runs: from a workspace file (a cloned repository) they
-#: wait until the user trusts the workspace. `profile` is held back where it runs (features/measured.py).
-COMMAND_SETTINGS = ("analysis.nvccPath", "analysis.compileCommands")
-#: nvcc flags that run or load another program (the host compiler, its plugins, an options file
-#: that may hold either): `flags` from an untrusted workspace file must not carry them
-_RUNS_PROGRAMS = ("-ccbin", "--compiler-bindir", "-Xcompiler", "--compiler-options", "--options-file", "-optf")
+# ---------------------------------------------------------------------------------------------
+# The trust model (docs/configuration.md, "Security"): what a value may do depends on where it came from.
+#
+# The user's own settings are the editor's in a trusted workspace. A file inside the workspace (a
+# cloned repository) is not, and neither are the editor's settings in an untrusted workspace: the
+# server cannot tell VS Code's user settings from a repository's .vscode/settings.json, both arrive
+# as workspace/configuration. Clients without a trust concept (Neovim) say
+# initializationOptions {"workspaceTrusted": true} for the workspaces the user trusts.
+
+#: how the user trusts a workspace, said in every refusal that trust would lift
+HOW_TO_TRUST = ('trust the workspace (VS Code: "Manage Workspace Trust"; other editors: initializationOptions '
+                '{"workspaceTrusted": true})')
+#: settings that choose a program the server runs (nvcc; the compiler a compile_commands.json names)
+#: or a file it reads: from a workspace file they wait for trust; from the editor too, since the
+#: server cannot tell whose editor settings they are
+CHOOSES_A_PROGRAM = ("analysis.nvccPath", "analysis.compileCommands", "analysis.archFile")
+#: settings that run the user's program: only in a trusted workspace, whatever their origin
+RUNS_THE_PROGRAM = ("capture", "profile")
+#: every setting `screen` may set aside; the VS Code extension lists them (and their leaves) in
+#: package.json's `restrictedConfigurations`, so that VS Code itself ignores a workspace's values
+RESTRICTED = (*CHOOSES_A_PROGRAM, "analysis.flags", *RUNS_THE_PROGRAM, "cache.directory")
 
 
-def without_untrusted_commands(settings: Settings, trusted: bool) -> tuple[Settings, list[str]]:
-    """`settings` minus what a workspace file may not decide in an untrusted workspace.
+@dataclass(frozen=True)
+class Refusal:
+    """A setting `screen` set aside, and why: one clause of one message to the user."""
 
-    Returns (settings, names of the settings set aside) for one message to the user.
+    setting: str  # dotted camelCase, e.g. "analysis.flags"
+    source: str  # the workspace file's path, or "the editor's settings"
+    why: str
+    until_trusted: bool  # trusting the workspace would lift it
+
+    def text(self) -> str:
+        return f"{SECTION}.{self.setting} from {self.source}: {self.why}."
+
+
+def refusal_message(refused: list[Refusal]) -> str:
+    """One window/showMessage for everything set aside by one settings load."""
+    text = "kernelscope: settings not used. " + " ".join(r.text() for r in refused)
+    if any(r.until_trusted for r in refused):
+        text += f" To use what waits for trust, {HOW_TO_TRUST}."
+    if any(not r.until_trusted for r in refused):
+        text += " A setting a workspace may never choose can be set in your own editor settings."
+    return text
+
+
+def screen(settings: Settings, trusted: bool) -> tuple[Settings, list[Refusal]]:
+    """`settings` minus what its origins may not decide; the one place the trust model lives.
+
+    - capture and profile run the program: only in a trusted workspace, whatever their origin;
+    - nvccPath, compileCommands, archFile choose a program or a file: from a workspace file or the
+      editor, only in a trusted workspace;
+    - flags that are not the user's own (a workspace file's, or the editor's in an untrusted
+      workspace) pass the allow-list of analysis/frontend/flag_policy.py, shell metacharacters never;
+    - cache.directory decides which results are shown as kernelscope's: never from a workspace
+      file, from the editor only in a trusted workspace.
     """
-    if trusted:
+    refused: list[Refusal] = []
+
+    def refuse(setting: str, why: str, until_trusted: bool) -> None:
+        origin = settings.origin_of(setting)
+        source = "the editor's settings" if origin is not Origin.workspace_file else next(
+            (f for p, f in sorted(settings.sources.items()) if p == setting or p.startswith(setting + ".")),
+            "a workspace file")
+        refused.append(Refusal(setting, source, why, until_trusted))
+
+    untrusted = "the workspace is not trusted"
+    analysis: dict[str, Any] = {}
+    update: dict[str, Any] = {}
+    if not trusted and settings.capture.enabled:
+        refuse("capture", f"it builds and runs the file's main(), and {untrusted}", True)
+        update["capture"] = CaptureSettings()
+    if not trusted and settings.profile is not None:
+        refuse("profile", f"it runs your program under Nsight Compute, and {untrusted}", True)
+        update["profile"] = None
+    for name in CHOOSES_A_PROGRAM:
+        field = to_snake(name.split(".", 1)[1])
+        if not trusted and getattr(settings.analysis, field) is not None:
+            refuse(name, f"it names a program to run or a file to read, and {untrusted}", True)
+            analysis[field] = None
+    flags_origin = settings.origin_of("analysis.flags")
+    if settings.analysis.flags and (flags_origin is Origin.workspace_file or not trusted):
+        if (why := refused_flag(settings.analysis.flags)) is not None:
+            allowed = f"flags that are not your own may only be {ALLOWED}"
+            if flags_origin is Origin.workspace_file:
+                refuse("analysis.flags", f"{why} ({allowed})", False)
+            else:
+                refuse("analysis.flags", f"{why}, and {untrusted} ({allowed})", True)
+            analysis["flags"] = ()
+    if settings.cache.directory is not None:
+        if settings.origin_of("cache.directory") is Origin.workspace_file:
+            refuse("cache.directory", "a file inside the workspace never chooses where kernelscope keeps the "
+                                      "results it shows", False)
+            update["cache"] = settings.cache.model_copy(update={"directory": None})
+        elif not trusted:
+            refuse("cache.directory", f"the cache decides which results are shown, and {untrusted}", True)
+            update["cache"] = settings.cache.model_copy(update={"directory": None})
+    if not refused:
         return settings, []
-    if settings.capture.enabled and settings.from_workspace_file("capture.enabled"):  # it runs the program
-        held, others = without_untrusted_commands(settings.model_copy(update={"capture": CaptureSettings()}), trusted)
-        return held, ["capture.enabled", *others]
-    dropped = [name for name in COMMAND_SETTINGS if settings.from_workspace_file(name)]
-    update: dict[str, Any] = {to_snake(n.split(".", 1)[1]): None for n in dropped}
-    if settings.from_workspace_file("analysis.flags") and any(
-            f.split("=", 1)[0] in _RUNS_PROGRAMS or f.startswith(("-ccbin", "-Xcompiler")) for f in settings.analysis.flags):
-        dropped.append("analysis.flags")
-        update["flags"] = ()
-    if not dropped:
-        return settings, []
-    origins = {p: o for p, o in settings.origins.items() if not any(p == d or p.startswith(d + ".") for d in dropped)}
-    analysis = settings.analysis.model_copy(update=update)
-    return settings.model_copy(update={"analysis": analysis, "origins": origins}), dropped
+    gone = [r.setting for r in refused]
+    keep = lambda p: not any(p == g or p.startswith(g + ".") for g in gone)  # noqa: E731
+    update.update(analysis=settings.analysis.model_copy(update=analysis),
+                  withheld={r.setting: r.source for r in refused},
+                  origins={p: o for p, o in settings.origins.items() if keep(p)},
+                  sources={p: f for p, f in settings.sources.items() if keep(p)})
+    return settings.model_copy(update=update), refused
 
 
 def _has(d: Mapping[str, Any], path: str) -> bool:
@@ -410,8 +508,8 @@ def markdown() -> str:
         "Keys are camelCase (`nvccPath`); snake_case (`nvcc_path`) is accepted too, which suits TOML files.",
         "An invalid value is reported once in a message that names it, and its default is used instead.",
         "",
-        "Commands (`analysis.nvccPath`, `profile`) that come from a workspace file are recorded as such:",
-        "the measured backend will not run them unless the workspace is trusted.",
+        "What a setting may do depends on where it comes from and on whether the workspace is trusted:",
+        "see [Security](#security) below.",
         "",
         "| Setting | Type | Default | Description |",
         "|---|---|---|---|",
@@ -442,7 +540,59 @@ def markdown() -> str:
         "maxMegabytes = 512",
         "```",
         "",
+        *_security(),
     ])
+
+
+def _security() -> list[str]:
+    restricted = ", ".join(f"`{SECTION}.{r}`" for r in RESTRICTED)
+    return [
+        "## Security",
+        "",
+        "kernelscope compiles the files you open and can run programs: nvcc and the host compiler it",
+        "starts, the compiler a `compile_commands.json` names, the file's own `main()` for launch capture,",
+        "and your program under Nsight Compute for `profile`. A cloned repository must not choose any of",
+        "them, so what a setting may do depends on where it comes from (`screen` in server/settings.py):",
+        "",
+        "| From | `analysis.nvccPath`, `analysis.compileCommands`, `analysis.archFile` | `capture`, `profile` | `analysis.flags` | `cache.directory` |",
+        "|---|---|---|---|---|",
+        "| the editor, trusted workspace | used | used | used as written | used |",
+        "| the editor, untrusted workspace | set aside | set aside | allow-list | set aside |",
+        "| a workspace file, trusted workspace | used | used | allow-list | never |",
+        "| a workspace file, untrusted workspace | set aside | set aside | allow-list | never |",
+        "",
+        "- **The editor** is `initializationOptions` and `workspace/configuration`. The server cannot tell",
+        "  your user settings from a repository's `.vscode/settings.json`: both arrive the same way, so in",
+        "  an untrusted workspace they count as the workspace's. The VS Code extension lists every setting",
+        f"  above in `restrictedConfigurations` ({restricted} and their leaves), so VS Code",
+        "  itself ignores a workspace's values of them until you trust it.",
+        "- **A workspace file** is `pyproject.toml` (`[tool.kernelscope]`) or `.kernelscope.toml` at the",
+        "  workspace root. Trusting the workspace lets it choose programs (you trust its code to run), never",
+        "  the cache: the cache decides which results are shown as kernelscope's, and a repository could",
+        "  ship forged ones.",
+        "- **Trust**: VS Code's Workspace Trust (the extension sends `workspaceTrusted` at start-up and",
+        "  `kernelscope/didGrantWorkspaceTrust` when you grant it). Other editors have no trust concept:",
+        "  `initializationOptions: {\"workspaceTrusted\": true}` in your own client configuration says so,",
+        "  for the workspaces you trust. A client that says nothing is untrusted. Granting or withdrawing",
+        "  trust re-reads the settings and analyses the open files again.",
+        "- **Flags that are not your own** (a workspace file's, or the editor's in an untrusted workspace)",
+        f"  pass an allow-list: {ALLOWED}. No character a shell interprets may appear in them",
+        "  (`$`, backtick, `\\`, quotes, `;`, `|`, `&`, `<`, `>`, parentheses, globs, whitespace): nvcc hands",
+        "  `-D`/`-U` values to `/bin/sh` inside double quotes, so `-DX=$(cmd)` would run `cmd`. Anything else",
+        "  (`-Xcompiler`, `-ccbin`, `--options-file`, `--forward-unknown-to-host-compiler -B<dir>/`, which",
+        "  makes gcc run `<dir>/cc1plus`) sets the whole `analysis.flags` of that source aside.",
+        "- **Capture and profiling** run your program, so they run only in a trusted workspace, wherever",
+        "  the setting comes from.",
+        "",
+        "What is set aside is named, with the file it came from, in one message; everything else applies.",
+        "In an untrusted workspace kernelscope still compiles and models every file with the nvcc it",
+        "finds by itself (docs/toolchain.md) and the allowed flags.",
+        "",
+        "The command line (`kernelscope analyze`) reads no workspace file: it runs what its arguments name.",
+        "A `--compile-commands` database's compiler (when it is an nvcc) and its flags, `-ccbin` included,",
+        "run as written: give it only a database you trust. `--capture` runs the file's `main()`.",
+        "",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

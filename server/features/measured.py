@@ -8,9 +8,9 @@ Rules:
   differs from the content it was loaded with; either way one message says so and the file falls
   back to the model;
 - a report none of whose kernels is defined in the file is dropped the same way;
-- profiling runs the user's program: a `profile` setting that comes from a file inside the
-  workspace (.kernelscope.toml, pyproject.toml) runs only once the client says the workspace is
-  trusted (initializationOptions `workspaceTrusted`, or the trust notification later).
+- profiling runs the user's program: only once the client says the workspace is trusted
+  (initializationOptions `workspaceTrusted`, or the trust notification later), wherever the
+  `profile` setting comes from (settings.screen sets it aside until then).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from kernelscope.analysis.measure.ncu import run_ncu
 from kernelscope.analysis.process import CancelToken, Cancelled
 
 from ..scheduler import Outcome
+from ..settings import HOW_TO_TRUST
 
 log = logging.getLogger("kernelscope.server.measured")
 
@@ -37,9 +38,6 @@ LOAD_REPORT = "kernelscope.loadReport"
 PROFILE_NOW = "kernelscope.profileNow"
 #: the VS Code extension sends the first (vscode-client/src/protocol.ts); the second is the documented alias
 TRUST_NOTIFICATIONS = ("kernelscope/didGrantWorkspaceTrust", "kernelscope/workspaceTrusted")
-
-HOW_TO_TRUST = ("trust the workspace (VS Code: \"Manage Workspace Trust\"; other editors: initializationOptions "
-                "{\"workspaceTrusted\": true}), or set kernelscope.profile in your user settings instead")
 
 
 @dataclass
@@ -162,12 +160,14 @@ async def load_report(ls: Any, uri: str, report_path: str) -> dict[str, Any]:
 def refusal(ls: Any) -> str | None:
     """Why the profile setting may not run now, or None."""
     settings = ls.settings
+    if not ls.measured.trusted and (settings.profile is not None or "profile" in settings.withheld):
+        # settings.screen set it aside already; asked again here, where the program would run
+        where = settings.withheld.get("profile", "the editor's settings")
+        return (f"kernelscope: not running the profile command from {where}: profiling runs your program, and "
+                f"the workspace is not trusted. To run it, {HOW_TO_TRUST}")
     if settings.profile is None:
         return ("kernelscope: nothing to profile: set kernelscope.profile.command to the program that launches "
                 "the kernels (see docs/measured.md)")
-    if settings.from_workspace_file("profile") and not ls.measured.trusted:
-        return ("kernelscope: not running the profile command from this workspace's .kernelscope.toml / "
-                f"pyproject.toml: the workspace is not trusted. To run it, {HOW_TO_TRUST}")
     return None
 
 

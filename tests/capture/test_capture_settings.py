@@ -1,24 +1,27 @@
-"""Capture runs the user's program: from a workspace file it waits for trust, from the user's own
-settings it runs (the rule of `profile`); the captured launches change the result cache key."""
+"""Capture runs the user's program: only in a trusted workspace, wherever the setting comes from (the
+rule of `profile`); the captured launches change the result cache key."""
 
 from __future__ import annotations
 
-from kernelscope.server.settings import load_settings, without_untrusted_commands
+from kernelscope.server.settings import load_settings, screen
 
 
 def test_capture_from_a_workspace_file_waits_for_trust():
     s, problems = load_settings(None, {"capture": {"enabled": True, "timeoutS": 5}})
     assert not problems and s.capture.enabled and s.capture.timeout_s == 5
-    held, dropped = without_untrusted_commands(s, trusted=False)
-    assert not held.capture.enabled and dropped == ["capture.enabled"]
-    kept, dropped = without_untrusted_commands(s, trusted=True)
-    assert kept.capture.enabled and dropped == []
+    held, refused = screen(s, trusted=False)
+    assert not held.capture.enabled and [r.setting for r in refused] == ["capture"]
+    kept, refused = screen(s, trusted=True)
+    assert kept.capture.enabled and refused == []
 
 
-def test_capture_from_user_settings_runs_untrusted():
+def test_capture_from_the_editor_waits_for_trust_too():
+    # The server cannot tell the user's settings from a repository's .vscode/settings.json.
     s, _ = load_settings({"capture": {"enabled": True, "args": ["--n", "64"]}}, None)
-    kept, dropped = without_untrusted_commands(s, trusted=False)
-    assert kept.capture.enabled and kept.capture.args == ("--n", "64") and dropped == []
+    held, refused = screen(s, trusted=False)
+    assert not held.capture.enabled and [(r.setting, r.source) for r in refused] == [("capture", "the editor's settings")]
+    kept, refused = screen(s, trusted=True)
+    assert kept.capture.enabled and kept.capture.args == ("--n", "64") and refused == []
 
 
 def test_bad_capture_values_fall_back_with_a_message():

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from _load import load_file
-from kernelscope.server.settings import SECTION, Settings, load_settings
+from kernelscope.server.settings import RESTRICTED, SECTION, Settings, load_settings
 
 CLIENT = Path(__file__).resolve().parents[2] / "vscode-client"
 PACKAGE = json.loads((CLIENT / "package.json").read_text(encoding="utf-8"))
@@ -68,7 +68,12 @@ def test_restricted_settings_exist_and_profiling_needs_trust():
     assert untrusted["supported"] == "limited"
     for key in untrusted["restrictedConfigurations"]:
         assert key in PROPS, key
-    assert {f"{SECTION}.profile", f"{SECTION}.analysis.nvccPath"} <= set(untrusted["restrictedConfigurations"])
+    restricted = set(untrusted["restrictedConfigurations"])
+    # Every setting that can run or choose something: the server's trust model and all their leaves.
+    assert {f"{SECTION}.{k}" for k in ("profile", "analysis.nvccPath", "analysis.flags", "analysis.compileCommands",
+                                       "analysis.archFile", "cache.directory", "capture.enabled", "capture.args",
+                                       "capture.timeoutS", "capture.launchesPerKernel")} <= restricted
+    assert {k for k in PROPS if any(k == f"{SECTION}.{r}" or k.startswith(f"{SECTION}.{r}.") for r in RESTRICTED)} <= restricted
     commands = {c["command"]: c for c in PACKAGE["contributes"]["commands"]}
     for cmd in ("kernelscope.ui.profileNow", "kernelscope.ui.verifyAdvice"):
         assert commands[cmd].get("enablement") == "isWorkspaceTrusted"

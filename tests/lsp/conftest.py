@@ -148,6 +148,12 @@ def cache_dir(tmp_path: Path) -> Path:
     return tmp_path / "cache"
 
 
+#: the sessions' settings are the user's own, so they say that they trust the workspace: in an
+#: untrusted one the editor's cache.directory (each test's own cache) would be set aside. A test of
+#: an untrusted workspace passes init_options None (a client that says nothing) or workspaceTrusted false.
+TRUSTED = {"workspaceTrusted": True}
+
+
 @pytest.fixture
 def lsp(workspace: Path, cache_dir: Path):
     """Factory of sessions against the real server; every session is shut down at the end."""
@@ -155,7 +161,7 @@ def lsp(workspace: Path, cache_dir: Path):
     @contextlib.asynccontextmanager
     async def start(settings: dict[str, Any] | None = None, *, kind: str = "visual-studio-code",
                     encoding: str | None = None, snippets: bool | None = None,
-                    root: Path | None = None, init_options: Any = None, config_delay: float = 0.0):
+                    root: Path | None = None, init_options: Any = TRUSTED, config_delay: float = 0.0):
         root = root or workspace
         config = {"cache": {"directory": str(cache_dir)}, **(settings or {})}
         sessions: list[Session] = []

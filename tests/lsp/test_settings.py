@@ -40,13 +40,16 @@ def test_origins_mark_workspace_file_commands(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
         '[tool.kernelscope]\nprofile = { command = ["./app"] }\n[tool.kernelscope.analysis]\nnvcc_path = "/ws/nvcc"\n')
     (tmp_path / ".kernelscope.toml").write_text('debounceMs = 10\n[analysis]\narch = "sm_80"\n')
-    ws, problems = read_workspace_file(tmp_path)
-    assert problems == []
-    s, problems = load_settings(merge_user_layers(None, {"analysis": {"nvccPath": None}}, {"analysis": {"flags": ["-O2"]}}), ws)
+    ws, problems, sources = read_workspace_file(tmp_path)
+    assert problems == [] and sources["profile.command"] == str(tmp_path / "pyproject.toml")
+    assert sources["debounceMs"] == str(tmp_path / ".kernelscope.toml")
+    s, problems = load_settings(merge_user_layers(None, {"analysis": {"nvccPath": None}}, {"analysis": {"flags": ["-O2"]}}),
+                                ws, sources)
     assert problems == []
     assert s.profile is not None and s.profile.command == ("./app",)
     assert s.analysis.arch == "sm_80" and s.analysis.nvcc_path == "/ws/nvcc" and s.analysis.flags == ("-O2",)
     assert s.from_workspace_file("profile") and s.from_workspace_file("analysis.nvccPath")
+    assert s.sources["analysis.nvccPath"] == str(tmp_path / "pyproject.toml") and "analysis.flags" not in s.sources
     assert s.origin_of("analysis.flags") is Origin.user
     assert s.origin_of("cache") is Origin.default
     # The user layer overrides the file, and then the value is the user's.
@@ -61,7 +64,7 @@ def test_origins_cannot_be_claimed_by_input():
 
 def test_broken_workspace_file_is_a_problem_not_a_crash(tmp_path):
     (tmp_path / ".kernelscope.toml").write_text("this is = = not toml")
-    ws, problems = read_workspace_file(tmp_path)
+    ws, problems, _ = read_workspace_file(tmp_path)
     assert ws == {} and problems and ".kernelscope.toml" in problems[0]
 
 

@@ -35,8 +35,13 @@ def frame(body: bytes | str) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
+#: the tests' settings are the user's own, so by default they say that they trust the workspace (in an
+#: untrusted one the editor's cache.directory would be set aside); init_options None says nothing
+TRUSTED = {"workspaceTrusted": True}
+
+
 class RawServer:
-    def __init__(self, root: Path, settings: dict[str, Any] | None = None, *, init_options: Any = None,
+    def __init__(self, root: Path, settings: dict[str, Any] | None = None, *, init_options: Any = TRUSTED,
                  env: dict[str, str] | None = None, stderr: Path | None = None):
         self.root = root
         self.settings = settings or {}

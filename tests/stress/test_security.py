@@ -1,10 +1,11 @@
 """Security: a cloned repository must not make the server run its programs, and file names are never shell text.
 
 A workspace file (.kernelscope.toml, [tool.kernelscope] in pyproject.toml) that names a program
-(`analysis.nvccPath`, `analysis.compileCommands`, `-ccbin` in `analysis.flags`) counts only once the user
-trusts the workspace (initializationOptions `workspaceTrusted: true`, as the VS Code extension sends,
-or the `kernelscope/didGrantWorkspaceTrust` notification later). The same setting from the editor
-(workspace/configuration) is the user's own and always counts.
+(`analysis.nvccPath`, `analysis.compileCommands`) counts only once the user trusts the workspace
+(initializationOptions `workspaceTrusted: true`, as the VS Code extension sends, or the
+`kernelscope/didGrantWorkspaceTrust` notification later); `-ccbin` in its `analysis.flags` never does.
+The same setting from the editor counts in a trusted workspace (RawServer's default); the whole trust
+model is tested in tests/lsp/test_trust.py.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def test_untrusted_workspace_file_nvcc_never_runs(repo, tmp_path):
 
 def test_no_trust_information_means_untrusted(repo, tmp_path):
     root, marker, _ = repo
-    with RawServer(root, {"cache": {"directory": str(tmp_path / "c2")}}) as s:  # a client that says nothing
+    with RawServer(root, {"cache": {"directory": str(tmp_path / "c2")}}, init_options=None) as s:  # says nothing
         s.initialize()
         assert _analyse_one(s).get("compiled") is True
         assert not marker.exists()
@@ -93,7 +94,7 @@ def test_trust_granted_later_takes_effect(repo, tmp_path):
         assert s.shutdown() == 0
 
 
-def test_user_level_nvcc_path_runs_without_workspace_trust(examples_ws, tmp_path):
+def test_user_level_nvcc_path_runs_in_a_trusted_workspace(examples_ws, tmp_path):
     marker = tmp_path / "MARKER-user"
     script = _fake_nvcc(tmp_path, marker)
     with RawServer(examples_ws, {"analysis": {"nvccPath": str(script), "emulate": False},

@@ -3,7 +3,8 @@
     python vscode-client/scripts/gen_settings.py           # rewrite package.json
     python vscode-client/scripts/gen_settings.py --check   # exit 1 if package.json is stale
 
-The model is the one source of truth (docs/configuration.md is generated from it too);
+The model is the one source of truth (docs/configuration.md is generated from it too), and so is
+the trust model for `capabilities.untrustedWorkspaces.restrictedConfigurations`;
 tests/clients/test_vscode_settings.py fails when package.json and the model disagree.
 
 VS Code settings are flat dotted keys, so nested models become `kernelscope.analysis.arch`,
@@ -20,7 +21,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from kernelscope.server.settings import SECTION, Settings
+from kernelscope.server.settings import RESTRICTED, SECTION, Settings
 
 PACKAGE_JSON = Path(__file__).resolve().parents[1] / "package.json"
 
@@ -53,6 +54,9 @@ CLIENT_SETTINGS: dict[str, dict[str, Any]] = {
         "description": "Log the LSP messages between VS Code and the server in the kernelscope output.",
     },
 }
+
+#: the extension's own settings that choose a program to run (the server)
+CLIENT_RESTRICTED = (f"{SECTION}.server.path", f"{SECTION}.server.interpreter")
 
 #: schema keys VS Code's settings schema (draft-07) has no use for
 _DROP = {"title", "format"}
@@ -139,8 +143,21 @@ def configuration() -> dict[str, Any]:
     return {"title": "kernelscope", "properties": props}
 
 
+def restricted_configurations(props: dict[str, Any]) -> list[str]:
+    """Every setting that can run or choose something: the server's trust model (settings.RESTRICTED,
+    each with its leaves) and the extension's own. VS Code ignores a workspace's values of these
+    until the workspace is trusted."""
+    server = [key for key in props if any(key == f"{SECTION}.{r}" or key.startswith(f"{SECTION}.{r}.")
+                                          for r in RESTRICTED)]
+    return [*CLIENT_RESTRICTED, *server]
+
+
 def render(package: dict[str, Any]) -> str:
-    package = {**package, "contributes": {**package["contributes"], "configuration": configuration()}}
+    config = configuration()
+    untrusted = {**package["capabilities"]["untrustedWorkspaces"],
+                 "restrictedConfigurations": restricted_configurations(config["properties"])}
+    package = {**package, "capabilities": {**package["capabilities"], "untrustedWorkspaces": untrusted},
+               "contributes": {**package["contributes"], "configuration": config}}
     return json.dumps(package, indent=2, ensure_ascii=False) + "\n"
 
 
