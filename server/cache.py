@@ -2,14 +2,18 @@
 
 Two servers (two editor windows) may share the directory, so every write goes to a
 temporary file in the same directory and is renamed into place (`os.replace` is atomic on
-POSIX and Windows); a reader therefore sees a whole entry or none. Entries that still fail
-to parse (a disk error, a schema change, a hand edit) are deleted and recomputed.
+POSIX and Windows); a reader therefore sees a whole entry or none. An entry is used only when
+it is a regular file (not a symlink, FIFO or device) of at most MAX_ENTRY_BYTES that parses as
+a result of this schema; any other (a disk error, a schema change, a hand edit, a planted file)
+is deleted and recomputed. Only finished analyses reach `put`: a compile that timed out, was
+killed or failed for a reason of the machine raises instead (frontend/compile.py).
 
 All methods except `get_memory` touch the disk: call them from a worker thread.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import tempfile
@@ -21,6 +25,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from kernelscope.analysis.files import UnreadableFile, read_regular
 from kernelscope.analysis.results import SCHEMA_VERSION, AnalysisResult
 
 log = logging.getLogger("kernelscope.server.cache")
@@ -29,6 +34,8 @@ Hit = Literal["memory", "disk"]
 
 #: temp files older than this belong to a writer that died; eviction removes them
 _STALE_TEMP_S = 3600.0
+#: the largest entry read or written: a result of a file with thousands of kernels is a few MB
+MAX_ENTRY_BYTES = 64 * 2**20
 
 
 class ResultCache:
@@ -63,17 +70,27 @@ class ResultCache:
             return result, "memory"
         path = self._path(key)
         try:
-            data = path.read_bytes()
+            # a regular file of an entry's size, not followed through a symlink: a FIFO planted under an
+            # entry's name would block the read forever, a symlink to /dev/zero would never end (files.py)
+            data = read_regular(path, MAX_ENTRY_BYTES, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except UnreadableFile as e:
+            log.warning("cache: entry %s deleted: %s", path.name, e)
+            self._drop(path)
+            return None
         except OSError as e:
-            log.warning("cache: cannot read %s: %s", path, e)
+            if e.errno == errno.ELOOP:  # a symlink under an entry's name
+                log.warning("cache: entry %s deleted: a symlink, not a file kernelscope wrote", path.name)
+                self._drop(path)
+            else:
+                log.warning("cache: cannot read %s: %s", path, e)
             return None
         try:
             result = AnalysisResult.model_validate_json(data)
         except (ValidationError, ValueError) as e:
             log.warning("cache: corrupt entry %s deleted (%s)", path.name, str(e).splitlines()[0])
-            path.unlink(missing_ok=True)
+            self._drop(path)
             return None
         try:
             os.utime(path)  # mark as recently used for eviction (atime is unreliable with noatime mounts)
@@ -82,14 +99,25 @@ class ResultCache:
         self._remember(key, result)
         return result, "disk"
 
+    @staticmethod
+    def _drop(path: Path) -> None:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:  # a directory under an entry's name: `put` cannot replace it either, and says so
+            pass
+
     def put(self, key: str, result: AnalysisResult) -> None:
         self._remember(key, result)
+        data = result.model_dump_json()
+        if len(data) > MAX_ENTRY_BYTES:  # `get` would refuse it
+            log.info("cache: result %s not written to disk (%d bytes)", key[:16], len(data))
+            return
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=self.directory)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(result.model_dump_json())
+                    f.write(data)
                 os.replace(tmp, self._path(key))
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
