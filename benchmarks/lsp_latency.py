@@ -76,7 +76,9 @@ class Client:
             workspace=types.WorkspaceClientCapabilities(configuration=True),
             window=types.WindowClientCapabilities(work_done_progress=True),
             general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf16]))
-        await self.lsp.initialize_async(types.InitializeParams(capabilities=caps, root_uri=from_fs_path(str(self.root))))
+        # the benchmark's cache.directory counts only in a trusted workspace (docs/configuration.md, "Security")
+        await self.lsp.initialize_async(types.InitializeParams(capabilities=caps, root_uri=from_fs_path(str(self.root)),
+                                                               initialization_options={"workspaceTrusted": True}))
         self.lsp.initialized(types.InitializedParams())
 
     async def stop(self) -> None:

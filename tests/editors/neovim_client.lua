@@ -37,6 +37,7 @@ local ok, err = pcall(function()
     cmd = { os.getenv("KS_PYTHON"), "-m", "kernelscope.server" },
     root_dir = os.getenv("KS_ROOT"),
     settings = { kernelscope = { cache = { directory = os.getenv("KS_CACHE") } } },
+    init_options = { workspaceTrusted = true }, -- the test's own cache.directory counts only then
     handlers = {
       ["kernelscope/analysisFinished"] = function(_, params)
         if params.depth ~= "quick" then table.insert(result.finished, params) end -- count complete analyses
