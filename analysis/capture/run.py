@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ..frontend.conditional import Passes, compile_passes
 from ..frontend.inclusion import includers
 from ..frontend.sass import demangle
 from ..frontend.source import parse_source
@@ -26,11 +27,13 @@ class CaptureOutcome:
     message: str | None  # why nothing was captured, or that the program stopped early
 
 
-def has_main(source: Path) -> bool:
+def has_main(source: Path, flags: Sequence[str] = ()) -> bool:
     """Whether the file defines a `main()` (from its syntax tree: a comment or a string that says
-    `int main(` is not one)."""
+    `int main(` is not one), read as the host pass of a compile with `flags` reads it: braces that
+    balance only once its conditionals are decided (`#if defined(_OPENACC)`) still give a main()."""
+    host = compile_passes(["nvcc", *flags], "sm_90", None).host  # main() is host code: no arch in it
     try:
-        model = parse_source(source.read_text(errors="replace"))
+        model = parse_source(source.read_text(errors="replace"), Passes(host=host, device=host))
     except OSError:
         return False
     return any(f.name == "main" and f.kind == "host" for f in model.functions)
@@ -39,14 +42,14 @@ def has_main(source: Path) -> bool:
 def program_of(source: Path, options: AnalysisOptions) -> Path | None:
     """The program whose main() launches `source`'s kernels: the file itself, or, for a header or
     a kernel file the workspace includes, the includer that has a main() (analysis/frontend/inclusion.py)."""
-    if has_main(source):
+    if has_main(source, options.flags):
         return source
     try:
         tc = locate_toolchain(options.nvcc_path)
     except ToolchainError:
         return None
     found = includers(source, options.flags, tc, options.compile_commands)
-    return next((u for u in found if has_main(u)), None)
+    return next((u for u in found if has_main(u, options.flags)), None)
 
 
 def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] = (), time_limit: float = 20.0,

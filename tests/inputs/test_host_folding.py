@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.capture.run import has_main
 from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH
 from kernelscope.analysis.frontend.conditional import compile_passes
 from kernelscope.analysis.frontend.source import parse_source
@@ -99,3 +100,9 @@ def test_a_name_the_compile_leaves_undefined_is_undefined(toolchain):
     result = analyze(OPENACC, AnalysisOptions(), toolchain=toolchain, depth="quick")
     (k,) = result.kernels
     assert _launch(k) == {"grid": ("(4096, 1, 1)", SITE), "block": ("(256, 1, 1)", SITE), "dynamic_smem": ("0", SITE)}
+
+
+def test_capture_finds_the_main_the_compile_sees():
+    """Launch capture runs a file's main(): it is found in the host pass's reading of the file."""
+    assert has_main(OPENACC) and has_main(OPENACC, ("-Xcompiler", "-fopenacc"))
+    assert not has_main(HERE / "include" / "params.h")
