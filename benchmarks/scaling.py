@@ -11,6 +11,15 @@ medians per file. Targets (issue 13): analysis ≤ 5×
 nvcc, and flat: the largest trip count within 1.2× of the smallest. Then the sampled emulation
 against an unsampled one at the small trip counts (≤ 5 % in time and in the largest per-line
 share difference).
+
+    python benchmarks/scaling.py --part shapes [--repeat 1]
+
+Whole files of the shapes that cost most (issue 35), each a ratio of the full CLI to a bare
+`nvcc -cubin` of the same file in the same round: the files of benchmarks/shapes/ (a recursive
+octree walk, a persistent work-queue kernel, a thrust host file, heavy templates, a warp-shuffle
+softmax), a generated 5,000-line solver file, and files of 500, 1,000 and 2,000 one-line kernels,
+whose analysis must grow linearly (seconds per kernel at 2,000 within 1.25x of those at 500).
+Target: every shape <= 5x nvcc.
 """
 
 from __future__ import annotations
@@ -105,11 +114,96 @@ def _errors() -> None:
             print(f"{name:20} {n:5} {t_err:+9.1%} {line_err:15.1%} {s.issues:>7}/{u.issues:<7}")
 
 
+FILE_SHAPES = REPO / "benchmarks" / "shapes"
+KERNEL_COUNTS = (500, 1_000, 2_000)
+
+
+def _many_kernels(tmp: Path, n: int) -> Path:
+    f = tmp / f"kernels_{n}.cu"
+    f.write_text("".join(f"__global__ void k{i}(float *x, int n) {{ int i = blockIdx.x * blockDim.x + threadIdx.x; "
+                         f"if (i < n) x[i] = x[i] * {i}.0f + 1.0f; }}\n" for i in range(n)))
+    return f
+
+
+def _long_file(tmp: Path, lines: int = 5_000) -> Path:
+    """A solver file of `lines` lines: per module, two device helpers, a stencil kernel and its
+    host driver, as a large hand-written simulation code has them."""
+    out, m = ["#include <cstdio>", "#include <vector>", ""], 0
+    while len(out) < lines:
+        out += [f"__device__ float flux{m}(float a, float b) {{",
+                f"    float d = b - a;",
+                f"    return d > 0.0f ? d * {m % 7 + 1}.5f : d * 0.5f;",
+                "}", "",
+                f"__device__ float limit{m}(float x) {{",
+                "    return fminf(fmaxf(x, -1.0f), 1.0f);",
+                "}", "",
+                f"__global__ void stencil{m}(const float *u, float *v, int nx, int ny) {{",
+                "    int i = blockIdx.x * blockDim.x + threadIdx.x;",
+                "    int j = blockIdx.y * blockDim.y + threadIdx.y;",
+                "    if (i < 1 || j < 1 || i >= nx - 1 || j >= ny - 1) return;",
+                "    float c = u[j * nx + i];",
+                f"    float f = flux{m}(u[j * nx + i - 1], c) - flux{m}(c, u[j * nx + i + 1]);",
+                f"    float g = flux{m}(u[(j - 1) * nx + i], c) - flux{m}(c, u[(j + 1) * nx + i]);",
+                f"    v[j * nx + i] = c + limit{m}(f + g) * 0.25f;",
+                "}", "",
+                f"static void run{m}(float *u, float *v, int nx, int ny, int steps) {{",
+                "    dim3 block(32, 8), grid((nx + 31) / 32, (ny + 7) / 8);",
+                "    for (int s = 0; s < steps; ++s) {",
+                f"        stencil{m}<<<grid, block>>>(u, v, nx, ny);",
+                "        float *t = u; u = v; v = t;",
+                "    }",
+                f"    std::printf(\"module {m}: %d steps\\n\", steps);",
+                "}", ""]
+        m += 1
+    out += ["int main() {", "    std::vector<float> h(1024 * 1024);", "    float *u = nullptr, *v = nullptr;",
+            *[f"    run{i}(u, v, 1024, 1024, 10);" for i in range(m)], "    return h.empty();", "}", ""]
+    f = tmp / f"solver_{lines}.cu"
+    f.write_text("\n".join(out))
+    return f
+
+
+def _shapes(repeat: int) -> int:
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
+
+    tc = locate_toolchain()
+    cli = [sys.executable, "-m", "kernelscope.cli", "analyze", "--json"]
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        cli_env = {**os.environ, "XDG_CACHE_HOME": str(t / "cache")}
+        files = [*sorted(FILE_SHAPES.glob("*.cu")), _long_file(t), *(_many_kernels(t, n) for n in KERNEL_COUNTS)]
+        print(f"{'file':28} {'nvcc s':>7} {'analyze s':>9} {'ratio':>6}")
+        for f in files:  # each file's first analysis (no prelaunch record yet) is not timed
+            _time(cli + [str(f)], cli_env)
+        nv_t: list[list[float]] = [[] for _ in files]
+        full_t: list[list[float]] = [[] for _ in files]
+        for _ in range(repeat):
+            for i, f in enumerate(files):
+                nv_t[i].append(_time([str(tc.nvcc), "-arch=sm_90", "-cubin", "-o", str(t / "x.cubin"), str(f)], tc.env))
+                full_t[i].append(_time(cli + [str(f)], cli_env))
+        seconds = {}
+        for f, nvs, fulls in zip(files, nv_t, full_t):
+            nv, full = statistics.median(nvs), statistics.median(fulls)
+            seconds[f.stem] = full
+            worst = max(worst, full / nv)
+            print(f"{f.stem:28} {nv:7.2f} {full:9.2f} {full / nv:6.2f}")
+    per = [seconds[f"kernels_{n}"] / n for n in KERNEL_COUNTS]
+    print(f"\nworst analyze/nvcc {worst:.2f} (target <= 5); seconds per kernel at "
+          f"{', '.join(map(str, KERNEL_COUNTS))} kernels: {', '.join(f'{x * 1e3:.2f} ms' for x in per)}, "
+          f"growth {per[-1] / per[0]:.2f} (linear: <= 1.25); load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--part", choices=("loops", "shapes"), default="loops",
+                    help="loops: trip counts per loop shape (issue 13); shapes: whole files of costly shapes (issue 35)")
     args = ap.parse_args()
     byte_compile()  # as installed (benchmarks/installed.py)
+    if args.part == "shapes":
+        return _shapes(args.repeat)
     from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     tc = locate_toolchain()
