@@ -84,3 +84,40 @@ def test_the_server_runs_the_second_stage_in_workers_only(tmp_path):
     assert opts.budget.workers_only and not settings.analysis.budget.workers_only
     assert opts.cache_key("digest", "13.5") == settings.analysis.cache_key("digest", "13.5")
     assert "workersOnly" not in (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+
+
+def test_screen_is_the_table_of_the_security_section(tmp_path):
+    """docs/configuration.md, "Security": what each origin may set, trusted or not."""
+    from kernelscope.server.settings import screen
+
+    everything = {"analysis": {"nvccPath": "/x/nvcc", "compileCommands": "/x", "archFile": "/x/a.toml",
+                               "flags": ["-Xcompiler", "-Wall"]},
+                  "capture": {"enabled": True}, "profile": {"command": ["./app"]}, "cache": {"directory": "/c"}}
+    restricted = {"analysis.nvccPath", "analysis.compileCommands", "analysis.archFile", "analysis.flags", "capture",
+                  "profile", "cache.directory"}
+    # the editor, trusted: all used as written
+    s, _ = load_settings(everything)
+    kept, refused = screen(s, trusted=True)
+    assert refused == [] and kept.analysis.flags == ("-Xcompiler", "-Wall") and kept.cache.directory == Path("/c")
+    # the editor, untrusted: every one set aside, each waiting for trust
+    held, refused = screen(s, trusted=False)
+    assert {r.setting for r in refused} == restricted and all(r.until_trusted for r in refused)
+    assert (held.analysis.nvcc_path, held.analysis.compile_commands, held.analysis.arch_file, held.profile,
+            held.cache.directory, held.analysis.flags, held.capture.enabled) == (None, None, None, None, None, (), False)
+    assert set(held.withheld) == restricted and not any(p.startswith(tuple(restricted)) for p in held.origins)
+    # a workspace file, trusted: programs and capture used; flags only from the allow-list; never the cache
+    src = str(tmp_path / ".kernelscope.toml")
+    s, _ = load_settings(None, everything, {leaf: src for leaf in ("analysis.nvccPath", "analysis.compileCommands",
+                                                                     "analysis.archFile", "analysis.flags",
+                                                                     "capture.enabled", "profile.command",
+                                                                     "cache.directory")})
+    kept, refused = screen(s, trusted=True)
+    assert [(r.setting, r.source, r.until_trusted) for r in refused] == [
+        ("analysis.flags", src, False), ("cache.directory", src, False)]
+    assert kept.analysis.nvcc_path == "/x/nvcc" and kept.capture.enabled and kept.profile is not None
+    # a workspace file, untrusted: everything set aside, each naming the file
+    _, refused = screen(s, trusted=False)
+    assert {r.setting for r in refused} == restricted and {r.source for r in refused} == {src}
+    # allowed flags from anywhere pass
+    s, _ = load_settings(None, {"analysis": {"flags": ["-O3", "-DTILE=32", "-Iinclude"]}})
+    assert screen(s, trusted=False)[1] == []
