@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from _load import load_file
-from kernelscope.server.settings import RESTRICTED, SECTION, Settings, load_settings
+from kernelscope.server.settings import RESTRICTED, SECTION, Settings, load_settings, screen
 
 CLIENT = Path(__file__).resolve().parents[2] / "vscode-client"
 PACKAGE = json.loads((CLIENT / "package.json").read_text(encoding="utf-8"))
@@ -49,6 +49,7 @@ def _as_vscode_sends() -> dict[str, Any]:
 def test_defaults_sent_by_vscode_are_valid_and_change_nothing():
     settings, problems = load_settings(_as_vscode_sends())
     assert problems == []
+    assert screen(settings, trusted=False)[1] == []  # no warning in an untrusted workspace for the defaults
     dump = lambda s: s.model_dump(exclude={"origins"})  # noqa: E731
     assert dump(settings) == dump(Settings())
 
