@@ -15,6 +15,10 @@ when it is multiplied by a kernel parameter), which gives, for the 32 lanes of a
   it, so (when the user gives no hit rate) 1 − 1/(blocks sharing it) of its requests hit L2.
 
 What the analysis cannot see is an assumption ("unknown" pattern), coalesced by default.
+
+Where the emulator walked a warp through the kernel (`walk.py`), the addresses its lanes really
+computed replace this analysis (`executed_shape`); an access whose lanes' addresses are not
+known is `data_dependent`, with the distribution `data_dependent_shape` documents.
 """
 
 from __future__ import annotations
@@ -301,7 +305,7 @@ def global_shape(offsets: list[int] | None, width: int, hit_rate: float) -> Memo
             lines.add(b // 128)
         sec.add((a + width - 1) // 32)
     distinct = len(set(offsets))
-    ideal = max(1, -(-32 * width // 32))
+    ideal = max(1, -(-len(offsets) * width // 32))
     pattern = ("broadcast" if distinct == 1 else "coalesced" if len(sec) <= ideal
                else "uncoalesced" if len(sec) >= len(offsets) else "strided")
     # one wavefront per 128 B line, and never fewer than the data path needs for 32 × width bytes
@@ -494,3 +498,90 @@ def memory_shapes(fn_name: str, instructions: tuple[Instruction, ...], block: tu
         elif space == "constant":
             out[(fn_name, x.pc)] = MemoryShape(wavefronts=1.0, requests=0.0, pattern="broadcast")
     return out
+
+
+# ---- shapes from the executed lanes (walk.py) -------------------------------------------------
+
+#: Expected largest bank load when n lanes each read a uniformly random 4 B word (n balls into 32
+#: bins), by n: the shared-memory replays `data_dependent_shape` charges a data-dependent access.
+#: Exact, from the occupancy distribution (`tests/emulator/test_lanes.py` recomputes them).
+MAX_BANK_LOAD = {1: 1.0, 2: 1.03125, 4: 1.1807861, 8: 1.6646222, 16: 2.3923834, 32: 3.5329410}
+
+
+def data_dependent_shape(space: str, lanes: int, width: int, hit_rate: float) -> MemoryShape:
+    """The documented distribution of an access whose addresses depend on data the model does
+    not have (a gather `x[col[j]]`, a histogram's bins): every active lane in its own 32 B sector
+    and 128 B line for global memory (a gather's worst case, and what a random index over a large
+    array gives); for shared memory, the expected largest bank load of `lanes` random words."""
+    lanes = max(1, lanes)
+    if space == "shared":
+        near = min(MAX_BANK_LOAD, key=lambda n: abs(n - lanes))
+        replays = MAX_BANK_LOAD[near] * max(1, -(-width // 4))
+        return MemoryShape(wavefronts=float(max(data_wavefronts(width), replays)), requests=0.0,
+                           bytes_l1=float(lanes * width), pattern="data_dependent")
+    sectors = lanes * max(1, -(-width // 32))
+    return MemoryShape(wavefronts=float(max(data_wavefronts(width), lanes)), requests=sectors * 32 / 128,
+                       l2_hit_rate=hit_rate, bytes_l1=float(sectors * 32), pattern="data_dependent")
+
+
+def executed_shape(space: str, executions: list, width: int, hit_rate: float) -> MemoryShape:
+    """The shape of one memory instruction over the walked warp's executions of it
+    (`walk.Access`): each execution's sectors, lines and bank conflicts from its lanes' addresses,
+    averaged; an execution whose addresses are not known takes `data_dependent_shape`."""
+    shapes = []
+    for acc in executions:
+        if acc.addresses is None:
+            shapes.append(data_dependent_shape(space, acc.lanes, width, hit_rate))
+        elif space == "shared":
+            shapes.append(shared_shape(list(acc.addresses), width))
+        else:
+            shapes.append(global_shape(list(acc.addresses), width, hit_rate))
+    n = len(shapes)
+    patterns = [s.pattern for s in shapes]
+    pattern = "data_dependent" if "data_dependent" in patterns else max(set(patterns), key=patterns.count)
+    return MemoryShape(wavefronts=sum(s.wavefronts for s in shapes) / n, requests=sum(s.requests for s in shapes) / n,
+                       l2_hit_rate=hit_rate, bytes_l1=sum(s.bytes_l1 for s in shapes) / n, pattern=pattern)
+
+
+@dataclass(frozen=True)
+class LaneShapes:
+    """What the walked warp says about the kernel's memory instructions (`walked_shapes`)."""
+
+    shapes: dict[int, MemoryShape]  # slot -> shape, for the slots the walk reached
+    followed: frozenset[int]  # slots whose every execution had known addresses
+    relative: frozenset[int]  # of those, slots whose addresses hold an unknown uniform base
+    data_dependent: dict[int, str]  # slot -> why its addresses are not known
+    unreached: frozenset[int]  # global/shared slots the walk did not execute
+    unknown_branches: dict[int, str]
+    truncated: bool
+
+
+def walked_shapes(k, result) -> LaneShapes:
+    """Memory shapes of the decoded kernel `k`'s global, generic and shared accesses from the
+    walk `result` (`walk.walk`). Local memory keeps its interleaved shape (`memory_shapes`), and
+    an atomic keeps its same-address contention (`active_lanes`)."""
+    shapes: dict[int, MemoryShape] = {}
+    followed, relative, unreached = set(), set(), set()
+    dd: dict[int, str] = {}
+    for s, ins in enumerate(k.instr):
+        info = isa.opcode_info(ins.opcode)
+        space = info.memory_space
+        if space not in ("global", "generic", "shared") or ins.opcode in ("CCTL", "CCTLL"):
+            continue
+        execs = result.accesses.get(s)
+        if not execs:
+            unreached.add(s)
+            continue
+        old = k.shape[s]
+        width = max(1, isa.access_bytes(ins) or 4)
+        shape = executed_shape("shared" if space == "shared" else "global", execs, width, old.l2_hit_rate)
+        shapes[s] = replace(shape, same_address_lanes=old.same_address_lanes)
+        missing = [a.reason for a in execs if a.addresses is None]
+        if missing:
+            dd[s] = missing[0]
+        else:
+            followed.add(s)
+            if any(a.relative for a in execs):
+                relative.add(s)
+    return LaneShapes(shapes, frozenset(followed), frozenset(relative), dd, frozenset(unreached),
+                      dict(result.unknown_branches), result.truncated)

@@ -35,7 +35,9 @@ from .decode import K_BRA, K_CALL, REASONS, DecodedKernel, LoopSpec, callee_name
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
-from .memory import memory_shapes, param_offsets
+from .lanes import Launch, bank0_layout
+from .memory import memory_shapes, param_offsets, walked_shapes
+from .walk import walk
 from .units import RES_ID, RESOURCES, MachineModel, machine_from_arch
 from .workers import fan_out
 
@@ -59,6 +61,9 @@ class EmulationSettings(BaseModel):
     issue_budget: int = Field(40_000, ge=1000)  # target warp-instructions per engine run
     representative_smsp: bool = True  # emulate one SM sub-partition (they are symmetric)
     unknown_access: Literal["coalesced", "uncoalesced"] = "coalesced"
+    #: walk one warp through the integer datapath and take memory shapes from its lanes'
+    #: addresses (walk.py); off: the affine address analysis alone (memory.py)
+    execute_lanes: bool = True
     perturbation: float = Field(0.10, gt=0, lt=1)  # sensitivity: ±10 % (SAAKE §2.2)
 
 
@@ -197,14 +202,6 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
     for c in callees:  # a callee's parameters arrive in registers: its addresses are not followed
         shapes.update(memory_shapes(c.mangled_name, c.instructions, cfg_launch.block, cfg_launch.grid, hit,
                                     arch.warp_size, {}))
-    if settings.unknown_access == "uncoalesced":
-        from .memory import global_shape
-        shapes = {k: (global_shape(list(range(0, 32 * 128, 128)), 4, v.l2_hit_rate) if v.pattern == "unknown" else v)
-                  for k, v in shapes.items()}
-    n_unknown = sum(1 for v in shapes.values() if v.pattern == "unknown")
-    if n_unknown:
-        assumptions.append(Assumption(name="coalescing", value=settings.unknown_access, source="default",
-                                      detail=f"{n_unknown} accesses with addresses the analysis cannot follow"))
     assumptions.append(Assumption(name="l2_hit_rate", value="per access (reuse across blocks)" if hit is None else f"{hit:g}",
                                   source="default" if hit is None else "settings"))
     loops = _cfg_loops(kernel)
@@ -295,8 +292,55 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
             assumptions.append(a)
         full.append(LoopSpec(L.header, L.latches, L.body, L.parent, trip, L.info_index, line))
     decoded.loops = full
+    if settings.execute_lanes:
+        bank0 = bank0_layout(arch.constant_bank.params, [(p.name, p.is_pointer, p.type_text) for p in sfn.params]
+                             if sfn is not None else [], resolved.values, cfg_launch.block, cfg_launch.grid)
+        assumptions += _lane_shapes(decoded, Launch(cfg_launch.block, cfg_launch.grid,
+                                                    tuple(g // 2 for g in cfg_launch.grid), 0, bank0))
+    unknown = [s for s, sh in enumerate(decoded.shape) if sh.pattern == "unknown"]
+    if unknown and settings.unknown_access == "uncoalesced":
+        from .memory import global_shape
+        for s in unknown:
+            decoded.shape[s] = global_shape(list(range(0, 32 * 128, 128)), 4, decoded.shape[s].l2_hit_rate)
+    if unknown:
+        assumptions.append(Assumption(name="coalescing", value=settings.unknown_access, source="default",
+                                      detail=f"{len(unknown)} accesses with addresses the analysis cannot follow"))
     return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),
                     settings, dict(program.line_table) if program is not None else {}, overhead_s)
+
+
+def _where(ins) -> str:
+    return f"{ins.opcode} at line {ins.line}" if ins.line is not None else f"{ins.opcode} at pc {ins.pc:#x}"
+
+
+def _lane_shapes(decoded: DecodedKernel, launch: Launch) -> list[Assumption]:
+    """Replace the decoded kernel's global and shared shapes with those of one walked warp
+    (warp 0 of the grid's middle block), and say what the walk could not follow."""
+    lanes = walked_shapes(decoded, walk(decoded, launch))
+    for s, shape in lanes.shapes.items():
+        decoded.shape[s] = shape
+    out: list[Assumption] = []
+    who = f"warp 0 of block {launch.ctaid}"
+    if lanes.data_dependent:
+        items = sorted({f"{_where(decoded.instr[s])}: {why}" for s, why in lanes.data_dependent.items()})
+        out.append(Assumption(
+            name="data_dependent", value=f"{len(lanes.data_dependent)} accesses", source="default",
+            detail=f"addresses {who} could not compute, modeled as one 32 B sector per active lane (shared "
+                   f"memory: the expected largest bank load of random words): " + "; ".join(items[:8])
+                   + (f"; and {len(items) - 8} more" if len(items) > 8 else "")))
+    if lanes.relative:
+        out.append(Assumption(
+            name="address_base", value=f"{len(lanes.relative)} accesses", source="default",
+            detail="addresses whose lanes share an unknown base (loaded, or an argument not given): the "
+                   "strides between lanes are exact, the base is taken as 128 B aligned"))
+    unreached = [s for s in lanes.unreached if decoded.shape[s].pattern == "unknown"]
+    if unreached or lanes.truncated:
+        out.append(Assumption(
+            name="lanes_unreached", value=f"{len(unreached)} accesses", source="default",
+            detail=(f"{who} stopped at its step limit; " if lanes.truncated else "")
+                   + f"accesses {who} did not execute keep the address analysis's shape"
+                   + (": " + "; ".join(sorted({_where(decoded.instr[s]) for s in unreached})[:8]) if unreached else "")))
+    return out
 
 
 def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) -> tuple[list[int], list[int]]:

@@ -1,0 +1,61 @@
+// Kernels whose memory shapes the per-lane datapath must get right (tests/emulator/test_lanes.py).
+// Written for kernelscope: the textbook forms of each access pattern.
+
+// The textbook naive SGEMM: consecutive lanes take consecutive rows x, so A[x * K + i] puts
+// each lane K floats apart (uncoalesced) while B[i * N + y] is one row read by all lanes.
+__global__ void sgemm_textbook(int M, int N, int K, float alpha, const float *A, const float *B,
+                               float beta, float *C) {
+    const unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < M && y < N) {
+        float tmp = 0.0f;
+        for (int i = 0; i < K; ++i) {
+            tmp += A[x * K + i] * B[i * N + y];
+        }
+        C[x * N + y] = alpha * tmp + beta * C[x * N + y];
+    }
+}
+
+__global__ void copy_rows(float *out, const float *in, int n) {
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    out[y * n + x] = in[y * n + x];
+}
+
+__global__ void transpose_naive(float *out, const float *in, int n) {
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    out[x * n + y] = in[y * n + x];
+}
+
+__global__ void strided_store(float *out, const float *in, int stride) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i * stride] = in[i];
+}
+
+// A column of a 32 x 32 tile: every lane in bank (ty * 32 + tx) % 32 ... without padding all
+// lanes of a warp hit one bank; with one word of padding per row, 32 different banks.
+__global__ void column_unpadded(float *out, const float *in) {
+    __shared__ float tile[32][32];
+    tile[threadIdx.y][threadIdx.x] = in[threadIdx.y * 32 + threadIdx.x];
+    __syncthreads();
+    out[threadIdx.y * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y];
+}
+
+__global__ void column_padded(float *out, const float *in) {
+    __shared__ float tile[32][33];
+    tile[threadIdx.y][threadIdx.x] = in[threadIdx.y * 32 + threadIdx.x];
+    __syncthreads();
+    out[threadIdx.y * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y];
+}
+
+// A gather: the address of x depends on the loaded index.
+__global__ void gather(float *out, const float *x, const int *idx, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[idx[i]];
+}
+
+// 64-bit index arithmetic: a size_t row offset far beyond 4 GiB of elements' worth of bits.
+__global__ void wide_index(float *out, const float *in, size_t pitch) {
+    size_t row = blockIdx.y;
+    size_t col = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[row * pitch + col * 2] = in[row * pitch + col];
+}

@@ -1,0 +1,202 @@
+"""The per-lane integer datapath (issue #32): memory shapes from the lanes' executed addresses,
+on real nvcc output of tests/emulator/kernels/lane_values.cu and over the repository's corpus."""
+
+from __future__ import annotations
+
+from math import comb
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.emulator.decode import M_GLOBAL, M_SHARED
+from kernelscope.analysis.emulator.lanes import Launch, bank0_layout
+from kernelscope.analysis.emulator.launch import resolve_launch
+from kernelscope.analysis.emulator.memory import MAX_BANK_LOAD, walked_shapes
+from kernelscope.analysis.emulator.model import EmulationError, EmulationSettings, prepare
+from kernelscope.analysis.emulator.walk import walk
+from kernelscope.analysis.frontend.program import base_name
+from kernelscope.analysis.machine.arch import load_arch_specs
+from kernelscope.analysis.options import AnalysisOptions, LaunchHint
+
+from _build import CORPUS, build_example, real_flags
+
+KERNELS = Path(__file__).parent / "kernels" / "lane_values.cu"
+
+
+@pytest.fixture(scope="module")
+def target():
+    cat = load_arch_specs()
+    arch = cat.arch("sm_90")
+    return arch, cat.default_device(arch)
+
+
+@pytest.fixture(scope="module")
+def program(toolchain):
+    return build_example(KERNELS, toolchain)
+
+
+def _prepared(program, target, name: str, hint: LaunchHint, lanes: bool = True):
+    k = next(k for k in program.kernels if base_name(k.name) == name)
+    opts = AnalysisOptions(launch_hints={name: hint})
+    return prepare(k, *target, opts, program.source, program, settings=EmulationSettings(execute_lanes=lanes))
+
+
+def _accesses(prep, line: int, store: bool | None = None):
+    d = prep.decoded
+    return [d.shape[s] for s in range(len(d)) if d.mem[s] in (M_GLOBAL, M_SHARED) and d.instr[s].line == line
+            and (store is None or d.is_store[s] == store)]
+
+
+def _sectors(shape) -> float:
+    return shape.requests * 4  # requests are 128 B units of 32 B sectors
+
+
+def _line(text: str, kernel: str = "") -> int:
+    """The line of `text` (the first one after `kernel`'s definition)."""
+    lines = KERNELS.read_text().splitlines()
+    start = next(i for i, t in enumerate(lines) if f"void {kernel}(" in t) if kernel else 0
+    return next(i for i, t in enumerate(lines[start:], start + 1) if text in t)
+
+
+def test_textbook_sgemm_loads_of_a_are_uncoalesced_and_of_b_coalesced(program, target):
+    prep = _prepared(program, target, "sgemm_textbook",
+                     LaunchHint(grid=(32, 32, 1), block=(32, 32, 1), values={"M": 1024, "N": 1024, "K": 1024}))
+    line = _line("tmp += A[x * K + i]")
+    loads = _accesses(prep, line)
+    d = prep.decoded
+    # each load's lanes: A's are K floats apart (a sector each), B's one address (a broadcast)
+    a_like = [s for s in loads if _sectors(s) >= 31]
+    b_like = [s for s in loads if _sectors(s) <= 1]
+    assert a_like and b_like and len(a_like) + len(b_like) == len(loads), [(_sectors(s), s.pattern) for s in loads]
+    assert all(s.pattern == "uncoalesced" for s in a_like)
+    # the store C[x * N + y] is as uncoalesced as A
+    store = _accesses(prep, _line("C[x * N + y] = alpha"), store=True)
+    assert store and all(_sectors(s) >= 31 for s in store)
+    assert not any(a.name == "data_dependent" for a in prep.assumptions)
+    # K not given: the affine analysis alone modeled x * K as coalesced ("unknown"); the lanes
+    # label it with its reason and charge a sector per lane
+    hint = LaunchHint(grid=(32, 32, 1), block=(32, 32, 1), values={"M": 1024, "N": 1024})
+    before = _prepared(program, target, "sgemm_textbook", hint, lanes=False)
+    assert any(s.pattern == "unknown" and _sectors(s) <= 4 for s in _accesses(before, line))
+    after = _prepared(program, target, "sgemm_textbook", hint)
+    assert any(s.pattern == "data_dependent" and _sectors(s) == 32 for s in _accesses(after, line))
+    assert "kernel argument `K` is not known" in next(a.detail for a in after.assumptions if a.name == "data_dependent")
+    assert len(d) == len(before.decoded)
+
+
+def test_transpose_stores_uncoalesced_copy_coalesced(program, target):
+    hint = LaunchHint(grid=(64, 64, 1), block=(32, 8, 1), values={"n": 2048})
+    line = _line("out[y * n + x] = in[y * n + x]")
+    copy = _prepared(program, target, "copy_rows", hint)
+    (cstore,) = _accesses(copy, line, store=True)
+    assert _sectors(cstore) == 4 and cstore.pattern == "coalesced"
+    tr = _prepared(program, target, "transpose_naive", hint)
+    (tstore,) = _accesses(tr, _line("out[x * n + y] = in[y * n + x]"), store=True)
+    (tload,) = _accesses(tr, _line("out[x * n + y] = in[y * n + x]"), store=False)
+    assert _sectors(tstore) == 32 and tstore.pattern == "uncoalesced" and tstore.wavefronts == 32
+    assert _sectors(tload) == 4
+
+
+@pytest.mark.parametrize("stride,sectors", [(1, 4), (2, 8), (4, 16), (8, 32), (32, 32)])
+def test_strided_store(program, target, stride, sectors):
+    prep = _prepared(program, target, "strided_store", LaunchHint(grid=256, block=256, values={"stride": stride}))
+    (store,) = _accesses(prep, _line("out[i * stride] = in[i]"), store=True)
+    assert _sectors(store) == sectors
+
+
+def test_strided_store_without_its_stride_is_labeled(program, target):
+    k = next(k for k in program.kernels if base_name(k.name) == "strided_store")
+    prep = prepare(k, *target, AnalysisOptions(launch_hints={"strided_store": LaunchHint(grid=256, block=256)}),
+                   program.source, program)
+    dd = next(a for a in prep.assumptions if a.name == "data_dependent")
+    assert "kernel argument `stride` is not known" in dd.detail
+    (store,) = _accesses(prep, _line("out[i * stride] = in[i]"), store=True)
+    assert store.pattern == "data_dependent" and _sectors(store) == 32
+
+
+def test_shared_column_bank_conflicts_with_and_without_padding(program, target):
+    hint = LaunchHint(grid=1, block=(32, 32, 1))
+    text = "out[threadIdx.y * 32 + threadIdx.x] = tile[threadIdx.x][threadIdx.y]"
+    unpadded = [s for s in _accesses(_prepared(program, target, "column_unpadded", hint),
+                                     _line(text, "column_unpadded"))
+                if s.requests == 0.0]  # the LDS (shared accesses send nothing to L2)
+    padded = [s for s in _accesses(_prepared(program, target, "column_padded", hint), _line(text, "column_padded"))
+              if s.requests == 0.0]
+    assert [s.wavefronts for s in unpadded] == [32.0] and unpadded[0].pattern == "bank_conflict"
+    assert [s.wavefronts for s in padded] == [1.0] and padded[0].pattern == "coalesced"
+
+
+def test_gather_is_labeled_data_dependent(program, target):
+    prep = _prepared(program, target, "gather", LaunchHint(grid=256, block=256, values={"n": 65536}))
+    line = _line("out[i] = x[idx[i]]")
+    shapes = _accesses(prep, line)
+    dd = [s for s in shapes if s.pattern == "data_dependent"]
+    assert len(dd) == 1 and _sectors(dd[0]) == 32  # one sector per active lane
+    assert all(s.pattern == "coalesced" for s in shapes if s is not dd[0])  # idx[i] and out[i]
+    a = next(a for a in prep.assumptions if a.name == "data_dependent")
+    assert f"line {line}" in a.detail and "the value loaded by LDG" in a.detail
+
+
+def test_64_bit_index_arithmetic_is_followed(program, target):
+    prep = _prepared(program, target, "wide_index",
+                     LaunchHint(grid=(4, 1 << 20, 1), block=256, values={"pitch": 1 << 33}))
+    line = _line("out[row * pitch + col * 2] = in[row * pitch + col]")
+    (load,) = _accesses(prep, line, store=False)
+    (store,) = _accesses(prep, line, store=True)
+    assert _sectors(load) == 4 and load.pattern == "coalesced"
+    assert _sectors(store) == 8 and store.pattern == "strided"
+    assert not any(a.name in ("data_dependent", "coalescing") for a in prep.assumptions)
+
+
+def test_bank_load_table_is_the_balls_into_bins_expectation():
+    def at_most(n: int, m: int, bins: int = 32) -> float:
+        ways = [1] + [0] * n
+        for _ in range(bins):
+            nxt = [0] * (n + 1)
+            for j, w in enumerate(ways):
+                for c in range(0, min(m, n - j) + 1):
+                    nxt[j + c] += w * comb(n - j, c)
+            ways = nxt
+        return ways[n] / bins ** n
+
+    for n, expected in MAX_BANK_LOAD.items():
+        assert sum(1 - at_most(n, m) for m in range(n)) == pytest.approx(expected, abs=1e-6)
+
+
+def test_every_corpus_access_is_followed_or_labeled(toolchain, target):
+    """Every global and shared access of every corpus kernel (examples and the tests' kernels,
+    tests/data/real included) is followed by the walked warp, labeled data-dependent with a reason,
+    or not reached by that warp (then it keeps the address analysis's shape, and says so when that
+    is unknown too)."""
+    arch, dev = target
+    seen = 0
+    for src in CORPUS:
+        program = build_example(src, toolchain, flags=real_flags(src))
+        for k in program.kernels:
+            try:
+                prep = prepare(k, arch, dev, AnalysisOptions(), program.source, program)
+            except EmulationError:
+                continue
+            d = prep.decoded
+            resolved = resolve_launch(k.name, program.source, AnalysisOptions(), dev.sm_count)
+            sfn = program.source.kernel(base_name(k.name)) if program.source is not None else None
+            bank0 = bank0_layout(arch.constant_bank.params, [(p.name, p.is_pointer, p.type_text) for p in sfn.params]
+                                 if sfn is not None else [], resolved.values, prep.launch.block, prep.launch.grid)
+            lanes = walked_shapes(d, walk(d, Launch(prep.launch.block, prep.launch.grid,
+                                                    tuple(g // 2 for g in prep.launch.grid), 0, bank0)))
+            unreached_note = next((a.detail for a in prep.assumptions if a.name == "lanes_unreached"), "")
+            for s in range(len(d)):
+                if d.mem[s] not in (M_GLOBAL, M_SHARED) or d.instr[s].memory_space not in ("global", "shared",
+                                                                                           "generic"):
+                    continue
+                seen += 1
+                where = f"{src.name} {k.name} pc {d.instr[s].pc:#x} {d.instr[s].text}"
+                if s in lanes.followed:
+                    assert d.shape[s].pattern not in ("unknown", "data_dependent"), where
+                elif s in lanes.data_dependent:
+                    assert lanes.data_dependent[s] and d.shape[s].pattern == "data_dependent", where
+                else:
+                    assert s in lanes.unreached, where
+                    if d.shape[s].pattern == "unknown":
+                        assert d.instr[s].opcode in unreached_note, where
+    assert seen > 500
