@@ -80,7 +80,14 @@ class Advice(BaseModel):
     lines: tuple[int, ...]  # primary line first
     columns: tuple[int, int] | None = None  # (start, end) on the primary line, when precise
     hotspots: tuple[Hotspot, ...] = ()
-    importance: float  # share of the kernel's samples (0..1) this advice concerns
+    importance: float  # share of the kernel's samples (0..1) this advice concerns, or what `importance_basis` says
+    #: what `importance` is a share of, as the reports print it after the percentage: the samples,
+    #: or for a launch-shape advice the SMs left idle or the warp slots left empty (not samples)
+    importance_basis: str = "of samples"
+    #: the defaulted inputs the estimate rests on (the launch's grid, block, dynamic shared memory
+    #: when neither capture, the source, an annotation nor a hint gave them): such advice is never a
+    #: warning, and its message names the assumption and how to give the real value
+    assumed: tuple[str, ...] = ()
     estimate: Estimate
     provenance: Literal["modeled", "measured", "static"]
     message: str  # the fact with numbers, what it means, what to do

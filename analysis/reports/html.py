@@ -10,7 +10,7 @@ from html import escape
 from ..machine.arch import ArchSpecError, load_arch_specs
 from ..results import AnalysisResult, KernelReport
 from .chart import roofline_chart
-from .text import advice_order, assumed_values, in_source_order, launch_source, occupancy_text
+from .text import COMMAND_LINE_FIX, advice_order, assumed_values, in_source_order, launch_source, occupancy_text
 
 _CSS = """
 body{font:14px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -51,7 +51,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
         rows.append(("predicted", f"{k.predicted_duration_s * 1e6:.1f} µs (modeled, {result.device})"))
     if assumed := assumed_values(k):
         rows.append(("assumed", ", ".join(f"{a.name.replace('@', ' at ')} = {a.value}" for a in assumed)
-                     + " (defaults; see docs/emulator.md)"))
+                     + f" (defaults: {COMMAND_LINE_FIX})"))
     if k.occupancy:  # the text report's words: theoretical, and how the grid fills the device
         rows.append(("occupancy", occupancy_text(k)))
     if k.bound:
@@ -88,7 +88,8 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
         fix = f"<p>Fix: {escape(a.fix.description)}</p>" if a.fix else ""
         out.append(f"<div class=advice><b>{escape(a.title)}</b> — line {a.lines[0] if a.lines else '?'} "
                    f"<span class=est>est. {a.speedup:.2f}×</span> <span class=prov>{escape(a.estimate.formula)}; "
-                   f"importance {_pct(a.importance)}; {a.provenance}</span><p>{escape(a.message)}</p>{fix}"
+                   f"{_pct(a.importance)} {escape(a.importance_basis)}; {a.provenance}"
+                   f"{'; on the assumed launch' if a.assumed else ''}</span><p>{escape(a.message)}</p>{fix}"
                    + (f"<ul>{hs}</ul>" if hs else "") + "</div>")
     return "\n".join(out)
 

@@ -19,8 +19,9 @@ SARIF_VERSION = "2.1.0"
 
 
 def _level(a: Advice) -> str:
-    # A likely gain of 10 % or more is worth a warning; smaller ones are notes.
-    return "warning" if a.speedup >= 1.1 else "note"
+    # A likely gain of 10 % or more is worth a warning; smaller ones are notes. An estimate on an
+    # assumed launch is a guess: never a warning.
+    return "warning" if a.speedup >= 1.1 and not a.assumed else "note"
 
 
 def _region(a: Advice) -> dict:
@@ -86,7 +87,8 @@ def to_sarif(result: AnalysisResult, base: Path | None = None) -> dict:
             "partialFingerprints": {"kernelscopeAdvice/v1": a.id},
             "properties": {
                 "estimatedSpeedup": a.speedup, "formula": a.estimate.formula, "inputs": a.estimate.inputs,
-                "importance": a.importance, "provenance": a.provenance,
+                "importance": a.importance, "importanceBasis": a.importance_basis, "provenance": a.provenance,
+                "assumed": list(a.assumed),
                 "hotspots": [h.model_dump() for h in a.hotspots],
             },
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..emulator.launch import GIVE_A_LAUNCH
 from ..model_error import model_error
 from ..results import AnalysisResult, KernelReport
 
@@ -45,10 +46,9 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
             parts.append(f"predicted {k.predicted_duration_s * 1e6:.1f} us [modeled, {result.device}{ratio}]")
         out.append(f"  model       {'; '.join(parts)}")
     assumed = assumed_values(k)
-    if assumed:
+    if assumed:  # the one place per kernel that says how to give them
         out.append("  assumed     " + ", ".join(f"{a.name.replace('@', ' at ')} = {a.value}" for a in assumed)
-                   + " (defaults: give real values with launch capture (--capture), a `// kernelscope:` annotation"
-                     " or the launch_hints setting; see docs/emulator.md)")
+                   + f" (defaults: {COMMAND_LINE_FIX})")
     for a in model_limits(k):
         out.append(f"  limits      {a.value}: {a.detail}")
     mix = sorted(k.instruction_mix.items(), key=lambda kv: -kv[1])
@@ -87,15 +87,18 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
         for a in advice:
             est = ("no modeled gain, " if a.no_modeled_gain else
                    f"verified {a.verified_speedup:.2f}x, " if a.verified_speedup else "")
-            out.append(f"    {a.id}  line {a.lines[0]}: {a.title} ({est}est. {a.estimate.speedup:.2f}x, "
-                       f"{_pct(a.importance)} of samples) [{a.provenance}]")
+            on = ", on the assumed launch" if a.assumed else ""
+            out.append(f"    {a.id}  line {a.lines[0]}: {a.title} ({est}est. {a.estimate.speedup:.2f}x{on}, "
+                       f"{_pct(a.importance)} {a.importance_basis}) [{a.provenance}]")
     return out
 
 
 # Inputs the emulator fills in itself (latencies missing from the arch file, cache hit rates) are
 # the model's, not the user's program's: "assumed" names only what the user can give.
 _MODEL_INTERNAL = {"l2_hit_rate", "coalescing", "registers", "emulation", "time", "launch", "note", "budget",
-                   "recursion_depth", "math_slow_path", "launch_overhead"}
+                   "recursion_depth", "math_slow_path", "launch_overhead",
+                   # the emulator's per-lane address analysis: how far it got, not a value to give
+                   "data_dependent", "address_base", "lanes_unreached"}
 
 
 def assumed_values(k: KernelReport) -> list:
@@ -112,14 +115,22 @@ def model_limits(k: KernelReport) -> list:
     return [a for a in k.assumptions if a.name in _LIMITS]
 
 
+#: How a user of the command line gives real values. The command line reads no editor settings, so
+#: it names none (the server's texts also name `analysis.launchHints`: emulator/launch.GIVE_A_LAUNCH).
+COMMAND_LINE_FIX = ("give the real ones with launch capture (`kernelscope analyze --capture`) or a "
+                    "`// kernelscope: grid=... block=... n=...` annotation above the kernel; see docs/emulator.md")
+
+
 def launch_source(k: KernelReport) -> str:
     """Where the launch shown came from: "measured", "launch site", "annotation", "settings" or "assumed"."""
     kinds = {a.source for a in k.assumptions if a.name in ("grid", "block")}
     if k.measured_duration_s is not None:
         return "measured"
     if "default" in kinds:
-        # the assumption's detail says why (no launch, or one that does not fold) and how to give it
+        # the assumption's detail says why (no launch, or one that does not fold); how to give the
+        # real one is said once, on the kernel's `assumed` line
         why = next(a.detail for a in k.assumptions if a.name in ("grid", "block") and a.source == "default")
+        why = why.replace(f"; {GIVE_A_LAUNCH}", "")
         return f"assumed: {why}" if why else "assumed"
     return ", ".join(sorted(kinds)).replace("_", " ") or "from the source"
 

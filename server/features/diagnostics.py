@@ -31,6 +31,9 @@ _WORD = re.compile(r"[A-Za-z0-9_.]+")
 
 
 def advice_severity(a: Advice) -> types.DiagnosticSeverity:
+    if a.assumed:  # its estimate rests on a default launch (issue 31): a guess is never a warning
+        return types.DiagnosticSeverity.Information if a.importance >= INFORMATION_SHARE else \
+            types.DiagnosticSeverity.Hint
     if a.importance >= WARNING_SHARE:
         return types.DiagnosticSeverity.Warning
     if a.importance >= INFORMATION_SHARE:

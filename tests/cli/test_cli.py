@@ -64,9 +64,11 @@ def test_a_defaulted_launch_says_assumed(two):
     launch_first = next(ln for ln in first.splitlines() if ln.strip().startswith("launch"))
     launch_second = next(ln for ln in second.splitlines() if ln.strip().startswith("launch"))
     assert "[launch site]" in launch_first and "assumed" not in launch_first
-    assert "[assumed:" in launch_second and "kernelscope: grid=" in launch_second
-    # the default's values are named too (issue #14: the JSON's `assumptions` said so, the text did not)
-    assert re.search(r"^  assumed +.*block = \(\d+, 1, 1\)", second, re.M)
+    assert "[assumed: no launch of `second_kernel`" in launch_second
+    # the default's values are named too (issue #14: the JSON's `assumptions` said so, the text did not),
+    # and how to give them is said there, once per kernel (issue 31)
+    assert re.search(r"^  assumed +.*block = \(\d+, 1, 1\).*kernelscope: grid=", second, re.M)
+    assert second.count("kernelscope: grid=") == 1
 
 
 def test_progress_only_on_a_terminal(two):

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 from ...frontend.instructions import Instruction
-from ...profile import KernelProfile, PCSample, StallReason
+from ...profile import Assumption, KernelProfile, PCSample, StallReason
 from ...results import OccupancyReport, Resources, StaticFact
 from ..advice import Advice, Estimate, Fix, Hotspot, SourceEdit, advice_id
 from ..blame import BlameEdge, BlameResult
@@ -53,6 +53,15 @@ class MatchContext:
         return {p.block_size: p.seconds for p in self.what_if.block_sizes if p.seconds > 0}
 
     # -- sample totals (GPA §II-A) ------------------------------------------------------------
+
+    @property
+    def assumed_launch(self) -> tuple[Assumption, ...]:
+        """The launch inputs of the modeled profile that are defaults (analysis/emulator/launch.py):
+        what an estimate from the launch's shape, waves or occupancy rests on without knowing it."""
+        if self.profile is None or self.profile.provenance.kind != "modeled":
+            return ()
+        return tuple(a for a in self.profile.provenance.assumptions
+                     if a.name in _LAUNCH_INPUTS and a.source == "default")
 
     @property
     def provenance(self) -> Literal["modeled", "measured", "static"]:
@@ -205,6 +214,8 @@ class Optimizer:
     #: "code" (GPA stall elimination / latency hiding), "parallel" (GPA parallel optimizers),
     #: "static" (source/SASS patterns), "roofline" (Starlight Table 1)
     group: ClassVar[str] = "code"
+    #: what `importance` is a share of (`Advice.importance_basis`)
+    importance_basis: ClassVar[str] = "of samples"
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         raise NotImplementedError
@@ -223,10 +234,27 @@ class Optimizer:
             hotspots = _pairs(ctx.blame.edges_where(lambda e: e.def_index in idx))
         if estimate.formula.startswith(_LINE_LOCAL):
             estimate = amdahl_bounded(estimate, importance)
+        # a parallel optimizer's estimate is the launch's shape, waves and occupancy: on a default
+        # launch it is a guess, said as one (never a warning: diagnostics.advice_severity)
+        assumed = ctx.assumed_launch if self.group == "parallel" else ()
+        if assumed:
+            message += " " + assumed_launch_caveat(assumed)
         return Advice(id=advice_id(self.name, ctx.kernel, lines[0] if lines else 0, detail), optimizer=self.name,
                       title=title or self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
                       columns=columns, hotspots=tuple(hotspots), importance=max(0.0, min(1.0, importance)),
-                      estimate=estimate, provenance=prov, message=message, fix=fix)
+                      estimate=estimate, provenance=prov, message=message, fix=fix,
+                      importance_basis=self.importance_basis, assumed=tuple(a.name for a in assumed))
+
+
+#: the launch inputs an estimate from the launch's shape rests on
+_LAUNCH_INPUTS = ("grid", "block", "dynamic_smem")
+
+
+def assumed_launch_caveat(assumed: Sequence[Assumption]) -> str:
+    """What an advice on a default launch says: the values assumed, why, and how to give the real ones."""
+    shown = ", ".join(f"{a.name.replace('_', ' ')} {a.value}" for a in assumed)
+    what = "a default" if len(assumed) == 1 else "defaults"
+    return f"This estimate rests on an assumed launch ({shown}, {what}, not the program's launch): {assumed[0].detail}."
 
 
 def hotspots(edges: Iterable[BlameEdge], top: int = 5) -> tuple[Hotspot, ...]:

@@ -59,6 +59,7 @@ class BlockIncrease(Optimizer):
     """GPA: fewer blocks than SMs — whole SMs sit idle."""
 
     name, title, group = "block_increase", "Launch more blocks", "parallel"
+    importance_basis = "of the SMs idle"  # importance = 1 - blocks / SMs: not a share of samples
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         launch = _launch(ctx)
@@ -102,6 +103,7 @@ class ThreadIncrease(Optimizer):
     """GPA: occupancy limited by the blocks-per-SM cap because blocks are small."""
 
     name, title, group = "thread_increase", "Use larger blocks", "parallel"
+    importance_basis = "of the warp slots empty"  # importance = 1 - occupancy
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         launch = _launch(ctx)
@@ -146,6 +148,7 @@ class OccupancyLimit(Optimizer):
     """Occupancy limited by registers or shared memory per thread/block (Starlight: poor resource usage)."""
 
     name, title, group = "occupancy_limit", "Raise occupancy", "parallel"
+    importance_basis = "of the warp slots empty"  # importance = 1 - occupancy
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         launch = _launch(ctx)
