@@ -3,7 +3,8 @@ started from a generated slurm.conf in a temporary directory and stopped afterwa
 
 No munge: `AuthType=auth/none` and `CredType=cred/none` exist in Slurm 22.05 (Debian 12's
 slurm-wlm ships auth_none.so and cred_none.so), and every daemon listens on loopback only.
-No cgroups: `ProctrackType=proctrack/linuxproc`, `TaskPlugin=task/none`. The node is this host
+No cgroups: `ProctrackType=proctrack/linuxproc`, `TaskPlugin=task/none`. `ReturnToService=1`: a node an
+admin set down stays down until resumed (with 2 it came back at slurmd's next registration). The node is this host
 (`hostname -s`) with this host's CPU count. Clients find the cluster through `SLURM_CONF`,
 which the tests pass as `env SLURM_CONF=... srun ...`: the same prefix then runs scancel,
 squeue and sinfo, as `ssh login01` would on a real cluster.
@@ -108,7 +109,7 @@ MpiDefault=none
 SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
-ReturnToService=2
+ReturnToService=1
 SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2

@@ -165,6 +165,15 @@ def rank_report(report_path: Path | str, rank: int | str) -> str:
     return f"{report_stem(report_path)}.rank{rank}.ncu-rep"
 
 
+def gather_ranks(report: Path) -> list[Path]:
+    """Move rank 0's report to `report` (where the caller reads it) and return the other ranks' reports."""
+    rank0 = Path(rank_report(report, 0))
+    ranks = sorted(report.parent.glob(f"{Path(report_stem(report)).name}.rank*.ncu-rep"))
+    if rank0.exists():
+        rank0.replace(report)
+    return [r for r in ranks if r != rank0]
+
+
 def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_path: str = "ncu",
             report_path: Path | None = None, source: Path | None = None,
             on_warning: Callable[[str], None] | None = None,
@@ -219,14 +228,9 @@ def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_pat
                                     hint=NODE_TOOL_HINT, output=tail(result))
         version = ncu_version(result.stdout)
         report_on_target = rank_report(report_on_target, 0)
-        if not fetch:
-            ranks = sorted(local_report.parent.glob(f"{Path(report_stem(local_report)).name}.rank*.ncu-rep"))
-            if (rank0 := Path(rank_report(local_report, 0))).exists():
-                rank0.replace(local_report)  # the report is where the caller asked for it
-            others = [r for r in ranks if r != rank0]
-            if others and on_warning is not None:
-                on_warning(f"{len(others) + 1} ranks were profiled: rank 0's report is shown, the others are "
-                           f"{', '.join(str(r) for r in others)}")
+        if not fetch and (others := gather_ranks(local_report)) and on_warning is not None:
+            on_warning(f"{len(others) + 1} ranks were profiled: rank 0's report is shown, the others are "
+                       f"{', '.join(str(r) for r in others)}")
     error = classify_ncu_output(result.returncode, result.stdout + result.stderr, kernel_regex=target.kernel_regex,
                                 container=container_runtime(target.remote.run) if target.remote else None)
     if error is not None:
@@ -254,5 +258,5 @@ def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_pat
     return Profile(kernels=kernels, provenance=prov)
 
 
-__all__ = ["SECTIONS", "build_ncu_command", "classify_ncu_output", "ncu_version", "rank_report", "run_ncu",
+__all__ = ["SECTIONS", "build_ncu_command", "classify_ncu_output", "gather_ranks", "ncu_version", "rank_report", "run_ncu",
            "sampling_interval_option", "signal_name"]

@@ -20,7 +20,7 @@ import pytest
 
 import _slurm
 from kernelscope.analysis.measure.errors import ProfileTimeoutError, RemoteError, ToolNotFoundError
-from kernelscope.analysis.measure.ncu import run_ncu
+from kernelscope.analysis.measure.ncu import gather_ranks, rank_report, run_ncu
 from kernelscope.analysis.measure.slurm import (JobState, NodeState, parse_nodes, parse_queue, slurm_failure,
                                                 unschedulable)
 from kernelscope.analysis.measure.target import ProfileTarget, RemoteWrapper, run_on_target
@@ -93,6 +93,20 @@ def test_slurm_several_ranks_each_write_their_own_file(cluster, tmp_path):
     # --unbuffered passes each rank's bytes on as they come, so the two lines may interleave
     assert sorted(re.findall(r"rank (\d) job", result.stdout)) == ["0", "1"], result.stdout
     assert sorted(p.name for p in tmp_path.glob("out.rank*")) == ["out.rank0", "out.rank1"]
+
+
+def test_slurm_ranks_reports_are_gathered(cluster, tmp_path):
+    """Each task writes the file ncu's `-o NAME.rank%q{SLURM_PROCID}` names; rank 0's becomes the report."""
+    if cluster.cpus < 2:
+        pytest.skip("one CPU: the node cannot run two tasks at once")
+    report = tmp_path / "gemm.ncu-rep"
+    name = rank_report(report, "{}")
+    program = [sys.executable, "-c", f"import os; open({name!r}.format(os.environ['SLURM_PROCID']), 'w')"
+                                     ".write('rank ' + os.environ['SLURM_PROCID'])"]
+    target = ProfileTarget(command=program, cwd=tmp_path, remote=srun(cluster, "--ntasks=2"))
+    assert run_on_target(target, program, what="the program", timeout=120).returncode == 0
+    assert gather_ranks(report) == [tmp_path / "gemm.rank1.ncu-rep"]
+    assert report.read_text() == "rank 0" and not (tmp_path / "gemm.rank0.ncu-rep").exists()
 
 
 def test_slurm_cancel_reaches_the_job_and_leaves_no_process(cluster, tmp_path):
@@ -170,9 +184,10 @@ def test_slurm_node_down_is_a_clear_message_not_a_hang(cluster, tmp_path):
     marker = f"ks-{uuid.uuid4().hex}"
     cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=down", "reason=kernelscope-test")
     try:
-        target = ProfileTarget(command=waits_for(tmp_path / "go", marker), cwd=tmp_path, remote=srun(cluster))
+        program = [sys.executable, "-c", f"print('{marker}')"]  # were the node used after all, it ends at once
+        target = ProfileTarget(command=program, cwd=tmp_path, remote=srun(cluster))
         with pytest.raises(RemoteError) as e:
-            run_on_target(target, list(target.command), what="ncu", timeout=120)
+            run_on_target(target, program, what="ncu", timeout=120)
         text = str(e.value)
         assert (f"No node of partition {cluster.partition} can run the job: {cluster.node} is down (kernelscope-test)"
                 in text), text
