@@ -9,7 +9,8 @@ submission. What Slurm adds to running any remote command:
   notices. So an editor's cancel or a timeout also runs `scancel --name=...`;
 - **a pending job that can never start is refused.** srun waits for resources forever when every
   node of the partition is down or drained; the watcher asks `squeue` for the job's state and
-  `sinfo` for its partition's nodes, and cancels the job with the nodes' states and reasons;
+  `sinfo` for its partition's nodes, and cancels the job with the nodes' states and reasons
+  (each second at first, then every 10 s);
 - **progress.** The job's state changes (pending and why, running on which node) are reported
   while srun waits and runs; `srun --unbuffered` streams the profiler's own lines back.
 
@@ -28,10 +29,11 @@ from typing import Callable, Sequence
 
 from ..process import ToolResult, ToolTimeout, run_tool
 
-#: Node states (sinfo %T, without its `*`/`~`/`#`... suffixes) in which a node runs no new job.
-#: `drng`/`draining` still runs what it has but takes nothing new (sinfo(1), NODE STATE CODES).
-_DEAD = {"down", "drained", "draining", "drain", "fail", "failing", "future", "inval", "maint", "power_down",
-         "powered_down", "powering_down", "reboot_issued", "reboot_requested", "unknown", "not_responding"}
+#: Node states (sinfo %T, without its `*`/`~`/`#`... suffixes) in which a node takes no new job until
+#: an admin acts (sinfo(1), NODE STATE CODES): `draining` still runs what it has but takes nothing new.
+#: Passing states are not here: `unknown` (slurmd not registered yet), powered down (`~`: powered up
+#: for a job), rebooting, `maint` (a reservation that ends).
+_DEAD = {"down", "drained", "draining", "drain", "fail", "failing", "future", "inval"}
 #: Pending reasons (squeue %r) that no amount of waiting resolves (squeue(1), JOB REASON CODES).
 _NEVER = {"PartitionDown", "PartitionInactive", "InvalidAccount", "InvalidQOS", "BadConstraints",
           "PartitionNodeLimit", "PartitionTimeLimit", "AccountNotAllowed", "QOSNotAllowed"}
@@ -43,7 +45,9 @@ _EXEC_MISSING = re.compile(r"execve\(\): (\S+): No such file or directory")
 NODE_TOOL_HINT = ("Give its full path as the compute nodes see it, or load its module in the job "
                   "(e.g. srun ... bash -lc 'module load cuda && exec \"$@\"' sh); ncu comes with the CUDA toolkit")
 
-POLL_S = 1.0  # squeue/sinfo each second: cheap for slurmctld next to a minutes-long profile
+#: squeue each second for the first polls (a job that starts at once, a partition that is down), then
+#: every 10 s: each squeue is an RPC to slurmctld, which a cluster's users share
+POLL_S, POLL_LATER_S, QUICK_POLLS = 1.0, 10.0, 10
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,9 @@ class Watch:
 
     def _run(self) -> None:
         last = ""
-        while not self._stop.wait(POLL_S):
+        polls = 0
+        while not self._stop.wait(POLL_S if polls < QUICK_POLLS else POLL_LATER_S):
+            polls += 1
             state = parse_queue(query(self.job, ["squeue", "-h", f"--name={self.job.name}", "-o", QUEUE_FORMAT]))
             if state is None:
                 continue
