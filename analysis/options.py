@@ -45,14 +45,14 @@ class AnalysisBudget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    issues: int = Field(600_000, ge=10_000, description=(
+    issues: int = Field(600_000, ge=10_000, le=20_000_000, description=(
         "Warp-instructions the emulator may issue for one file: the quick stage, sensitivity and what-if "
         "together. Past it the second stage degrades (coarser sweeps, smaller runs, fewer perturbations) "
         "and the result lists what was cut."))
-    seconds: float = Field(30.0, gt=0, description=(
+    seconds: float = Field(30.0, gt=0, le=600, description=(
         "Wall-clock backstop for one file's second stage; when it binds the result depends on the "
         "machine's speed, and says so."))
-    processes: int | None = Field(None, ge=1, description=(
+    processes: int | None = Field(None, ge=1, le=64, description=(
         "Processes the second stage's independent runs may use at once (this one included); default: the "
         "CPUs the analysis may run on, at most 4. The result is the same whatever the number; only its "
         "wall-clock time changes."))
@@ -86,7 +86,7 @@ class AnalysisOptions(BaseModel):
     emulate: bool = Field(True, description="Run the abstract emulator (modeled stall profile).")
     budget: AnalysisBudget = Field(default_factory=AnalysisBudget,
                                    description="What one analysis may cost: emulated warp-instructions and wall time.")
-    compile_timeout_s: float = Field(120.0, gt=0, description="Stop a compile that takes longer than this.")
+    compile_timeout_s: float = Field(120.0, gt=0, le=3600, description="Stop a compile that takes longer than this.")
 
     @field_validator("arch")
     @classmethod

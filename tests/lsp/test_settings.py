@@ -121,3 +121,18 @@ def test_screen_is_the_table_of_the_security_section(tmp_path):
     # allowed flags from anywhere pass
     s, _ = load_settings(None, {"analysis": {"flags": ["-O3", "-DTILE=32", "-Iinclude"]}})
     assert screen(s, trusted=False)[1] == []
+
+
+def test_a_workspace_file_cannot_make_an_analysis_unbounded(tmp_path):
+    # the budget and the compile timeout have ceilings: a repository's file asking for a million
+    # processes or a day per compile gets the defaults and a message naming each setting
+    (tmp_path / ".kernelscope.toml").write_text(
+        "[analysis]\ncompile_timeout_s = 86400\n[analysis.budget]\nprocesses = 1000000\nseconds = 1e9\nissues = 10000000000\n")
+    values, problems, _ = read_workspace_file(tmp_path)
+    assert not problems
+    settings, problems = load_settings(None, values)
+    budget = settings.analysis.budget
+    assert (budget.processes, budget.seconds, budget.issues) == (None, 30.0, 600_000)
+    assert settings.analysis.compile_timeout_s == 120.0
+    for name in ("budget.processes", "budget.seconds", "budget.issues", "compileTimeoutS"):
+        assert any(name in p for p in problems), (name, problems)
