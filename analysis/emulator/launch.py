@@ -155,10 +155,18 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     threads = block[0] * block[1] * block[2]
     n = values.get("n", values.get("N"))
     default_grid = (max(1, math.ceil(n / threads)), 1, 1) if n else (DEFAULT_BLOCKS_PER_SM * sm_count, 1, 1)
+    basis = "the default is one thread per element of n" if n else \
+        f"the default is {DEFAULT_BLOCKS_PER_SM} blocks per SM"
+    # a grid the program computes from the block (`ceil_div(N * 32, block_size)`) is that formula's
+    # value for the block the model uses, not a grid of its own (source/statements.py `_grid_by_block`)
+    formula = next(((s, g) for _, s in located for b, g in s.grid_by_block
+                    if block[1:] == (1, 1) and b == block[0]), None)
+    if formula is not None:
+        default_grid = formula[1]
+        basis = f"the grid is what the launch's own `{formula[0].grid.text}` computes for a block of {block[0]} threads"
     grid = pick("grid", site.get("grid"), _dims(hint.grid) if hint else None,
                 _annotation_dims(ann, "grid") if ann else None, default_grid,
-                unresolved(shown, located, "grid", "the default is one thread per element of n" if n
-                           else f"the default is {DEFAULT_BLOCKS_PER_SM} blocks per SM", launched_siblings, ruled_out))
+                unresolved(shown, located, "grid", basis, launched_siblings, ruled_out))
     smem_ann = None
     if ann is not None:
         smem_ann = ann.value("smem") if ann.get("smem") else ann.value("dynamic_smem")

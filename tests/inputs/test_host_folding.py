@@ -16,7 +16,7 @@ from kernelscope.analysis.capture.run import has_main
 from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH
 from kernelscope.analysis.frontend.conditional import compile_passes
 from kernelscope.analysis.frontend.source import parse_source
-from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.options import AnalysisOptions, LaunchHint
 from kernelscope.analysis.pipeline import analyze
 
 HERE = Path(__file__).resolve().parent / "host_folding"
@@ -106,3 +106,18 @@ def test_capture_finds_the_main_the_compile_sees():
     """Launch capture runs a file's main(): it is found in the host pass's reading of the file."""
     assert has_main(OPENACC) and has_main(OPENACC, ("-Xcompiler", "-fopenacc"))
     assert not has_main(HERE / "include" / "params.h")
+
+
+@pytest.mark.parametrize("hint, block, grid", [(None, 256, 1024), (512, 512, 512)])
+def test_a_grid_computed_from_an_unknown_block_follows_the_block_the_model_uses(toolchain, hint, block, grid):
+    """block_sweep.cu: `grid_size = ceil_div(N * 32, block_size)` with the block from a list. The
+    block is a default (or a hint), and the grid is the program's formula for it: 8192 rows of 32
+    threads, 1024 blocks of 256 where the grid alone was one thread per row (32 blocks)."""
+    hints = {"softmax_rows": LaunchHint(block=hint)} if hint else {}
+    result = analyze(HERE / "block_sweep.cu", AnalysisOptions(launch_hints=hints), toolchain=toolchain, depth="quick")
+    (k,) = result.kernels
+    assert (k.launch.block, k.launch.grid) == ((block, 1, 1), (grid, 1, 1))
+    detail = next(a.detail for a in k.assumptions if a.name == "grid")
+    assert f"the grid is what the launch's own `grid_size` computes for a block of {block} threads" in detail
+    assert {a.name: a.source for a in k.assumptions}["grid"] == "default"  # it rests on the block: never certain
+    assert not [a for a in result.advice if a.optimizer == "block_increase"]  # 1024 or 512 blocks fill 132 SMs

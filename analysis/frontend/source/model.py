@@ -236,6 +236,10 @@ class LaunchSite(BaseModel):
     #: False when an `if` around the launch folds to the branch that does not contain it (the
     #: program's own constants say it never runs: `if (block_size == 16)` with block_size 32)
     live: bool = True
+    #: (block size, grid) pairs when the block is a name that does not fold and the grid's own
+    #: formula does once it is given (`ceil_div(N * 32, block_size)`): a default block then
+    #: comes with the grid the program computes for it (analysis/emulator/launch.py)
+    grid_by_block: tuple[tuple[int, tuple[int, int, int]], ...] = ()
 
     @property
     def line(self) -> int:

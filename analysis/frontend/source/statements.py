@@ -7,7 +7,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from .declarations import _declarator_chain, _declarators, _declared_name, _has_qualifier, _type_text_before
-from .folding import _Env, _SIZEOF, _fold, _fold_dims
+from .folding import _Env, _Scope, _SIZEOF, _fold, _fold_dims, _parse_expression, expanded_text
 from .model import Branch, Call, FloatLiteral, LaunchConfigArg, LaunchSite, SharedDecl
 from .syntax import _Locator, _squash, _text
 
@@ -141,7 +141,30 @@ def _launch(node: Node, syntax: Node, loc: _Locator, function: str | None, env: 
         args=tuple(_text(a) for a in args),
         arg_values=tuple(_fold(a, env) for a in args),
         function=function,
+        grid_by_block=_grid_by_block(_arguments(syntax), config, env),
     )
+
+
+#: the block sizes a grid written in terms of an unknown block is folded for (`LaunchSite.grid_by_block`)
+BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
+
+
+def _grid_by_block(nodes: list[Node], config: tuple[LaunchConfigArg, ...], env: _Env
+                   ) -> tuple[tuple[int, tuple[int, int, int]], ...]:
+    """The grid for each of `BLOCK_SIZES` when the block is one name that does not fold and the grid
+    does once that name is bound: llm.c's `grid_size = ceil_div(N * 32, block_size)` launched
+    `<<<grid_size, block_size>>>` from a loop over block sizes. Locals are read as what they hold
+    (`expanded_text`), so the grid's own formula sees the bound block."""
+    if len(nodes) < 2 or config[0].dims is not None or config[1].dims is not None or nodes[1].type != "identifier":
+        return ()
+    block, grid = _text(nodes[1]), _parse_expression(expanded_text(nodes[0], env))
+    out = []
+    for size in BLOCK_SIZES:
+        dims = _fold_dims(grid, _Scope(None, env, {block: size}, set()))
+        if dims is None:
+            return ()
+        out.append((size, dims))
+    return tuple(out)
 
 
 def _shared_decls(declaration: Node, loc: _Locator, function: str | None, env: _Env) -> list[SharedDecl]:

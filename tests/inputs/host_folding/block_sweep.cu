@@ -1,0 +1,40 @@
+// llm.c's dev/cuda shape (issue 31): main() runs the kernel once per block size of a list, and the
+// launching function computes the grid from the block it is given, one warp per row. The block
+// cannot fold (it takes six values); the grid is the program's own formula for whichever block
+// the model uses: 1024 blocks at the default 256 threads, not 32.
+#include <cuda_runtime.h>
+
+template <class T>
+__host__ __device__ T ceil_div(T dividend, T divisor) { return (dividend + divisor - 1) / divisor; }
+
+__global__ void softmax_rows(float *out, const float *in, int N, int C)
+{
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= N) return;
+    float m = -1e30f;
+    for (int c = lane; c < C; c += 32) m = fmaxf(m, in[row * C + c]);
+    for (int c = lane; c < C; c += 32) out[row * C + c] = expf(in[row * C + c] - m);
+}
+
+void softmax_forward(float *out, const float *in, int B, int T, int C, int block_size)
+{
+    const int N = B * T;
+    const int grid_size = ceil_div(N * 32, block_size);
+    softmax_rows<<<grid_size, block_size>>>(out, in, N, C);
+}
+
+int main()
+{
+    int B = 8, T = 1024, C = 768;
+    float *in, *out;
+    cudaMalloc(&in, sizeof(float) * B * T * C);
+    cudaMalloc(&out, sizeof(float) * B * T * C);
+    int block_sizes[] = {32, 64, 128, 256, 512, 1024};
+    for (int j = 0; j < 6; j++) {
+        int block_size = block_sizes[j];
+        softmax_forward(out, in, B, T, C, block_size);
+    }
+    cudaDeviceSynchronize();
+    return 0;
+}
