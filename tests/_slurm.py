@@ -5,7 +5,8 @@ No munge: `AuthType=auth/none` and `CredType=cred/none` exist in Slurm 22.05 (De
 slurm-wlm ships auth_none.so and cred_none.so), and every daemon listens on loopback only.
 No cgroups: `ProctrackType=proctrack/linuxproc`, `TaskPlugin=task/none`. `ReturnToService=1`: a node an
 admin set down stays down until resumed (with 2 it came back at slurmd's next registration). The node is this host
-(`hostname -s`) with this host's CPU count. Clients find the cluster through `SLURM_CONF`,
+(`hostname -s`) with this host's CPU count. The daemons run as the user running the tests
+(`SlurmUser`/`SlurmdUser`): root in CI, or an ordinary user (tried: jobs then run as that user). Clients find the cluster through `SLURM_CONF`,
 which the tests pass as `env SLURM_CONF=... srun ...`: the same prefix then runs scancel,
 squeue and sinfo, as `ssh login01` would on a real cluster.
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-DAEMONS = ("slurmctld", "slurmd", "srun", "scancel", "squeue", "sinfo", "scontrol")
+DAEMONS = ("slurmctld", "slurmd", "srun", "sbatch", "scancel", "squeue", "sinfo", "scontrol")
 
 
 def missing() -> str | None:
