@@ -274,7 +274,16 @@ def _analyze_directory(args: argparse.Namespace, folder: Path) -> int:
 
     if args.html or args.sarif or args.profile:
         raise UsageError(f"{folder} is a directory: --html, --sarif and --profile take one file")
-    files = sorted(folder.glob("*.cu"))
+    from kernelscope.analysis.files import MAX_SOURCE_BYTES, regular_size
+
+    files = []
+    for f in sorted(folder.glob("*.cu")):
+        size = regular_size(f)
+        if size is None or size > MAX_SOURCE_BYTES:  # a FIFO would block the read, /dev/zero never end it
+            print(f"kernelscope: skipped {f}: not a regular file of at most {MAX_SOURCE_BYTES >> 20} MiB",
+                  file=sys.stderr)
+            continue
+        files.append(f)
     if not files:
         raise UsageError(f"{folder} is a directory with no .cu files; give a .cu file or a directory of them")
     results, worst = [], EXIT_OK

@@ -168,7 +168,7 @@ def messages_for(messages: Sequence[CompilerMessage], file: Path) -> tuple[Compi
 def _same(a: str, b: Path) -> bool:
     try:
         return Path(a).resolve() == b.resolve()
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return False
 
 

@@ -84,3 +84,15 @@ except CompileSetupError as e:
 """], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "did not finish within 2 s" in proc.stdout and "Nothing was cached" in proc.stdout, proc.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_directory_with_a_fifo_and_a_device_among_its_cu_files(tmp_path):
+    (tmp_path / "saxpy.cu").write_text(SAXPY.read_text())
+    os.mkfifo(tmp_path / "fifo.cu")  # read as a source, it blocked the run for ever
+    (tmp_path / "zero.cu").symlink_to("/dev/zero")  # and this one never ended
+    proc = cli("analyze", str(tmp_path), "--quick", cwd=tmp_path)
+    _clear(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert "summary: 1 file in" in proc.stdout and "saxpy.cu:" in proc.stdout, proc.stdout
+    assert f"skipped {tmp_path / 'fifo.cu'}" in proc.stderr and f"skipped {tmp_path / 'zero.cu'}" in proc.stderr
