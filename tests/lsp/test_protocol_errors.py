@@ -61,10 +61,11 @@ async def test_a_second_initialize_is_refused_with_invalid_request(lsp, capfd):
 
 async def test_the_reply_to_a_request_the_server_cancelled_is_ignored_quietly(lsp, capfd):
     async with lsp(init_options=TRUSTED) as s:
-        answered = asyncio.Event()
+        asked, answered = asyncio.Event(), asyncio.Event()
 
         async def slow_create(params: types.WorkDoneProgressCreateParams) -> None:
             # the client answers the progress bar's creation late, after the server gave up on it
+            asked.set()
             await asyncio.sleep(1.5)
             answered.set()
 
@@ -72,7 +73,7 @@ async def test_the_reply_to_a_request_the_server_cancelled_is_ignored_quietly(ls
         s.client.protocol.fm.features[types.WINDOW_WORK_DONE_PROGRESS_CREATE] = slow_create
         uri = s.uri("saxpy.cu")
         await s.open("saxpy.cu", wait=False)
-        await asyncio.sleep(0.3)  # the first analysis now waits on the progress bar's creation
+        await asyncio.wait_for(asked.wait(), TIMEOUT)  # the first analysis now waits on the progress bar
         n = len(s.finished)
         await s.save("saxpy.cu", wait=False)  # supersedes it: its task, and the request it awaits, are cancelled
         await asyncio.wait_for(answered.wait(), TIMEOUT)
