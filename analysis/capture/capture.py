@@ -30,6 +30,7 @@ from typing import Iterable, Sequence
 
 from ..process import CancelToken, ToolTimeout, run_tool
 from .layout import kparam_sizes
+from .libraries import imported_symbols, stand_ins
 from .supervise import Limits, user_tasks
 
 SUPERVISOR = Path(__file__).parent / "supervise.py"
@@ -229,16 +230,71 @@ def link_dir(nvcc: Path, runtime: Path) -> Path:
     return d
 
 
-def build_program(nvcc: Path, source: Path, out: Path, arch: str, runtime: Path, flags: Sequence[str] = (),
-                  cancel: CancelToken | None = None, timeout: float = 300) -> None:
-    """The whole program, host code included, linked against a shared cudart we can stand in for."""
+@dataclass(frozen=True)
+class Unit:
+    """One translation unit of the program, with the flags its own compile adds (its
+    compile_commands.json entry's) to the program's."""
+
+    path: Path
+    flags: tuple[str, ...] = ()
+
+
+def build_program(nvcc: Path, units: Sequence[Unit], out: Path, arch: str, runtime: Path, flags: Sequence[str] = (),
+                  cancel: CancelToken | None = None, timeout: float = 300) -> tuple[Path, ...]:
+    """The whole program, host code included, linked against a shared cudart we can stand in for.
+    Each unit is compiled on its own, so the libraries its objects import can be stood in for
+    (libraries.py) before the link. Returns those stand-ins: they are preloaded at the run."""
     env = {**os.environ, "PATH": f"{Path(nvcc).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    argv = [str(nvcc), f"-arch={arch}", "-cudart", "shared", "-L", str(link_dir(nvcc, runtime)), *flags, "-o", str(out), str(source)]
-    result = run_tool(argv, cwd=source.parent, env=env, timeout=timeout, cancel=cancel)
+    base = [str(nvcc), f"-arch={arch}", "-cudart", "shared"]
+    objects = out.parent / "objects"
+    objects.mkdir(parents=True, exist_ok=True)
+    built: list[Path] = []
+    for i, unit in enumerate(units):
+        obj = objects / f"{i}-{unit.path.stem}.o"
+        result = run_tool([*base, *flags, *unit.flags, "-c", "-o", str(obj), str(unit.path)], cwd=unit.path.parent,
+                          env=env, timeout=timeout, cancel=cancel)
+        if result.returncode != 0:
+            raise CaptureError(f"Compiling {unit.path.name} for capture failed:{_last_lines(result)}",
+                               hint="Check that it compiles with nvcc and the analysis flags, or set a capture command",
+                               output=(result.stdout + result.stderr)[-4000:])
+        built.append(obj)
+    all_flags = [*flags, *(f for u in units for f in u.flags)]
+    stand_ins_dir = out.parent / "libraries"
+    libraries = stand_ins(imported_symbols(built, cancel=cancel), all_flags, stand_ins_dir, cancel=cancel)
+    argv = [*base, "-L", str(link_dir(nvcc, runtime)), *(["-L", str(stand_ins_dir)] if libraries else []),
+            *(str(o) for o in built), *_link_flags(all_flags), "-o", str(out)]
+    result = run_tool(argv, cwd=units[0].path.parent, env=env, timeout=timeout, cancel=cancel)
     if result.returncode != 0:
-        raise CaptureError(f"Building {source.name} as a program failed (capture needs a main())",
-                           hint="Check the file compiles with nvcc on its own, or set a capture command",
+        names = ", ".join(u.path.name for u in units)
+        if re.search(r"undefined reference to `main'", result.stdout + result.stderr):
+            raise CaptureError(f"{names} has no main(): capture needs a main() to run",
+                               hint="Capture a file whose program has one, or the file that #includes this one",
+                               output=(result.stdout + result.stderr)[-4000:])
+        raise CaptureError(f"Linking {names} for capture failed:{_last_lines(result)}",
+                           hint="Add the program's other files or libraries to the analysis flags (-l, -L), "
+                                "or list them in compile_commands.json",
                            output=(result.stdout + result.stderr)[-4000:])
+    return libraries
+
+
+def _link_flags(flags: Sequence[str]) -> list[str]:
+    """The flags without `-x LANGUAGE`, which would make nvcc read the objects as sources."""
+    out: list[str] = []
+    skip = False
+    for f in flags:
+        if skip:
+            skip = False
+        elif f == "-x" or f == "--x":
+            skip = True
+        elif not f.startswith(("-x=", "--x=")):
+            out.append(f)
+    return out
+
+
+def _last_lines(result, n: int = 6) -> str:
+    """The tool's last lines, for the message itself: the error a build ends with is the one to read."""
+    lines = [ln.rstrip() for ln in (result.stdout + result.stderr).splitlines() if ln.strip()]
+    return "".join(f"\n  {ln[:300]}" for ln in lines[-n:])
 
 
 # --- running --------------------------------------------------------------------------------------
@@ -257,10 +313,11 @@ def default_limits(time_limit: float) -> Limits:
 def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "sm_90", flags: Sequence[str] = (),
                     argv: Sequence[str] = (), time_limit: float = 20.0, launches_per_kernel: int = 64,
                     sm_count: int = 132, cache_dir: Path | None = None, cancel: CancelToken | None = None,
-                    limits: Limits | None = None, namespaces: bool = True) -> Capture:
-    """Build `source` with its main(), run it with the stand-in runtime, and return its launches.
-    Captures are cached by the program's inputs, the arguments and the limits. `namespaces=False`
-    runs it without the network and PID namespaces even where the kernel allows them."""
+                    limits: Limits | None = None, namespaces: bool = True, units: Sequence[Unit] = ()) -> Capture:
+    """Build `source` with its main() and the program's other translation units `units`, run it
+    with the stand-in runtime, and return its launches. Captures are cached by the program's
+    inputs, the arguments and the limits. `namespaces=False` runs it without the network and PID
+    namespaces even where the kernel allows them."""
     source = source.resolve()
     cache = cache_dir or _cache_dir()
     limits = limits or default_limits(time_limit)
@@ -268,8 +325,9 @@ def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "s
     # nvcc embeds a random module id in every binary, so two builds of one source never share a
     # digest; the key is what the binary is built from (the source and its quoted includes), how,
     # and how it is run
-    digest = hashlib.sha256(b"\0".join([*_inputs(source), runtime.read_bytes(), json.dumps(
-        [str(nvcc), arch, list(flags), list(argv), time_limit, launches_per_kernel, sm_count, CAPTURE_FORMAT,
+    program = [Unit(source), *(Unit(u.path.resolve(), tuple(u.flags)) for u in units)]
+    digest = hashlib.sha256(b"\0".join([*(b for u in program for b in _inputs(u.path)), runtime.read_bytes(), json.dumps(
+        [str(nvcc), [(str(u.path), list(u.flags)) for u in program], arch, list(flags), list(argv), time_limit, launches_per_kernel, sm_count, CAPTURE_FORMAT,
          limits.address_space_bytes, limits.file_bytes, limits.cpu_seconds]).encode()
     ])).hexdigest()[:24]
     cached = cache / "runs" / f"{digest}.jsonl"
@@ -281,7 +339,7 @@ def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "s
     with tempfile.TemporaryDirectory(prefix="kernelscope-capture-") as tmpdir:
         tmp = Path(tmpdir)
         binary = tmp / "program"
-        build_program(nvcc, source, binary, arch, runtime, flags, cancel=cancel)
+        libraries = build_program(nvcc, program, binary, arch, runtime, flags, cancel=cancel)
         dump = run_tool([str(cuobjdump), "-elf", str(binary)], timeout=120, cancel=cancel)
         sizes = kparam_sizes(dump.stdout)
         params = tmp / "params.txt"
@@ -291,8 +349,10 @@ def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "s
         # the program's own variables, set by `env` right before it: the runtime would arm its alarm
         # and signal handlers in any process it were preloaded into (the supervisor, `unshare`)
         program_env = {
-            "LD_LIBRARY_PATH": f"{runtime.parent}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}",
-            "LD_PRELOAD": str(runtime),  # wins over an rpath to the real runtime
+            "LD_LIBRARY_PATH": os.pathsep.join([str(runtime.parent), *{str(x.parent) for x in libraries},
+                                                env.get("LD_LIBRARY_PATH", "")]),
+            # preloaded, they win over an rpath to the real runtime or a real library
+            "LD_PRELOAD": ":".join([str(runtime), *map(str, libraries)]),
             "KERNELSCOPE_CAPTURE_OUT": str(records), "KERNELSCOPE_CAPTURE_PARAMS": str(params),
             "KERNELSCOPE_CAPTURE_CAP": str(launches_per_kernel),
             "KERNELSCOPE_CAPTURE_SECONDS": str(max(1, int(time_limit))), "KERNELSCOPE_CAPTURE_SMS": str(sm_count),

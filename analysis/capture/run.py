@@ -4,19 +4,24 @@ or the user's own command line); this module only runs it."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from ..frontend.conditional import Passes, compile_passes
+from ..frontend.compile import local_headers
 from ..frontend.inclusion import includers
 from ..frontend.sass import demangle
 from ..frontend.source import parse_source
-from ..frontend.toolchain import ToolchainError, locate_toolchain
+from ..frontend.toolchain import CompileCommand, Toolchain, ToolchainError, locate_toolchain, parse_compile_command
 from ..machine.arch import load_arch_specs
 from ..options import AnalysisOptions
 from ..process import CancelToken
-from .capture import Capture, CaptureError, capture_program
+from .capture import Capture, CaptureError, Unit, capture_program
 from .hints import captured_kernels
 
 
@@ -39,17 +44,132 @@ def has_main(source: Path, flags: Sequence[str] = ()) -> bool:
     return any(f.name == "main" and f.kind == "host" for f in model.functions)
 
 
-def program_of(source: Path, options: AnalysisOptions) -> Path | None:
-    """The program whose main() launches `source`'s kernels: the file itself, or, for a header or
-    a kernel file the workspace includes, the includer that has a main() (analysis/frontend/inclusion.py)."""
-    if has_main(source, options.flags):
-        return source
+#: translation units a program may be linked from (cuda-samples put main() in a .cpp beside the .cu)
+UNIT_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
+_MAX_UNIT_BYTES = 16 * 2**20
+_MAX_DATABASE_BYTES = 256 * 2**20
+_MAX_SIBLINGS = 64
+
+
+@dataclass(frozen=True)
+class Program:
+    """What to build to run `main`'s program: its other translation units, and those beside it
+    to add should it not link without them (a main() in a .cu calling a `_gold.cpp`'s reference)."""
+
+    main: Unit
+    units: tuple[Unit, ...] = ()
+    beside: tuple[Unit, ...] = ()
+
+
+def program_of(source: Path, options: AnalysisOptions) -> Program | None:
+    """The program whose main() launches `source`'s kernels: the file itself; for a header or a
+    kernel file the workspace includes, the includer that has a main() (frontend/inclusion.py);
+    else a translation unit beside it (in compile_commands.json, or in its folder) whose main()
+    calls one of its host functions, linked with it and the folder's other units."""
+    source = source.resolve()
     try:
         tc = locate_toolchain(options.nvcc_path)
     except ToolchainError:
-        return None
+        return Program(Unit(source)) if has_main(source, options.flags) else None
+    units = _units_beside(source.parent, options)
+    if has_main(source, options.flags):
+        return _program(Unit(source, units.get(source, ())), units, options, tc)
     found = includers(source, options.flags, tc, options.compile_commands)
-    return next((u for u in found if has_main(u, options.flags)), None)
+    if (main := next((u for u in found if has_main(u, options.flags)), None)) is not None:
+        return _program(Unit(main, units.get(main, ())), _units_beside(main.parent, options), options, tc)
+    called = _host_functions(source, options.flags)
+    for path, flags in units.items():
+        if path != source and called and _calls(path, called) and has_main(path, (*options.flags, *flags)):
+            # a program split over files as cuda-samples' are: it links with all of them
+            beside = _program(Unit(path, flags), units, options, tc).beside
+            own = next((u for u in beside if u.path == source), Unit(source))
+            return Program(Unit(path, flags), (own, *(u for u in beside if u.path != source)))
+    return None
+
+
+def _program(main: Unit, units: dict[Path, tuple[str, ...]], options: AnalysisOptions, tc: Toolchain) -> Program:
+    """`main` with the units beside it that have no main() of their own and that it does not
+    #include (those would define its kernels twice)."""
+    included = set(local_headers(main.path, (*options.flags, *main.flags), tc))
+    beside = tuple(Unit(p, f) for p, f in units.items()
+                   if p != main.path and p not in included and not has_main(p, (*options.flags, *f)))
+    return Program(main, (), beside)
+
+
+def _units_beside(folder: Path, options: AnalysisOptions) -> dict[Path, tuple[str, ...]]:
+    """Translation units in `folder` -> the flags of their compile: the compile database's entries
+    there when it lists any (its flags are the build's), else the folder's source files. Only
+    regular files of a source's size: a FIFO or a link to /dev/zero named `x.cpp` is no unit."""
+    listed = {cc.file.resolve(): _nvcc_flags(cc) for cc in _database(options.compile_commands)
+              if cc.file.resolve().parent == folder and _regular(cc.file)}
+    if listed:
+        return listed
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return {}
+    found = [folder / n for n in names if Path(n).suffix.lower() in UNIT_SUFFIXES]
+    return {p.resolve(): () for p in found[:_MAX_SIBLINGS] if _regular(p)}
+
+
+def _database(compile_commands: Path | None) -> list[CompileCommand]:
+    if compile_commands is None:
+        return []
+    db = compile_commands / "compile_commands.json" if compile_commands.is_dir() else compile_commands
+    if not _regular(db, _MAX_DATABASE_BYTES):
+        return []
+    try:
+        entries = json.loads(db.read_text(errors="replace"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(entries, list):
+        return []
+    parsed = (parse_compile_command(e, db.parent) for e in entries if isinstance(e, dict))
+    return [cc for cc in parsed if cc is not None]
+
+
+def _nvcc_flags(cc: CompileCommand) -> tuple[str, ...]:
+    """An entry's flags as nvcc takes them: a host compiler's (a .cpp compiled by `c++`) keep their
+    macros, include paths, standard and optimization, and hand its own options to the host
+    compiler (`-fopenmp` must reach the link too); the rest are dropped."""
+    if cc.is_nvcc:
+        return cc.flags
+    out: list[str] = []
+    flags = iter(cc.flags)
+    for f in flags:
+        if f in ("-D", "-U", "-I", "-isystem"):
+            out += [f, next(flags, "")]
+        elif f.startswith(("-D", "-U", "-I", "-isystem", "-std=", "-O")):
+            out.append(f)
+        elif f.startswith(("-f", "-W", "-m", "-pthread")):
+            out.append(f"-Xcompiler={f}")
+    return tuple(out)
+
+
+def _regular(path: Path, limit: int = _MAX_UNIT_BYTES) -> bool:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size <= limit
+
+
+def _host_functions(source: Path, flags: Sequence[str]) -> set[str]:
+    """Names of the host functions `source` defines: what another unit's main() would call."""
+    host = compile_passes(["nvcc", *flags], "sm_90", None).host
+    try:
+        model = parse_source(source.read_text(errors="replace"), Passes(host=host, device=host))
+    except OSError:
+        return set()
+    return {f.name for f in model.functions if f.kind == "host" and f.name != "main"}
+
+
+def _calls(unit: Path, names: set[str]) -> bool:
+    try:
+        text = unit.read_text(errors="replace")
+    except OSError:
+        return False
+    return any(re.search(rf"\b{re.escape(n)}\s*\(", text) for n in names)
 
 
 def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] = (), time_limit: float = 20.0,
@@ -61,15 +181,24 @@ def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] 
     program = program_of(source, options)
     if program is None:
         return CaptureOutcome(options, None, f"{source.name} has no main(), and no file of the workspace that "
-                                             "includes it has one: launch capture needs a program to run")
-    source = program
+                                             "includes it or calls it has one: launch capture needs a program to run")
     try:
         tc = locate_toolchain(options.nvcc_path)
         catalog = load_arch_specs(options.arch_file)
         device = catalog.device(options.device) if options.device else catalog.default_device(catalog.arch(options.arch))
-        cap = capture_program(tc.nvcc, tc.cuobjdump, source, arch=options.arch, flags=options.flags, argv=argv,
-                              time_limit=time_limit, launches_per_kernel=launches_per_kernel,
-                              sm_count=device.sm_count, cancel=cancel)
+
+        def run(units: Sequence[Unit]) -> Capture:
+            return capture_program(tc.nvcc, tc.cuobjdump, program.main.path, arch=options.arch,
+                                   flags=(*options.flags, *program.main.flags), units=units, argv=argv,
+                                   time_limit=time_limit, launches_per_kernel=launches_per_kernel,
+                                   sm_count=device.sm_count, cancel=cancel)
+        try:
+            cap = run(program.units)
+        except CaptureError as e:
+            # a main() that calls functions of the units beside it links only with them
+            if not (program.beside and "undefined reference" in e.output):
+                raise
+            cap = run((*program.units, *program.beside))
     except (CaptureError, ToolchainError) as e:
         hint = getattr(e, "hint", "")
         return CaptureOutcome(options, None, f"launch capture failed: {e}" + (f" ({hint})" if hint else ""))

@@ -236,7 +236,8 @@ def _sibling_trip(source_trips: int, factor: int, factors: list[int]) -> int:
 
 def base_name(demangled: str) -> str:
     """`void ns::scale<256>(float*, int)` -> `scale`: the name as written at the definition."""
-    head = demangled.split("(")[0].split("<")[0]
+    # a kernel in an anonymous namespace demangles as `(anonymous namespace)::k(int)`
+    head = demangled.replace("(anonymous namespace)::", "").split("(")[0].split("<")[0]
     return head.split("::")[-1].split()[-1] if head.strip() else demangled
 
 

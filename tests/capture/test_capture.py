@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.capture import CaptureError, capture_program, kparam_sizes
-from kernelscope.analysis.capture.capture import build_program, build_runtime
+from kernelscope.analysis.capture.capture import Unit, build_program, build_runtime
 from kernelscope.analysis.process import run_tool
 from kernelscope.analysis.frontend.toolchain import ToolchainError, locate_toolchain
 
@@ -97,7 +97,7 @@ def test_the_runtime_exports_what_nvcc_built_programs_import(toolchain, tmp_path
     defined = {d.replace("@@", "@") for d in defined}
     for name in ("launches.cu", "early_exit.cu", "many.cu"):
         exe = tmp_path / name.replace(".cu", "")
-        build_program(toolchain.nvcc, PROGRAMS / name, exe, "sm_90", runtime)
+        build_program(toolchain.nvcc, [Unit(PROGRAMS / name)], exe, "sm_90", runtime)
         imported = {ln.split()[-1] for ln in run_tool(["nm", "-D", "--undefined-only", str(exe)]).stdout.splitlines()
                     if "cuda" in ln}
         assert imported and imported <= defined, imported - defined
