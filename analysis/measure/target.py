@@ -170,7 +170,7 @@ def run_on_target(target: ProfileTarget, argv: Sequence[str], *, what: str, time
     with slurm.Watch(job, on_progress) as watch:
         try:
             result = execute(full, timeout=timeout, cancel=cancel, what=what, remote=r)
-        except (Cancelled, ProfileTimeoutError):
+        except (Cancelled, ProfileTimeoutError, KeyboardInterrupt):  # Ctrl-C never reaches srun: own session
             slurm.cancel(job)
             raise
     if watch.refused is not None:

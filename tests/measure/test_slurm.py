@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
 import sys
 import threading
 import uuid
@@ -138,6 +140,34 @@ def test_slurm_cancel_reaches_the_job_and_leaves_no_process(cluster, tmp_path):
     assert cluster.jobs() == ""  # scancel reached the job
     assert running(marker) == []
     assert not (tmp_path / "out.rank0").exists()
+
+
+def test_slurm_ctrl_c_on_the_command_line_cancels_the_queued_job(cluster, tmp_path):
+    """`kernelscope profile --remote srun:...` interrupted while its job waits behind another one."""
+    blocker = cluster.run("sbatch", "--parsable", f"--ntasks={cluster.cpus}", "--output=/dev/null",
+                          "--job-name=blocker", "--wrap=sleep 300").stdout.strip()
+    try:
+        (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
+        cli = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "profile", "k.cu", "--remote",
+                                f"srun:-p {cluster.partition}", "--", "./app"], cwd=tmp_path, env=cluster.env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(600):
+                if any(ln.startswith("kernelscope-") and ln.endswith("PENDING")
+                       for ln in cluster.run("squeue", "-h", "-o", "%j %T", check=False).stdout.splitlines()):
+                    break
+                assert cli.poll() is None, cli.communicate()
+                threading.Event().wait(0.2)
+            cli.send_signal(signal.SIGINT)  # what Ctrl-C in the terminal sends to the foreground process
+            cli.communicate(timeout=90)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+                cli.wait()
+        assert [ln for ln in cluster.jobs().splitlines() if "kernelscope-" in ln] == []
+        assert blocker in cluster.jobs()
+    finally:
+        cluster.run("scancel", blocker, check=False)
 
 
 def test_slurm_timeout_cancels_the_job(cluster, tmp_path):
