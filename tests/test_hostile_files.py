@@ -87,3 +87,17 @@ def test_read_regular_refuses_what_is_not_a_regular_file_of_a_sources_size(tmp_p
     for name in ("loop/a.cu", "dangling.cu"):
         with pytest.raises(OSError):
             read_regular(tmp_path / name)
+
+
+def test_a_verification_cache_entry_that_is_not_a_regular_file_is_ignored(tmp_path):
+    from kernelscope.analysis.advisor.verify import VerificationCache
+
+    os.mkfifo(tmp_path / "fifo.json")  # blocked the read until a writer came
+    (tmp_path / "zero.json").symlink_to("/dev/zero")  # never ended it
+    with open(tmp_path / "huge.json", "wb") as f:  # filled memory
+        f.truncate(2**31)
+    (tmp_path / "loop.json").symlink_to("loop.json")
+    cache = VerificationCache(tmp_path)
+    for name in ("fifo", "zero", "huge", "loop"):
+        assert cache._path(name).is_symlink() or cache._path(name).exists()
+        assert cache.get(name) is None, name
