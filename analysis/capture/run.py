@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from ..frontend.conditional import Passes, compile_passes
+from ..files import MAX_DATABASE_BYTES, MAX_SOURCE_BYTES, read_regular_text, regular_size
 from ..frontend.compile import local_headers
 from ..frontend.inclusion import includers
 from ..frontend.sass import demangle
@@ -36,18 +36,22 @@ def has_main(source: Path, flags: Sequence[str] = ()) -> bool:
     """Whether the file defines a `main()` (from its syntax tree: a comment or a string that says
     `int main(` is not one), read as the host pass of a compile with `flags` reads it: braces that
     balance only once its conditionals are decided (`#if defined(_OPENACC)`) still give a main()."""
-    host = compile_passes(["nvcc", *flags], "sm_90", None).host  # main() is host code: no arch in it
+    return "main" in _host_functions(source, flags)
+
+
+def _host_functions(source: Path, flags: Sequence[str]) -> set[str]:
+    """Names of the host functions the file defines, read as the host pass of a compile with
+    `flags` reads it."""
+    host = compile_passes(["nvcc", *flags], "sm_90", None).host  # host code: no arch in it
     try:
-        model = parse_source(source.read_text(errors="replace"), Passes(host=host, device=host))
+        model = parse_source(read_regular_text(source), Passes(host=host, device=host))
     except OSError:
-        return False
-    return any(f.name == "main" and f.kind == "host" for f in model.functions)
+        return set()
+    return {f.name for f in model.functions if f.kind == "host"}
 
 
 #: translation units a program may be linked from (cuda-samples put main() in a .cpp beside the .cu)
 UNIT_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
-_MAX_UNIT_BYTES = 16 * 2**20
-_MAX_DATABASE_BYTES = 256 * 2**20
 _MAX_SIBLINGS = 64
 
 
@@ -77,7 +81,7 @@ def program_of(source: Path, options: AnalysisOptions) -> Program | None:
     found = includers(source, options.flags, tc, options.compile_commands)
     if (main := next((u for u in found if has_main(u, options.flags)), None)) is not None:
         return _program(Unit(main, units.get(main, ())), _units_beside(main.parent, options), options, tc)
-    called = _host_functions(source, options.flags)
+    called = _host_functions(source, options.flags) - {"main"}  # what another unit's main() would call
     for path, flags in units.items():
         if path != source and called and _calls(path, called) and has_main(path, (*options.flags, *flags)):
             # a program split over files as cuda-samples' are: it links with all of them
@@ -99,7 +103,8 @@ def _program(main: Unit, units: dict[Path, tuple[str, ...]], options: AnalysisOp
 def _units_beside(folder: Path, options: AnalysisOptions) -> dict[Path, tuple[str, ...]]:
     """Translation units in `folder` -> the flags of their compile: the compile database's entries
     there when it lists any (its flags are the build's), else the folder's source files. Only
-    regular files of a source's size: a FIFO or a link to /dev/zero named `x.cpp` is no unit."""
+    regular files of a source's size (analysis/files.py): a FIFO or a link to /dev/zero named
+    `x.cpp` is no unit."""
     listed = {cc.file.resolve(): _nvcc_flags(cc) for cc in _database(options.compile_commands)
               if cc.file.resolve().parent == folder and _regular(cc.file)}
     if listed:
@@ -116,10 +121,8 @@ def _database(compile_commands: Path | None) -> list[CompileCommand]:
     if compile_commands is None:
         return []
     db = compile_commands / "compile_commands.json" if compile_commands.is_dir() else compile_commands
-    if not _regular(db, _MAX_DATABASE_BYTES):
-        return []
     try:
-        entries = json.loads(db.read_text(errors="replace"))
+        entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))
     except (OSError, ValueError):
         return []
     if not isinstance(entries, list):
@@ -146,27 +149,14 @@ def _nvcc_flags(cc: CompileCommand) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _regular(path: Path, limit: int = _MAX_UNIT_BYTES) -> bool:
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return False
-    return stat.S_ISREG(st.st_mode) and st.st_size <= limit
-
-
-def _host_functions(source: Path, flags: Sequence[str]) -> set[str]:
-    """Names of the host functions `source` defines: what another unit's main() would call."""
-    host = compile_passes(["nvcc", *flags], "sm_90", None).host
-    try:
-        model = parse_source(source.read_text(errors="replace"), Passes(host=host, device=host))
-    except OSError:
-        return set()
-    return {f.name for f in model.functions if f.kind == "host" and f.name != "main"}
+def _regular(path: Path) -> bool:
+    size = regular_size(path)
+    return size is not None and size <= MAX_SOURCE_BYTES
 
 
 def _calls(unit: Path, names: set[str]) -> bool:
     try:
-        text = unit.read_text(errors="replace")
+        text = read_regular_text(unit)
     except OSError:
         return False
     return any(re.search(rf"\b{re.escape(n)}\s*\(", text) for n in names)
