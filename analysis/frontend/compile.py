@@ -232,11 +232,13 @@ def _run_nvcc(argv: list[str], toolchain: Toolchain, cwd: Path, timeout: float,
 
 #: nvcc's words when this machine, not the source, failed: a full or unwritable TMPDIR (where nvcc
 #: writes its intermediate files: "Failed to preprocess host compiler properties" is how a full one
-#: shows, checked on nvcc 13.0), a host compiler it cannot run, memory. Such a failure is an
-#: exception, never a result: a cached "does not compile" would outlive the cause.
+#: shows, checked on nvcc 13.0), a host compiler it cannot run, memory, a stage killed from outside
+#: ("'cicc' died due to signal 9 (Kill signal)": the OOM killer; a crash, signal 11, is the
+#: compiler's bug on this source and stays a result). Such a failure is an exception, never a
+#: result: a cached "does not compile" would outlive the cause.
 _MACHINE_FAILURE = re.compile(r"Failed to preprocess host compiler properties|No space left on device|"
                               r"Disk quota exceeded|Read-only file system|Could not open output file|"
-                              r"Cannot allocate memory|Permission denied")
+                              r"Cannot allocate memory|Permission denied|died due to signal (?:9|15)\b")
 
 
 def _machine_failure_message(what: str, output: str, toolchain: Toolchain) -> str:

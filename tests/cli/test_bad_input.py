@@ -96,3 +96,16 @@ def test_a_directory_with_a_fifo_and_a_device_among_its_cu_files(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "summary: 1 file in" in proc.stdout and "saxpy.cu:" in proc.stdout, proc.stdout
     assert f"skipped {tmp_path / 'fifo.cu'}" in proc.stderr and f"skipped {tmp_path / 'zero.cu'}" in proc.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a shell-script host compiler")
+def test_a_compiler_stage_killed_from_outside_is_the_machines_failure(tmp_path):
+    # a host compiler that dies of SIGKILL, as the OOM killer ends one: nvcc says
+    # "'.../g++' died due to signal 9 (Kill signal)"
+    killed = tmp_path / "g++"
+    killed.write_text("#!/bin/sh\nkill -9 $$\n")
+    killed.chmod(0o755)
+    proc = cli("analyze", str(SAXPY), "--quick", "--flags", f"-ccbin {killed}", cwd=tmp_path)
+    _clear(proc)
+    assert proc.returncode == 2, proc.stderr
+    assert "not of the file" in proc.stderr and "died due to signal 9" in proc.stderr, proc.stderr
