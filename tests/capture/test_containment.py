@@ -18,7 +18,7 @@ import pytest
 
 from kernelscope.analysis.capture import capture_program
 from kernelscope.analysis.capture.capture import default_limits
-from kernelscope.analysis.capture.supervise import Limits, user_tasks
+from kernelscope.analysis.capture.supervise import Limits, _descendants_by_parent, descendants, user_tasks
 from kernelscope.analysis.process import CancelToken, Cancelled
 
 PROGRAM = Path(__file__).parent / "programs" / "escape.cu"
@@ -175,6 +175,23 @@ def test_a_capture_whose_caller_is_killed_leaves_nothing(toolchain, tmp_path):
     # the supervisor cleans up on its own now: give it the time a loaded machine may need
     _wait_for(lambda: not survivors(str(folder)), None, seconds=30)
     assert_contained(folder, linger_s=0)
+
+
+def test_both_readings_of_the_process_tree_agree(tmp_path):
+    """The supervisor reads a tree from /proc/PID/task/TID/children, or, on a kernel without that
+    file, from every process's parent: both give the same descendants, grandchildren included."""
+    ready = tmp_path / "ready"
+    # a sleep, and a subshell with two sleeps that says it is ready once they are forked (`: >`
+    # is the shell's own redirection: no process of its own to race with the count)
+    tree = subprocess.Popen(["sh", "-c", f"sleep 30 & (sleep 30 & sleep 30 & : > {ready}; wait) & wait"],
+                            start_new_session=True)
+    try:
+        _wait_for(ready.exists, tree, seconds=30)
+        found = descendants(tree.pid)
+        assert len(found) == 4 and found == _descendants_by_parent(tree.pid)
+    finally:
+        os.killpg(tree.pid, signal.SIGKILL)
+        tree.wait()
 
 
 def _wait_for(condition, worker, seconds: float = 300) -> None:
