@@ -38,10 +38,11 @@ def regular_size(path: Path | str) -> int | None:
 def read_regular(path: Path | str, limit: int = MAX_SOURCE_BYTES, *, follow_symlinks: bool = True) -> bytes:
     """The bytes of `path`, which must be a regular file of at most `limit` bytes.
 
-    Raises UnreadableFile otherwise, or the OSError of the open (FileNotFoundError, ELOOP): callers
-    that already skip unreadable files skip these too. O_NONBLOCK makes the open of a FIFO return at once instead of waiting for a
-    writer; the type and size are those of the opened file, so a swap after a check cannot slip
-    a device in. Without `follow_symlinks` a symlink is refused (a cache entry is never one).
+    Raises UnreadableFile otherwise, or the OSError of the open (FileNotFoundError, ELOOP):
+    callers that already skip unreadable files skip these too. O_NONBLOCK makes the open of a
+    FIFO return at once instead of waiting for a writer; the type and size are those of the
+    opened file, so a swap after a check cannot slip a device in. Without `follow_symlinks` a
+    symlink is refused (a cache entry is never one).
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     if not follow_symlinks:

@@ -72,8 +72,9 @@ logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietStructureErrors())
 
 def _reason(e: BaseException) -> str:
     """The innermost messages of a cattrs validation error ("Position.line should be in range ...")."""
-    if isinstance(e, BaseExceptionGroup):
-        return "; ".join(dict.fromkeys(_reason(x) for x in e.exceptions))
+    inner = getattr(e, "exceptions", None)  # an exception group (cattrs brings the backport on 3.10)
+    if isinstance(inner, (list, tuple)) and inner:
+        return "; ".join(dict.fromkeys(_reason(x) for x in inner))
     return str(e) if e.__cause__ is None else _reason(e.__cause__)
 
 
@@ -93,8 +94,11 @@ class KernelscopeProtocol(LanguageServerProtocol):
         try:
             return super().structure_message(data)
         except JsonRpcException as e:
-            log.warning("invalid params for %s: %s", data.get("method", "a response"),
-                        _reason(e.__cause__) if e.__cause__ is not None else e)
+            what = data.get("method", f"the reply to request {data.get('id')!r}")
+            if isinstance(e, JsonRpcInvalidParams):  # the client's mistake: one line, with the reason
+                log.warning("invalid params for %s: %s", what, _reason(e.__cause__ or e))
+            else:  # pygls's converter failed on params of the right shape: ours, with its traceback
+                log.error("cannot read %s", what, exc_info=e.__cause__ or e)
             if is_request:
                 return _Rejected(data["id"], JsonRpcInvalidParams(f"Invalid params for {data['method']}")
                                  if isinstance(e, JsonRpcInvalidParams) else e)
