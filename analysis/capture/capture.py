@@ -303,11 +303,11 @@ def _last_lines(result, n: int = 6) -> str:
 def default_limits(time_limit: float) -> Limits:
     """What a captured program may use: no more address space than the machine has memory (the
     stand-in runtime's device memory is host memory, mapped lazily), files up to 1 GiB, the CPU
-    time one core gives in the time limit and its 5 s of grace, and 256 processes more than the
-    user already runs (RLIMIT_NPROC counts them all)."""
+    time one core gives in the time limit and its 5 s of grace, and 256 tasks (4 per core where
+    that is more: threads count) more than the user already runs (RLIMIT_NPROC counts them all)."""
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return Limits(address_space_bytes=memory, file_bytes=1 << 30, cpu_seconds=math.ceil(time_limit) + 5,
-                  processes=user_tasks() + 256)
+                  processes=user_tasks() + max(256, 4 * (os.cpu_count() or 1)))
 
 
 def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "sm_90", flags: Sequence[str] = (),
