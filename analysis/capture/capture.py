@@ -254,7 +254,7 @@ def build_program(nvcc: Path, units: Sequence[Unit], out: Path, arch: str, runti
         result = run_tool([*base, *flags, *unit.flags, "-c", "-o", str(obj), str(unit.path)], cwd=unit.path.parent,
                           env=env, timeout=timeout, cancel=cancel)
         if result.returncode != 0:
-            raise CaptureError(f"Compiling {unit.path.name} for capture failed:{_last_lines(result)}",
+            raise CaptureError(f"Compiling {unit.path.name} for capture failed{_last_lines(result)}",
                                hint="Check that it compiles with nvcc and the analysis flags, or set a capture command",
                                output=(result.stdout + result.stderr)[-4000:])
         built.append(obj)
@@ -270,7 +270,7 @@ def build_program(nvcc: Path, units: Sequence[Unit], out: Path, arch: str, runti
             raise CaptureError(f"{names} has no main(): capture needs a main() to run",
                                hint="Capture a file whose program has one, or the file that #includes this one",
                                output=(result.stdout + result.stderr)[-4000:])
-        raise CaptureError(f"Linking {names} for capture failed:{_last_lines(result)}",
+        raise CaptureError(f"Linking {names} for capture failed{_last_lines(result)}",
                            hint="Add the program's other files or libraries to the analysis flags (-l, -L), "
                                 "or list them in compile_commands.json",
                            output=(result.stdout + result.stderr)[-4000:])

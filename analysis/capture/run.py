@@ -120,6 +120,7 @@ def _units_beside(folder: Path, options: AnalysisOptions) -> dict[Path, tuple[st
 def _database(compile_commands: Path | None) -> list[CompileCommand]:
     if compile_commands is None:
         return []
+    compile_commands = compile_commands.absolute()  # its entries' paths are resolved against its folder
     db = compile_commands / "compile_commands.json" if compile_commands.is_dir() else compile_commands
     try:
         entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))
@@ -191,7 +192,10 @@ def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] 
             cap = run((*program.units, *program.beside))
     except (CaptureError, ToolchainError) as e:
         hint = getattr(e, "hint", "")
-        return CaptureOutcome(options, None, f"launch capture failed: {e}" + (f" ({hint})" if hint else ""))
+        # the hint goes with the first line; the tool's last lines, if any, follow it
+        head, _, tail = str(e).partition("\n")
+        return CaptureOutcome(options, None, f"launch capture failed: {head}" + (f" ({hint})" if hint else "")
+                              + (f"\n{tail}" if tail else ""))
     kernels = captured_kernels(cap, demangle(sorted(cap.counts), cancel=cancel))
     note = None
     if not cap.finished:
