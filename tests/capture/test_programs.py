@@ -43,7 +43,7 @@ def test_a_kernel_file_is_captured_through_the_main_cpp_beside_it(toolchain):
     assert _assumed(scale)["n"] == ("5000", "captured")
 
 
-def test_the_compile_database_gives_the_units_and_their_flags(toolchain, tmp_path):
+def test_the_compile_database_gives_the_units_and_their_flags(toolchain, tmp_path, monkeypatch):
     for f in SPLIT.iterdir():
         shutil.copy(f, tmp_path / f.name)
     # as CMake writes it: nvcc for the .cu, the host compiler for the .cpp files, ELEMENTS set by the build
@@ -56,6 +56,8 @@ def test_the_compile_database_gives_the_units_and_their_flags(toolchain, tmp_pat
     options = AnalysisOptions(compile_commands=tmp_path)
     program = program_of(tmp_path / "scale_kernels.cu", options)
     assert "-DELEMENTS=8192" in program.main.flags and "-Xcompiler=-Wall" in program.main.flags
+    monkeypatch.chdir(tmp_path.parent)  # `--compile-commands` as a user types it: relative
+    assert program_of(tmp_path / "scale_kernels.cu", AnalysisOptions(compile_commands=Path(tmp_path.name))) == program
     out = with_capture(tmp_path / "scale_kernels.cu", options)
     assert out.message is None
     (launch,) = out.capture.launches
