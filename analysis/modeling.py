@@ -22,6 +22,7 @@ from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SET
                              SensitivityReport, WhatIfReport, emulate_detailed, prepare, run_studies,
                              sensitivity_study, study_shape, what_if_study)
 from .emulator.workers import available_cores
+from .files import read_regular, regular_size
 from .frontend.compile import CompileResult, KernelResources, local_headers
 from .frontend.conditional import Passes, compile_passes
 from .frontend.inclusion import restricted_to_file, with_context
@@ -128,8 +129,8 @@ def program_of(source: Path, unit: Path, text: str, options: AnalysisOptions, to
                inputs: ProgramInputs) -> Program:
     # the project headers the unit includes (the compile's -I paths): their #defines and constants
     # fold the file's launches as nvcc sees them
-    headers = tuple(h.read_text(errors="replace") for h in local_headers(unit, options.flags, toolchain)
-                    if h != source.resolve() and h.is_file())
+    headers = tuple(read_regular(h).decode(errors="replace") for h in local_headers(unit, options.flags, toolchain)
+                    if h != source.resolve() and regular_size(h) is not None)
     src = with_context(parse_source(text, inputs.passes, headers), source, unit, options.flags, toolchain,
                        inputs.passes)
     program = build_program(inputs.module, src, str(source), inputs.resources)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Literal
 from pathlib import Path
 
+from .files import read_regular
 from .frontend.compile import CompilerMessage, compile_cuda, local_headers
 from .frontend.inclusion import compile_in_context, inclusion_context, is_header
 from .frontend.prelaunch import Prelaunch
@@ -60,13 +61,13 @@ def source_digest(data: bytes) -> str:
 
 def input_digest(source: Path, options: AnalysisOptions, toolchain: Toolchain) -> str:
     """The content hash a cached result of `source` is valid for: the file and its local headers."""
-    h = hashlib.sha256(source.read_bytes())
+    h = hashlib.sha256(read_regular(source))
     # a header is analysed in the unit of a file that includes it (analysis/frontend/inclusion.py)
     context = inclusion_context(source, options.flags, toolchain, options.compile_commands) if is_header(source) else None
     unit = context.unit if context is not None else source
     for header in ((unit,) if unit != source else ()) + local_headers(unit, options.flags, toolchain):
         try:
-            h.update(str(header).encode() + b"\0" + header.read_bytes())
+            h.update(str(header).encode() + b"\0" + read_regular(header))
         except OSError:
             h.update(str(header).encode() + b"\0missing")
     return h.hexdigest()
@@ -104,7 +105,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     report = progress or (lambda stage, fraction: None)
     timings: dict[str, float] = {}
     source = source.resolve()
-    data = source.read_bytes()
+    data = read_regular(source)  # a FIFO or a link to /dev/zero under a .cu name: an OSError, not a hang
     digest = source_digest(data)
     catalog = load_arch_specs(options.arch_file)
     arch = catalog.arch(options.arch)

@@ -232,12 +232,18 @@ def _exit_code(result) -> int:
     return EXIT_COMPILE_ERROR if errors and not result.device_only else EXIT_OK
 
 
+def _require_regular(source: Path) -> None:
+    """A source to analyse must be a regular file: a FIFO would block, a device never end."""
+    if not source.is_file():
+        what = "not a regular file (a FIFO, a device or a directory)" if source.exists() else "no such file"
+        raise UsageError(f"{source}: {what}")
+
+
 def _analyze(args: argparse.Namespace) -> int:
     source: Path = args.file
     if source.is_dir():
         return _analyze_directory(args, source)
-    if not source.is_file():
-        raise UsageError(f"{source}: no such file")
+    _require_regular(source)
     # nvcc starts now, from the invocation the last run on this file recorded, while the engine
     # imports (analysis/frontend/prelaunch.py); the compile step adopts it only if it is the same
     pre = None
@@ -313,8 +319,7 @@ def _verify(args: argparse.Namespace) -> int:
     from kernelscope.analysis.advisor.verify import rank_actions, verify
 
     source: Path = args.file
-    if not source.is_file():
-        raise UsageError(f"{source}: no such file")
+    _require_regular(source)
     options = _options(args)
     show = _progress(args, source.name)
     try:
@@ -355,8 +360,7 @@ def _profile(args: argparse.Namespace) -> int:
     from kernelscope.analysis.reports.text import render_text
 
     source: Path = args.file
-    if not source.is_file():
-        raise UsageError(f"{source}: no such file")
+    _require_regular(source)
     program = list(args.program)
     remote = _remote(args.remote) if args.remote else None
     if remote is not None and not program:

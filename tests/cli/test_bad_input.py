@@ -109,3 +109,16 @@ def test_a_compiler_stage_killed_from_outside_is_the_machines_failure(tmp_path):
     _clear(proc)
     assert proc.returncode == 2, proc.stderr
     assert "not of the file" in proc.stderr and "died due to signal 9" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_a_source_that_is_not_a_regular_file_is_refused_at_once(tmp_path, kind):
+    # a FIFO would block the read until a writer comes; /dev/zero would never end
+    source = tmp_path / "kernel.cu"
+    if kind == "fifo":
+        os.mkfifo(source)
+    else:
+        source.symlink_to("/dev/zero")
+    proc = cli("analyze", str(source), "--quick", cwd=tmp_path)
+    _clear(proc)
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr, proc.stderr
