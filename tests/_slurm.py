@@ -81,6 +81,14 @@ class Cluster:
     def jobs(self) -> str:
         return self.run("squeue", "-h", "-o", "%i %j %T", check=False).stdout.strip()
 
+    def left(self, timeout: float = 30) -> str:
+        """The jobs still there once those that finished have left the queue: a job that ended stays
+        COMPLETING for a moment after srun returns (slurmd reports its end to slurmctld)."""
+        deadline = time.monotonic() + timeout
+        while "COMPLETING" in (jobs := self.jobs()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return jobs
+
     def logs(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(self.log_dir.glob("*.log")))
 

@@ -12,7 +12,8 @@ submission. What Slurm adds to running any remote command:
   `sinfo` for its partition's nodes, and cancels the job with the nodes' states and reasons
   (each second at first, then every 10 s);
 - **progress.** The job's state changes (pending and why, running on which node) are reported
-  while srun waits and runs; `srun --unbuffered` streams the profiler's own lines back.
+  while srun waits and runs; `srun --unbuffered` passes the profiler's own lines on as they are
+  written, so the output of a run that was stopped is complete up to the stop.
 
 Slurm commands behind the same prefix as srun (e.g. `ssh login01`) run the same way, so a laptop
 can submit through a login node.

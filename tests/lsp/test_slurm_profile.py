@@ -32,7 +32,7 @@ def settings(cluster) -> dict:
 
 
 def ours(cluster) -> list[str]:
-    return [ln for ln in cluster.jobs().splitlines() if " kernelscope-" in ln]
+    return [ln for ln in cluster.left().splitlines() if " kernelscope-" in ln]
 
 
 async def profile_now(s):

@@ -81,7 +81,7 @@ def test_slurm_submit_streams_progress_and_brings_the_output_back(cluster, tmp_p
     assert f"rank 0 job " in result.stdout and f"in {tmp_path}" in result.stdout  # --chdir={cwd} reached the job
     assert (tmp_path / "out.rank0").read_text() == "done"  # written on the node, read here (shared filesystem)
     assert any(p.startswith("Slurm job ") and p.endswith(f"running on {cluster.node}") for p in progress), progress
-    assert running(marker) == [] and cluster.jobs() == ""
+    assert running(marker) == [] and cluster.left() == ""
 
 
 def test_slurm_several_ranks_each_write_their_own_file(cluster, tmp_path):
@@ -137,7 +137,7 @@ def test_slurm_cancel_reaches_the_job_and_leaves_no_process(cluster, tmp_path):
     token.cancel()  # what the editor's cancel button does
     worker.join(90)
     assert not worker.is_alive() and outcome and isinstance(outcome[0], Cancelled), outcome
-    assert cluster.jobs() == ""  # scancel reached the job
+    assert cluster.left() == ""  # scancel reached the job
     assert running(marker) == []
     assert not (tmp_path / "out.rank0").exists()
 
@@ -164,7 +164,7 @@ def test_slurm_ctrl_c_on_the_command_line_cancels_the_queued_job(cluster, tmp_pa
             if cli.poll() is None:
                 cli.kill()
                 cli.wait()
-        assert [ln for ln in cluster.jobs().splitlines() if "kernelscope-" in ln] == []
+        assert [ln for ln in cluster.left().splitlines() if "kernelscope-" in ln] == []
         assert blocker in cluster.jobs()
     finally:
         cluster.run("scancel", blocker, check=False)
@@ -175,7 +175,7 @@ def test_slurm_timeout_cancels_the_job(cluster, tmp_path):
     target = ProfileTarget(command=waits_for(tmp_path / "never", marker), cwd=tmp_path, remote=srun(cluster))
     with pytest.raises(ProfileTimeoutError, match="did not finish within 4 s"):
         run_on_target(target, list(target.command), what="the program", timeout=4)
-    assert cluster.jobs() == "" and running(marker) == []
+    assert cluster.left() == "" and running(marker) == []
 
 
 def test_slurm_failing_program_reaches_the_user(cluster, tmp_path):
@@ -199,7 +199,7 @@ def test_slurm_run_ncu_without_ncu_on_the_node_says_so(cluster, tmp_path):
     with pytest.raises(ToolNotFoundError, match=r"Cannot run ncu on the Slurm node: ncu-not-installed was not found"
                                                 r" \(.*ncu-not-installed: not found\)"):
         run_ncu(target, ncu_path="ncu-not-installed", report_path=tmp_path / "r.ncu-rep")
-    assert cluster.jobs() == ""
+    assert cluster.left() == ""
 
 
 def test_slurm_missing_program_on_the_node_is_named(cluster, tmp_path):
@@ -222,7 +222,7 @@ def test_slurm_node_down_is_a_clear_message_not_a_hang(cluster, tmp_path):
         assert (f"No node of partition {cluster.partition} can run the job: {cluster.node} is down (kernelscope-test)"
                 in text), text
         assert "ncu never started and its job was cancelled" in text and "sinfo -p" in text
-        assert cluster.jobs() == "" and running(marker) == []
+        assert cluster.left() == "" and running(marker) == []
     finally:
         cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=resume")
         cluster.wait_idle()
