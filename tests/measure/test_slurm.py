@@ -249,3 +249,17 @@ def test_slurm_task_exit_lines_are_the_programs_failure_not_slurms():
                                       "srun: error: Unable to allocate resources: Invalid partition name specified\n")
     assert slurm_failure(own) == ("invalid partition specified: nope / Unable to allocate resources: Invalid "
                                   "partition name specified", None)
+
+
+def test_slurm_cancelling_the_job_is_slurms_word_not_the_programs():
+    # as slurmstepd prints them in public job logs: a time limit, and preemption followed by srun's own lines
+    limit = ToolResult(("srun",), 1, "", "slurmstepd: error: *** JOB 42196 ON clr0710 CANCELLED AT 2022-04-14T16:17:16"
+                                         " DUE TO TIME LIMIT ***\n")
+    assert slurm_failure(limit) == ("*** JOB 42196 ON clr0710 CANCELLED AT 2022-04-14T16:17:16 DUE TO TIME LIMIT ***",
+                                    None)
+    preempted = ToolResult(("srun",), 1, "", "srun: Force Terminated job 557341\nslurmstepd: error: *** STEP 557341.0 "
+                                             "ON c4-n12 CANCELLED AT 2025-03-11T13:26:25 DUE TO PREEMPTION ***\n"
+                                             "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n")
+    text, missing = slurm_failure(preempted)
+    assert text.endswith("DUE TO PREEMPTION ***") and missing is None
+
