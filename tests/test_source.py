@@ -705,3 +705,11 @@ def test_locals_written_once_read_as_their_initialisers_in_an_extent():
     assert (half.bound_text, half.extent_text, half.step_text) == ("n2", "(n/2)", "stride")
     # assigned once after its declaration (issue 31): from there on the local holds what was assigned
     assert written.extent_text == "(2 * (n))"
+
+
+def test_a_chained_assignment_after_the_declarations_assigns_each_local():
+    """Learn-CUDA-Programming's sgemm.cu: `int N, M, K; ... N = M = K = 2048;` (issue 31)."""
+    src = parse_source("__global__ void k(int n) {}\n"
+                       "void f() { int N, M, K; float a = 2.f; N = M = K = 2048; k<<<N / 16, M / 8>>>(K); }\n")
+    (site,) = src.launch_sites
+    assert (site.grid.value, site.block.value, site.arg_values) == (128, 256, (2048,))

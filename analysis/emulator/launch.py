@@ -231,11 +231,18 @@ def _where(path: str | None, site: LaunchSite) -> str:
 
 
 def _site_values(located) -> dict[str, tuple[object, str]]:
-    """The launch configuration the source states, each value with where it was read: the first
-    site whose grid, block and dynamic shared memory all fold; else each of them from the first
+    """The launch configuration the source states, each value with where it was read: of the
+    sites whose grid, block and dynamic shared memory all fold, the configuration launched most
+    often (each site counts its `repeats`, the folded trips of the loops around it: what capture
+    calls the most frequent configuration), the first of equals; else each of them from the first
     site where it folds, so a block written as a constant is used even when the grid depends on a
     run-time size."""
-    whole = next(((path, s, c) for path, s in located if (c := s.launch_config()) is not None), None)
+    folded = [(path, s, c) for path, s in located if (c := s.launch_config()) is not None]
+    runs: dict[tuple, int] = {}
+    for _, s, c in folded:
+        key = (c.grid, c.block, c.dynamic_smem)
+        runs[key] = runs.get(key, 0) + s.repeats
+    whole = max(folded, key=lambda psc: runs[(psc[2].grid, psc[2].block, psc[2].dynamic_smem)], default=None)
     if whole is not None:
         path, s, c = whole
         at = f"the launch at {_where(path, s)}"

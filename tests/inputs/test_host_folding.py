@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.capture.run import has_main
-from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH
+from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH, resolve_launch
 from kernelscope.analysis.frontend.conditional import compile_passes
 from kernelscope.analysis.frontend.source import parse_source
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint
@@ -121,3 +121,15 @@ def test_a_grid_computed_from_an_unknown_block_follows_the_block_the_model_uses(
     assert f"the grid is what the launch's own `grid_size` computes for a block of {block} threads" in detail
     assert {a.name: a.source for a in k.assumptions}["grid"] == "default"  # it rests on the block: never certain
     assert not [a for a in result.advice if a.optimizer == "block_increase"]  # 1024 or 512 blocks fill 132 SMs
+
+
+def test_the_configuration_launched_most_often_is_the_one_modeled():
+    """code-samples' async.cu launches `kernel` once over the whole array (n / blockSize = 16384
+    blocks) and then nStreams = 4 times per stream in two loops (streamSize / blockSize = 4096):
+    the program's most frequent launch, which capture reports too, is the 4096-block one."""
+    src = parse_source((HERE.parents[1] / "data" / "real" / "code-samples" / "async.cu").read_text())
+    assert sorted((s.grid.value, s.repeats) for s in src.launch_sites if s.kernel == "kernel") == \
+        [(4096, 4), (4096, 4), (16384, 1)]
+    resolved = resolve_launch("kernel(float*, int)", src, AnalysisOptions(), 132)
+    assert resolved.launch.grid == (4096, 1, 1)
+    assert {a.name: a.source for a in resolved.assumptions}["grid"] == SITE

@@ -58,7 +58,7 @@ from .model import (  # the records, for every stage that reads the source model
 from .preprocessor import _annotation, _include
 from .statements import _branch, _call, _float_literal, _index_only, _is_cast, _launch, _power_of_two, _shared_decls
 from .syntax import _Locator, _squash, _text
-from .walk import _collect
+from .walk import _LOOP_KINDS, _collect
 
 _log = logging.getLogger(__name__)
 
@@ -133,6 +133,17 @@ def _header_definitions(source: bytes) -> Definitions:
     return _definitions(_collect(_parser().parse(source).root_node))
 
 
+def _repeats(node: Node, trips: dict[int, int | None]) -> int:
+    """How many times `node` runs per run of its function: the folded trip counts of the loops
+    around it (`for (int i = 0; i < nStreams; ++i) kernel<<<...>>>` runs nStreams times)."""
+    count, parent = 1, node.parent
+    while parent is not None and parent.type != "function_definition":
+        trip = trips.get(parent.start_byte) if parent.type in _LOOP_KINDS else None
+        count *= trip if trip is not None and trip > 0 else 1
+        parent = parent.parent
+    return min(count, 1 << 32)
+
+
 def _reached(node: Node, fn: int | None, env) -> bool:
     """False when an enclosing `if` condition folds to the branch that does not hold `node`."""
     child, parent = node, node.parent
@@ -185,12 +196,14 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = ()) -> SourceModel:
 
     calls: list[Call] = []
     launches: list[LaunchSite] = []
+    trips = {raw.node.start_byte: loop.trip_count for raw, loop in zip(found.loops, loops)}
     for node, fn in found.calls:
         syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
         if syntax is not None:
             launch = _launch(node, syntax, loc, name(fn), env(fn, node))
             if launch is not None:
-                launches.append(launch if _reached(node, fn, env) else launch.model_copy(update={"live": False}))
+                launches.append(launch.model_copy(update={"live": _reached(node, fn, env),
+                                                          "repeats": _repeats(node, trips)}))
         elif fn is not None and device[fn] and not _is_cast(node):
             call = _call(node, loc, names[fn] or "")
             if call is not None:

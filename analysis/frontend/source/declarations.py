@@ -13,7 +13,7 @@ from .folding import (Definitions, Value, _Env, _FileConstants, _FunctionLocals,
                       _is_integral, _type_name)
 from .model import Function, FunctionKind, LaunchBounds, Parameter
 from .syntax import _Locator, _squash, _text
-from .walk import _Collected
+from .walk import _Collected, assigning_statement
 
 
 def _declarator_chain(node: Node | None) -> list[Node]:
@@ -344,7 +344,7 @@ def _writes_of(local: _Local, declaration: Node, foldable: bool, writes: list[tu
     if len(mine) != 1 or not foldable:
         return
     node = next((n for name, n in assignments if name == local.name and n.start_byte == mine[0]), None)
-    statement = node.parent if node is not None else None
+    statement = assigning_statement(node) if node is not None else None
     if statement is None or statement.parent is None or declaration.parent is None or \
             statement.parent.id != declaration.parent.id:
         return

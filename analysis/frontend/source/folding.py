@@ -306,6 +306,8 @@ def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
     if t == "sizeof_expression":
         operand = node.child_by_field_name("type") or node.child_by_field_name("value")
         return _SIZEOF.get(_type_name(operand)) if operand is not None else None
+    if t == "assignment_expression" and _text(node.child_by_field_name("operator")) == "=":
+        return _fold_value(node.child_by_field_name("right"), env, d)  # `N = M = 2048` is 2048
     if t == "call_expression":
         return _fold_call(node, env, d)
     if t in ("initializer_list", "argument_list"):

@@ -240,6 +240,9 @@ class LaunchSite(BaseModel):
     #: formula does once it is given (`ceil_div(N * 32, block_size)`): a default block then
     #: comes with the grid the program computes for it (analysis/emulator/launch.py)
     grid_by_block: tuple[tuple[int, tuple[int, int, int]], ...] = ()
+    #: how many times the launch runs each time its function runs: the product of the trip counts
+    #: of the loops around it that fold (a loop whose count does not fold counts once)
+    repeats: int = 1
 
     @property
     def line(self) -> int:

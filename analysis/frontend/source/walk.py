@@ -72,6 +72,16 @@ def _written_name(node: Node | None) -> str | None:
     return None
 
 
+def assigning_statement(node: Node) -> Node | None:
+    """The `x = expr;` statement a plain assignment is, or is the right side of (`N = M = K = 2048;`
+    assigns M and K too); None for an assignment inside a larger expression."""
+    while node.parent is not None and node.parent.type == "assignment_expression" and \
+            node.parent.child_by_field_name("right") == node and \
+            _text(node.parent.child_by_field_name("operator")) == "=":
+        node = node.parent
+    return node.parent if node.parent is not None and node.parent.type == "expression_statement" else None
+
+
 def _base_pointer(node: Node | None) -> str | None:
     """The pointer an address is based on: `p`, `p + i`, `(p)`, `(T*)p`, `p[i]` (a row of a 2-D array)."""
     while node is not None:
@@ -173,8 +183,7 @@ def _collect(root: Node) -> _Collected:
             if name:
                 out.writes.setdefault(fn, []).append((name, node.start_byte))
                 if t == "assignment_expression" and target is not None and target.type == "identifier" and \
-                        _text(node.child_by_field_name("operator")) == "=" and node.parent is not None and \
-                        node.parent.type == "expression_statement":
+                        _text(node.child_by_field_name("operator")) == "=" and assigning_statement(node) is not None:
                     out.assignments.setdefault(fn, []).append((name, node))
             if ptr := _stored_through(target):
                 out.stores.setdefault(fn, []).append(ptr)
