@@ -38,10 +38,10 @@ _DEAD = {"down", "drained", "draining", "drain", "fail", "failing", "future", "i
 #: Pending reasons (squeue %r) that no amount of waiting resolves (squeue(1), JOB REASON CODES).
 _NEVER = {"PartitionDown", "PartitionInactive", "InvalidAccount", "InvalidQOS", "BadConstraints",
           "PartitionNodeLimit", "PartitionTimeLimit", "AccountNotAllowed", "QOSNotAllowed"}
-#: srun's and slurmstepd's own error lines; "task N: Exited with exit code" is the program's failure, not
+#: srun's and slurmstepd's own error lines; "task N: <how it ended>" is the program's failure, not
 #: Slurm's. "*** STEP 12.0 ON gpu017 CANCELLED AT ... DUE TO TIME LIMIT ***" is Slurm's, and is kept.
 _SLURM_ERROR = re.compile(r"^(?:srun|slurmstepd(?:-[\w.-]+)?): error: (.*)$", re.MULTILINE)
-_TASK_EXIT = re.compile(r"task \d+: (?:Exited with exit code|Killed|Terminated)")
+_TASK_EXIT = re.compile(r"\btasks? [\d,\-\[\]]+: ")  # "vm: task 0: Segmentation fault", "vm: tasks 0-1: Exited with ..."
 _EXEC_MISSING = re.compile(r"execve\(\): (\S+): No such file or directory")
 
 NODE_TOOL_HINT = ("Give its full path as the compute nodes see it, or load its module in the job "

@@ -184,6 +184,9 @@ def test_slurm_failing_program_reaches_the_user(cluster, tmp_path):
     result = run_on_target(target, program, what="the program", timeout=120)
     # the program's own failure is the profiler's to classify (classify_ncu_output), not Slurm's
     assert result.returncode == 1 and "input.dat: no such file" in result.stderr
+    crash = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"]
+    result = run_on_target(target, crash, what="the program", timeout=120)  # srun: "task 0: Segmentation fault"
+    assert result.returncode != 0 and "task 0: Segmentation fault" in result.stderr, result.stderr
 
 
 def test_slurm_refusing_the_job_is_a_remote_error_with_slurms_words(cluster, tmp_path):
