@@ -216,6 +216,8 @@ def run_ncu(target: ProfileTarget, *, cancel: CancelToken | None = None, ncu_pat
     try:
         result = run(argv, "ncu", target.timeout_s)
     except ProfileTimeoutError as e:
+        if one_job and not fetch:
+            gather_ranks(local_report)  # rank 0's partial report, where the caller looks
         if not local_report.exists():
             raise
         # ncu writes results as it goes; what was finished before the kill is still worth opening.
