@@ -93,7 +93,11 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     out: list[Assumption] = []
 
     fn = source.definition(short) if source is not None else None
-    instance_sites = _launches_of_instance(kernel_name, source.launches_of(short), values) if source is not None else ()
+    # a site in a function template stands for one site per instance the file's calls name
+    # (`testKernel<T><<<...>>>` in `runTest<T>`: `testKernel<float>`'s and `testKernel<int>`'s)
+    instance_sites = _launches_of_instance(
+        kernel_name, tuple((path, v) for path, s in source.launches_of(short) for v in (s.variants or (s,))),
+        values) if source is not None else ()
     # a site inside an `if` the file's constants decide against never runs (source/__init__.py `_reached`)
     located = tuple((path, s) for path, s in instance_sites if s.live)
     ruled_out = tuple((path, s) for path, s in instance_sites if not s.live)

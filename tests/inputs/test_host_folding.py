@@ -133,3 +133,25 @@ def test_the_configuration_launched_most_often_is_the_one_modeled():
     resolved = resolve_launch("kernel(float*, int)", src, AnalysisOptions(), 132)
     assert resolved.launch.grid == (4096, 1, 1)
     assert {a.name: a.source for a in resolved.assumptions}["grid"] == SITE
+
+
+@pytest.mark.parametrize("instance, block, smem", [("void testKernel<float>(float*, float*)", 32, 128),
+                                                   ("void testKernel<int>(int*, int*)", 64, 256)])
+def test_each_instance_of_a_launching_template_folds_with_its_own_arguments(instance, block, smem):
+    """cuda-samples' simpleTemplates.cu: `runTest<float>(argc, argv, 32)` and `runTest<int>(argc,
+    argv, 64)` launch `testKernel<T><<<grid, threads, mem_size>>>` with `threads(len)` and
+    `mem_size = sizeof(float) * len`: the calls disagree on `len`, each instance has its own."""
+    src = parse_source((HERE.parents[1] / "data" / "real" / "cuda-samples" / "simpleTemplates.cu").read_text())
+    resolved = resolve_launch(instance, src, AnalysisOptions(), 132)
+    assert (resolved.launch.grid, resolved.launch.block, resolved.launch.dynamic_smem) == \
+        ((1, 1, 1), (block, 1, 1), smem)
+    assert {a.name: a.source for a in resolved.assumptions}["block"] == SITE
+
+
+def test_sizeof_a_type_parameter_folds_in_each_instance():
+    src = parse_source("template <typename T> __global__ void k(T* x) {}\n"
+                       "template <typename T> void run(T* x, int n) { k<T><<<n / 256, 256, 256 * sizeof(T)>>>(x); }\n"
+                       "int main() { run<double>(0, 1 << 20); run<short>(0, 1 << 10); }\n")
+    (site,) = src.launch_sites
+    assert [(v.kernel_text, v.grid.value, v.shared_mem.value) for v in site.variants] == \
+        [("k<double>", 4096, 2048), ("k<short>", 4, 512)]

@@ -19,6 +19,7 @@ or empty model instead of an exception.
 from __future__ import annotations
 
 import logging
+import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
@@ -27,7 +28,7 @@ from tree_sitter import Node
 
 from ..conditional import Macros, Passes, resolved
 from ..treesitter import parser as _parser
-from .declarations import _definitions, _file_constants, _function, _function_scopes, _has_qualifier, _parameter_values
+from .declarations import _definitions, _file_constants, _template_instances, _function, _function_scopes, _has_qualifier, _parameter_values
 from .folding import Definitions, _Env, _fold
 from .loops import _loop, _pragma_text
 from .model import (  # the records, for every stage that reads the source model
@@ -133,6 +134,16 @@ def _header_definitions(source: bytes) -> Definitions:
     return _definitions(_collect(_parser().parse(source).root_node))
 
 
+def _instance_text(kernel_text: str, values: dict, types: dict[str, str]) -> str:
+    """`testKernel<T>` as the instance with T = float names it: `testKernel<float>`."""
+    head, lt, args = kernel_text.partition("<")
+    if not lt:
+        return kernel_text
+    for name, text in (*types.items(), *((n, str(v)) for n, v in values.items() if isinstance(v, int))):
+        args = re.sub(rf"\b{re.escape(name)}\b", text, args)
+    return head + lt + args
+
+
 def _repeats(node: Node, trips: dict[int, int | None]) -> int:
     """How many times `node` runs per run of its function: the folded trip counts of the loops
     around it (`for (int i = 0; i < nStreams; ++i) kernel<<<...>>>` runs nStreams times)."""
@@ -197,13 +208,18 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = ()) -> SourceModel:
     calls: list[Call] = []
     launches: list[LaunchSite] = []
     trips = {raw.node.start_byte: loop.trip_count for raw, loop in zip(found.loops, loops)}
+    instances = _template_instances(found, functions, scopes, constants) if found.functions else {}
     for node, fn in found.calls:
         syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
         if syntax is not None:
             launch = _launch(node, syntax, loc, name(fn), env(fn, node))
             if launch is not None:
-                launches.append(launch.model_copy(update={"live": _reached(node, fn, env),
-                                                          "repeats": _repeats(node, trips)}))
+                where = {"live": _reached(node, fn, env), "repeats": _repeats(node, trips)}
+                variants = tuple(v.model_copy(update={**where, "kernel_text": _instance_text(v.kernel_text, values, types)})
+                                 for values, types in instances.get(fn, []) if fn is not None and fn in scopes
+                                 if (v := _launch(node, syntax, loc, name(fn),
+                                                  scopes[fn].instance(values, types).at(node.start_byte))) is not None)
+                launches.append(launch.model_copy(update={**where, "variants": variants}))
         elif fn is not None and device[fn] and not _is_cast(node):
             call = _call(node, loc, names[fn] or "")
             if call is not None:

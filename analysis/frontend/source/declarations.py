@@ -283,17 +283,7 @@ def _block_of(node: Node) -> Node:
 
 def _template_parameters(node: Node) -> tuple[str | None, ...]:
     """The names of a function template's parameters, in order; None for a type parameter (`T`)."""
-    parent = node.parent
-    params = parent.child_by_field_name("parameters") if parent is not None and parent.type == "template_declaration" \
-        else None
-    out: list[str | None] = []
-    for p in params.named_children if params is not None else []:
-        if p.type in ("parameter_declaration", "optional_parameter_declaration"):
-            declared = _declared_name(_declarator_chain(p.child_by_field_name("declarator")))
-            out.append(_text(declared) if declared is not None else None)
-        elif p.type != "comment":
-            out.append(None)
-    return tuple(out)
+    return tuple(None if is_type else name for name, is_type in _template_signature(node))
 
 
 def _function_scopes(found: _Collected, functions: list[Function | None],
@@ -354,6 +344,102 @@ def _writes_of(local: _Local, declaration: Node, foldable: bool, writes: list[tu
         local.assigned = (statement.end_byte, value, statement.start_byte)
 
 
+def _calls_by_name(found: _Collected) -> dict[str, list[tuple[Node, int | None]]]:
+    """The file's calls by callee name (`run<128>(x, n)` under `run`), kernel launches aside."""
+    calls: dict[str, list[tuple[Node, int | None]]] = {}
+    for node, fn in found.calls:
+        callee = node.child_by_field_name("function")
+        if callee is not None and callee.type == "template_function":
+            callee = callee.child_by_field_name("name")
+        if callee is not None and callee.type == "identifier" and not any(
+                c.type == "kernel_call_syntax" for c in node.children):
+            calls.setdefault(_text(callee), []).append((node, fn))
+    return calls
+
+
+def _call_arguments(node: Node, field: str) -> list[Node] | None:
+    """A call's arguments (`field` "arguments"), or its explicit template arguments ("template")."""
+    if field == "template":
+        callee = node.child_by_field_name("function")
+        args = callee.child_by_field_name("arguments") if callee is not None and \
+            callee.type == "template_function" else None
+        if args is None:
+            return None  # deduced: what the compiler deduces is not read here
+    else:
+        args = node.child_by_field_name("arguments")
+    return [c for c in args.named_children if c.type != "comment"] if args is not None else []
+
+
+#: one instance of a function template as its calls name it: values of its non-type template
+#: parameters and of the parameters its calls agree on, and the types its type parameters stand for
+Instance = tuple[dict[str, Value], dict[str, str]]
+
+
+def _template_instances(found: _Collected, functions: list[Function | None], scopes: dict[int, _FunctionLocals],
+                        constants: _Env) -> dict[int, list[Instance]]:
+    """Each function template's instances, one per distinct explicit template argument list its
+    calls in the file name (`runTest<float>(argc, argv, 32)` and `runTest<int>(argc, argv, 64)`
+    are two, with `len` 32 and 64): what the compiler instantiates, each folded on its own where
+    the calls of all instances together disagree (`_parameter_values` then gives nothing)."""
+    names = [f.name if f is not None else None for f in functions]
+    calls = _calls_by_name(found)
+    out: dict[int, list[Instance]] = {}
+    for index, function in enumerate(functions):
+        signature = _template_signature(found.functions[index])
+        if function is None or not signature or names.count(function.name) != 1:
+            continue
+        groups: dict[str, list[tuple[Node, int | None, list[Node]]]] = {}
+        for node, caller in calls.get(function.name, []):
+            targs = _call_arguments(node, "template")
+            if targs is None or len(targs) != len(signature):
+                continue  # deduced or defaulted arguments: not read here
+            key = " ".join(" ".join(_text(t).split()) for t in targs)
+            groups.setdefault(key, []).append((node, caller, targs))
+        instances: list[Instance] = []
+        for members in groups.values():
+            values: dict[str, Value] = {}
+            types: dict[str, str] = {}
+            envs = [scopes[c].at(n.start_byte) if c is not None and c in scopes else constants for n, c, _ in members]
+            node, _, targs = members[0]
+            for (name, is_type), arg in zip(signature, targs):
+                if name is None:
+                    continue
+                if is_type:
+                    types[name] = " ".join(_text(arg).split())
+                elif (v := _fold_value(arg, envs[0], 1)) is not None:
+                    values[name] = v
+            for i, p in enumerate(function.params):
+                got = set()
+                for (n, _, _), env in zip(members, envs):
+                    args = _call_arguments(n, "arguments") or []
+                    got.add(_fold_value(args[i], env, 1) if len(args) == len(function.params) else None)
+                if p.name and len(got) == 1 and None not in got:
+                    values[p.name] = got.pop()
+            instances.append((values, types))
+        if len(instances) > 1 or instances and instances[0][1]:
+            out[index] = instances
+    return out
+
+
+def _template_signature(node: Node) -> tuple[tuple[str | None, bool], ...]:
+    """(name, is a type parameter) of each parameter of a function template, in order."""
+    parent = node.parent
+    params = parent.child_by_field_name("parameters") if parent is not None and parent.type == "template_declaration" \
+        else None
+    out: list[tuple[str | None, bool]] = []
+    for p in params.named_children if params is not None else []:
+        if p.type in ("parameter_declaration", "optional_parameter_declaration"):
+            declared = _declared_name(_declarator_chain(p.child_by_field_name("declarator")))
+            out.append((_text(declared) if declared is not None else None, False))
+        elif p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
+            name = p.child_by_field_name("name") or next((c for c in p.named_children if c.type == "type_identifier"),
+                                                         None)
+            out.append((_text(name) if name is not None else None, True))
+        elif p.type != "comment":
+            out.append((None, False))
+    return tuple(out)
+
+
 def _parameter_values(found: _Collected, functions: list[Function | None],
                       scopes: dict[int, _FunctionLocals], constants: _Env) -> None:
     """Lets each function's parameters fold from its calls: a parameter the function never writes
@@ -362,27 +448,9 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
     `int block_size = 32;`, makes its `dim3 threads(block_size, block_size)` a 32 × 32 block). Overloaded names, calls through pointers and arguments that do
     not fold give nothing; a cycle of calls (recursion) gives nothing for the parameters on it."""
     names = [f.name if f is not None else None for f in functions]
-    calls: dict[str, list[tuple[Node, int | None]]] = {}
-    for node, fn in found.calls:
-        callee = node.child_by_field_name("function")
-        if callee is not None and callee.type == "template_function":  # `run<128>(x, n)`
-            callee = callee.child_by_field_name("name")
-        if callee is not None and callee.type == "identifier" and not any(
-                c.type == "kernel_call_syntax" for c in node.children):
-            calls.setdefault(_text(callee), []).append((node, fn))
+    calls = _calls_by_name(found)
     busy: set[tuple[int, str]] = set()
-
-    def given(node: Node, field: str) -> list[Node] | None:
-        """A call's arguments (`field` "arguments"), or its explicit template arguments ("template")."""
-        if field == "template":
-            callee = node.child_by_field_name("function")
-            args = callee.child_by_field_name("arguments") if callee is not None and \
-                callee.type == "template_function" else None
-            if args is None:
-                return None  # deduced: what the compiler deduces is not read here
-        else:
-            args = node.child_by_field_name("arguments")
-        return [c for c in args.named_children if c.type != "comment"] if args is not None else []
+    given = _call_arguments
 
     def resolver(index: int, function: Function) -> Callable[[str], Value | None]:
         position = {p.name: ("arguments", i, len(function.params)) for i, p in enumerate(function.params) if p.name}

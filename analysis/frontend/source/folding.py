@@ -29,6 +29,9 @@ class _Env(Protocol):
     # the expression, and the file scope the expression reads
     def helper(self, name: str) -> tuple[tuple[str, ...], Node, _Env] | None: ...
 
+    # the type a template's type parameter stands for in the instance folded (`sizeof(T)`)
+    def alias(self, name: str) -> str | None: ...
+
 
 #: a file's (or a header's) definitions before folding: constants by name (each folded on first
 #: use, in the scope of the whole translation unit), function-like macros, one-return helpers
@@ -51,6 +54,9 @@ class _FileConstants:
     def helper(self, name: str) -> tuple[tuple[str, ...], Node, _Env] | None:
         found = self._helpers.get(name)
         return (found[0], found[1], self) if found is not None else None
+
+    def alias(self, name: str) -> str | None:
+        return None
 
     def get(self, name: str) -> Value | None:
         if name in self._done:
@@ -105,6 +111,10 @@ class _Scope:
     def helper(self, name: str) -> tuple[tuple[str, ...], Node, _Env] | None:
         return self._parent.helper(name)
 
+    def alias(self, name: str) -> str | None:
+        own = self._locals.types.get(name) if self._locals is not None else None
+        return own if own is not None else self._parent.alias(name)
+
     def initializer(self, name: str) -> tuple[Node, _Env] | None:
         """A local's initialiser and the scope it reads, when the local is never written."""
         if self._locals is None or self._at is None or name in self._values:
@@ -149,6 +159,17 @@ class _FunctionLocals:
         self._written = written
         self._done: dict[tuple[int, bool], Value | None] = {}
         self._busy: set[tuple[int, bool]] = set()
+        #: a function template's type parameters in the instance folded (`instance`)
+        self.types: dict[str, str] = {}
+
+    def instance(self, values: dict[str, Value], types: dict[str, str]) -> _FunctionLocals:
+        """The same function as one instance of its template reads it: its parameters given
+        `values` (unless it writes them) and its type parameters `types` (`_template_instances`)."""
+        other = _FunctionLocals(self._parent, self._params, [], self._written)
+        other._by_name = self._by_name
+        other.parameter = lambda name: values[name] if name in values else self.parameter(name)
+        other.types = types
+        return other
 
     def visible(self, name: str, at: int) -> _Local | None:
         seen = [d for d in self._by_name.get(name, ()) if d.start < at and d.scope_start <= at < d.scope_end]
@@ -305,7 +326,10 @@ def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
         return _fold(node.child_by_field_name("value"), env, d)
     if t == "sizeof_expression":
         operand = node.child_by_field_name("type") or node.child_by_field_name("value")
-        return _SIZEOF.get(_type_name(operand)) if operand is not None else None
+        if operand is None:
+            return None
+        name = _type_name(operand)
+        return _SIZEOF.get(env.alias(name) or name)
     if t == "assignment_expression" and _text(node.child_by_field_name("operator")) == "=":
         return _fold_value(node.child_by_field_name("right"), env, d)  # `N = M = 2048` is 2048
     if t == "call_expression":

@@ -243,6 +243,10 @@ class LaunchSite(BaseModel):
     #: how many times the launch runs each time its function runs: the product of the trip counts
     #: of the loops around it that fold (a loop whose count does not fold counts once)
     repeats: int = 1
+    #: the site as each instance of the function template around it folds it, one per explicit
+    #: template argument list the file's calls name (`runTest<float>(argc, argv, 32)`): its
+    #: `kernel_text` with the instance's arguments (`testKernel<float>`), its own config
+    variants: tuple[LaunchSite, ...] = ()
 
     @property
     def line(self) -> int:
@@ -448,4 +452,5 @@ class IncludedSource(BaseModel):
     source: SourceModel
 
 
+LaunchSite.model_rebuild()
 SourceModel.model_rebuild()
