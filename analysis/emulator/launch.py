@@ -162,21 +162,27 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     basis = "the default is one thread per element of n" if n else \
         f"the default is {DEFAULT_BLOCKS_PER_SM} blocks per SM"
     # a grid the program computes from the block (`ceil_div(N * 32, block_size)`) is that formula's
-    # value for the block the model uses, not a grid of its own (source/statements.py `_grid_by_block`)
-    formula = next(((s, g) for _, s in located for b, g in s.grid_by_block
-                    if block[1:] == (1, 1) and b == block[0]), None)
-    if formula is not None:
-        default_grid = formula[1]
-        basis = f"the grid is what the launch's own `{formula[0].grid.text}` computes for a block of {block[0]} threads"
+    # value for the block the model uses, not a grid of its own, and so is its dynamic shared
+    # memory (source/statements.py `_by_block`)
+    by_block = next(((s, g, m) for _, s in located for b, g, m in s.by_block
+                     if block[1:] == (1, 1) and b == block[0]), None)
+    if by_block is not None and by_block[1] is not None:
+        default_grid = by_block[1]
+        basis = f"the grid is what the launch's own `{by_block[0].grid.text}` computes for a block of {block[0]} threads"
     grid = pick("grid", site.get("grid"), _dims(hint.grid) if hint else None,
                 _annotation_dims(ann, "grid") if ann else None, default_grid,
                 unresolved(shown, located, "grid", basis, launched_siblings, ruled_out))
     smem_ann = None
     if ann is not None:
         smem_ann = ann.value("smem") if ann.get("smem") else ann.value("dynamic_smem")
+    smem_default, smem_basis = 0, "the default is no dynamic shared memory"
+    if by_block is not None and by_block[2] is not None:
+        smem_default = by_block[2]
+        smem_basis = (f"the dynamic shared memory is what the launch's own `{by_block[0].shared_mem.text}` computes "
+                      f"for a block of {block[0]} threads")
     smem = pick("dynamic_smem", site.get("dynamic_smem"), hint.dynamic_smem if hint else None,
-                smem_ann, 0, unresolved(shown, located, "shared_mem", "the default is no dynamic shared memory",
-                                        launched_siblings, ruled_out))
+                smem_ann, smem_default, unresolved(shown, located, "shared_mem", smem_basis,
+                                                   launched_siblings, ruled_out))
     trip_hint = hint.trip_count if hint and hint.trip_count else (ann.value("trip") if ann else None)
     return ResolvedLaunch(LaunchConfig(grid=grid, block=block, dynamic_smem=smem), values, trip_hint, tuple(out))
 

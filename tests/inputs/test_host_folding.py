@@ -115,12 +115,17 @@ def test_a_grid_computed_from_an_unknown_block_follows_the_block_the_model_uses(
     threads, 1024 blocks of 256 where the grid alone was one thread per row (32 blocks)."""
     hints = {"softmax_rows": LaunchHint(block=hint)} if hint else {}
     result = analyze(HERE / "block_sweep.cu", AnalysisOptions(launch_hints=hints), toolchain=toolchain, depth="quick")
-    (k,) = result.kernels
+    k, mean = (next(k for k in result.kernels if k.name.startswith(name)) for name in ("softmax_rows", "row_mean"))
     assert (k.launch.block, k.launch.grid) == ((block, 1, 1), (grid, 1, 1))
     detail = next(a.detail for a in k.assumptions if a.name == "grid")
     assert f"the grid is what the launch's own `grid_size` computes for a block of {block} threads" in detail
     assert {a.name: a.source for a in k.assumptions}["grid"] == "default"  # it rests on the block: never certain
-    assert not [a for a in result.advice if a.optimizer == "block_increase"]  # 1024 or 512 blocks fill 132 SMs
+    assert not [a for a in result.advice if a.optimizer == "block_increase" and a.kernel == k.mangled]
+    # row_mean<<<N, block_size, block_size * sizeof(float)>>> (no hint: the default block): the grid
+    # folds, the shared memory follows the block
+    assert (mean.launch.grid, mean.launch.block, mean.launch.dynamic_smem) == ((8192, 1, 1), (256, 1, 1), 1024)
+    smem = next(a for a in mean.assumptions if a.name == "dynamic_smem")
+    assert smem.source == "default" and "`block_size * sizeof(float)` computes" in smem.detail
 
 
 def test_the_configuration_launched_most_often_is_the_one_modeled():

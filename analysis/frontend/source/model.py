@@ -236,10 +236,11 @@ class LaunchSite(BaseModel):
     #: False when an `if` around the launch folds to the branch that does not contain it (the
     #: program's own constants say it never runs: `if (block_size == 16)` with block_size 32)
     live: bool = True
-    #: (block size, grid) pairs when the block is a name that does not fold and the grid's own
-    #: formula does once it is given (`ceil_div(N * 32, block_size)`): a default block then
-    #: comes with the grid the program computes for it (analysis/emulator/launch.py)
-    grid_by_block: tuple[tuple[int, tuple[int, int, int]], ...] = ()
+    #: (block size, grid, dynamic shared bytes) when the block is a name that does not fold and the
+    #: launch's own formulas for the grid or the shared memory do once it is given
+    #: (`ceil_div(N * 32, block_size)`, `block_size * sizeof(float)`; None where not): a default
+    #: block then comes with what the program computes for it (analysis/emulator/launch.py)
+    by_block: tuple[tuple[int, tuple[int, int, int] | None, int | None], ...] = ()
     #: how many times the launch runs each time its function runs: the product of the trip counts
     #: of the loops around it that fold (a loop whose count does not fold counts once)
     repeats: int = 1

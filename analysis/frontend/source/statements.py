@@ -141,29 +141,33 @@ def _launch(node: Node, syntax: Node, loc: _Locator, function: str | None, env: 
         args=tuple(_text(a) for a in args),
         arg_values=tuple(_fold(a, env) for a in args),
         function=function,
-        grid_by_block=_grid_by_block(_arguments(syntax), config, env),
+        by_block=_by_block(_arguments(syntax), config, env),
     )
 
 
-#: the block sizes a grid written in terms of an unknown block is folded for (`LaunchSite.grid_by_block`)
+#: the block sizes a launch written in terms of an unknown block is folded for (`LaunchSite.by_block`)
 BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
 
 
-def _grid_by_block(nodes: list[Node], config: tuple[LaunchConfigArg, ...], env: _Env
-                   ) -> tuple[tuple[int, tuple[int, int, int]], ...]:
-    """The grid for each of `BLOCK_SIZES` when the block is one name that does not fold and the grid
-    does once that name is bound: llm.c's `grid_size = ceil_div(N * 32, block_size)` launched
-    `<<<grid_size, block_size>>>` from a loop over block sizes. Locals are read as what they hold
-    (`expanded_text`), so the grid's own formula sees the bound block."""
-    if len(nodes) < 2 or config[0].dims is not None or config[1].dims is not None or nodes[1].type != "identifier":
+def _by_block(nodes: list[Node], config: tuple[LaunchConfigArg, ...], env: _Env
+              ) -> tuple[tuple[int, tuple[int, int, int] | None, int | None], ...]:
+    """(block, grid, dynamic shared bytes) for each of `BLOCK_SIZES` when the block is one name
+    that does not fold and the grid, or the dynamic shared memory, does once that name is bound:
+    llm.c's `<<<ceil_div(N * 32, block_size), block_size, block_size * sizeof(float)>>>` with the
+    block from a list. Locals are read as what they hold (`expanded_text`), so the launch's own
+    formulas see the bound block; None where a value folds without it, or not at all."""
+    if len(nodes) < 2 or config[1].dims is not None or nodes[1].type != "identifier":
         return ()
-    block, grid = _text(nodes[1]), _parse_expression(expanded_text(nodes[0], env))
+    block = _text(nodes[1])
+    grid = _parse_expression(expanded_text(nodes[0], env)) if config[0].dims is None else None
+    smem = _parse_expression(expanded_text(nodes[2], env)) if len(nodes) > 2 and config[2].dims is None else None
     out = []
     for size in BLOCK_SIZES:
-        dims = _fold_dims(grid, _Scope(None, env, {block: size}, set()))
-        if dims is None:
-            return ()
-        out.append((size, dims))
+        bound = _Scope(None, env, {block: size}, set())
+        out.append((size, _fold_dims(grid, bound) if grid is not None else None,
+                    _fold(smem, bound) if smem is not None else None))
+    if all(g is None for _, g, _ in out) and all(m is None for _, _, m in out):
+        return ()
     return tuple(out)
 
 

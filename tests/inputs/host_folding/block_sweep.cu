@@ -17,11 +17,27 @@ __global__ void softmax_rows(float *out, const float *in, int N, int C)
     for (int c = lane; c < C; c += 32) out[row * C + c] = expf(in[row * C + c] - m);
 }
 
+// one block per row, its threads reducing through shared memory sized by the block (llm.c's mean_kernel)
+__global__ void row_mean(float *mean, const float *in, int N, int C)
+{
+    extern __shared__ float part[];
+    const float *x = in + blockIdx.x * C;
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) s += x[c];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int t = 1; t < blockDim.x; ++t) s += part[t];
+        mean[blockIdx.x] = s / C;
+    }
+}
+
 void softmax_forward(float *out, const float *in, int B, int T, int C, int block_size)
 {
     const int N = B * T;
     const int grid_size = ceil_div(N * 32, block_size);
     softmax_rows<<<grid_size, block_size>>>(out, in, N, C);
+    row_mean<<<N, block_size, block_size * sizeof(float)>>>(out, in, N, C);
 }
 
 int main()
