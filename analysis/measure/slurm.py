@@ -40,7 +40,7 @@ _NEVER = {"PartitionDown", "PartitionInactive", "InvalidAccount", "InvalidQOS", 
           "PartitionNodeLimit", "PartitionTimeLimit", "AccountNotAllowed", "QOSNotAllowed"}
 #: srun's and slurmstepd's own error lines; "task N: <how it ended>" is the program's failure, not
 #: Slurm's. "*** STEP 12.0 ON gpu017 CANCELLED AT ... DUE TO TIME LIMIT ***" is Slurm's, and is kept.
-_SLURM_ERROR = re.compile(r"^(?:srun|slurmstepd(?:-[\w.-]+)?): error: (.*)$", re.MULTILINE)
+_SLURM_ERROR = re.compile(r"^(?:srun|sbatch|slurmstepd(?:-[\w.-]+)?): error: (.*)$", re.MULTILINE)
 _TASK_EXIT = re.compile(r"\btasks? [\d,\-\[\]]+: ")  # "vm: task 0: Segmentation fault", "vm: tasks 0-1: Exited with ..."
 _EXEC_MISSING = re.compile(r"execve\(\): (\S+): No such file or directory")
 
@@ -57,30 +57,66 @@ class SlurmJob:
     """One submission: its unique name, and how this machine runs Slurm's commands."""
 
     name: str
-    prefix: tuple[str, ...]  # what precedes `srun` in the template (nothing, or e.g. ssh login01)
+    prefix: tuple[str, ...]  # what precedes srun/sbatch in the template (nothing, or e.g. ssh login01)
     quote: bool  # a remote shell parses the commands (ssh): quote them
+    batch: bool = False  # sbatch --wait: the output goes to files in the job's working directory
 
     def argv(self, command: Sequence[str]) -> list[str]:
         return [*self.prefix, shlex.join(command)] if self.quote else [*self.prefix, *command]
 
+    @property
+    def output_files(self) -> tuple[str, str]:
+        """The batch job's stdout and stderr, relative to its working directory (sbatch --chdir)."""
+        return f"{self.name}.out", f"{self.name}.err"
+
+
+_SUBMIT = ("srun", "sbatch")
+
 
 def srun_index(run: Sequence[str]) -> int | None:
-    """Where `srun` stands in a run template (by its basename), or None for a non-Slurm wrapper."""
-    return next((i for i, a in enumerate(run) if Path(a).name == "srun"), None)
+    """Where `srun` or `sbatch` stands in a run template (by its basename), or None for a non-Slurm wrapper."""
+    return next((i for i, a in enumerate(run) if Path(a).name in _SUBMIT), None)
 
 
 def job_for(run: Sequence[str], token: str, *, quote: bool) -> SlurmJob | None:
     i = srun_index(run)
-    return None if i is None else SlurmJob(name=f"kernelscope-{token}", prefix=tuple(run[:i]), quote=quote)
+    if i is None:
+        return None
+    return SlurmJob(name=f"kernelscope-{token}", prefix=tuple(run[:i]), quote=quote,
+                    batch=Path(run[i]).name == "sbatch")
 
 
 def named(run: Sequence[str], job: SlurmJob) -> tuple[str, ...]:
-    """The template with srun's name and unbuffered output added, as the last options before the program.
+    """The template with our options added as the last ones before the program (later options win,
+    so a `-J` of the user's cannot hide the job from `scancel --name`).
 
-    Later srun options win, so a `-J` of the user's cannot hide the job from `scancel --name`."""
-    ours = (f"--job-name={job.name}", "--unbuffered")
-    at = run.index("{command}") if "{command}" in run else (srun_index(run) or 0) + 1
+    srun: the job's name and unbuffered output. sbatch: the name, `--wait` (sbatch returns when the
+    job ends, with its exit status), output files of ours, and the command as `--wrap` (a line a
+    shell on the node parses: `fill` quotes an argv embedded in a longer argument)."""
+    if job.batch:
+        out, err = job.output_files
+        ours: tuple[str, ...] = (f"--job-name={job.name}", "--wait", f"--output={out}", f"--error={err}")
+        program: tuple[str, ...] = ("--wrap={command}",)
+    else:
+        ours, program = (f"--job-name={job.name}", "--unbuffered"), ("{command}",)
+    if "{command}" in run:
+        at = run.index("{command}")
+        return (*run[:at], *ours, *program, *run[at + 1:])
+    at = (srun_index(run) or 0) + 1
     return (*run[:at], *ours, *run[at:])
+
+
+def take_batch_output(job: SlurmJob, workdir: Path) -> tuple[str, str]:
+    """A batch job's stdout and stderr, read from its working directory (a shared filesystem) and removed."""
+    texts = []
+    for name in job.output_files:
+        path = workdir / name
+        try:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+            path.unlink()
+        except OSError:
+            texts.append("")
+    return texts[0], texts[1]
 
 
 # --- reading Slurm's answers (pure) ---------------------------------------------------------------
@@ -225,4 +261,4 @@ class Watch:
 
 
 __all__ = ["JobState", "NodeState", "SlurmJob", "Watch", "cancel", "job_for", "named", "parse_nodes", "parse_queue",
-           "progress_text", "slurm_failure", "srun_index", "unschedulable"]
+           "progress_text", "slurm_failure", "srun_index", "take_batch_output", "unschedulable"]

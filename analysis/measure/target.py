@@ -167,12 +167,21 @@ def run_on_target(target: ProfileTarget, argv: Sequence[str], *, what: str, time
     full, env, cwd = wrap(target, argv, job)
     if job is None:
         return execute(full, env=env, cwd=cwd, timeout=timeout, cancel=cancel, what=what, remote=r)
+    if job.batch and job.quote:
+        # sbatch --wrap takes the command as one word, which a remote shell in front would split again
+        raise RemoteError("sbatch behind ssh is not supported", hint="Use srun behind ssh (\"ssh\", \"login01\", "
+                          "\"srun\", ...), or run kernelscope on the login node with sbatch")
     with slurm.Watch(job, on_progress) as watch:
         try:
             result = execute(full, timeout=timeout, cancel=cancel, what=what, remote=r)
         except (Cancelled, ProfileTimeoutError, KeyboardInterrupt):  # Ctrl-C never reaches srun: own session
             slurm.cancel(job)
+            if job.batch:
+                slurm.take_batch_output(job, target.cwd or Path.cwd())  # no output files left behind
             raise
+    if job.batch:  # sbatch --wait printed only "Submitted batch job N": the job's output is in its files
+        out, err = slurm.take_batch_output(job, target.cwd or Path.cwd())
+        result = ToolResult(result.argv, result.returncode, out, result.stderr + err)
     if watch.refused is not None:
         raise RemoteError(f"{watch.refused}; {what} never started and its job was cancelled",
                           hint="Choose a partition with nodes that are up (`sinfo -p PARTITION`), or ask the "

@@ -231,6 +231,54 @@ def test_slurm_node_down_is_a_clear_message_not_a_hang(cluster, tmp_path):
         cluster.wait_idle()
 
 
+# --- sbatch --wait: the same path, the output through files ------------------------------------------
+
+def sbatch(cluster, *options: str) -> RemoteWrapper:
+    return RemoteWrapper(run=(*cluster.prefix, "sbatch", f"--partition={cluster.partition}", *options,
+                              "--chdir={cwd}", "{command}"))
+
+
+def test_slurm_sbatch_wait_brings_the_output_back(cluster, tmp_path):
+    program = [sys.executable, "-c", "import os, sys; print('out of', os.environ['SLURM_JOB_ID'], os.getcwd()); "
+                                     "print('said on stderr', file=sys.stderr); open('written', 'w').write('yes')"]
+    target = ProfileTarget(command=program, cwd=tmp_path, remote=sbatch(cluster))
+    progress: list[str] = []
+    result = run_on_target(target, program, what="the program", timeout=120, on_progress=progress.append)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("out of ") and result.stdout.rstrip().endswith(str(tmp_path))
+    assert "said on stderr" in result.stderr and (tmp_path / "written").read_text() == "yes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["written"]  # the job's output files are gone
+    assert cluster.left() == ""
+
+
+def test_slurm_sbatch_failing_program_and_refused_partition(cluster, tmp_path):
+    program = [sys.executable, "-c", "import sys; sys.exit('input.dat: no such file')"]
+    target = ProfileTarget(command=program, cwd=tmp_path, remote=sbatch(cluster))
+    result = run_on_target(target, program, what="the program", timeout=120)
+    assert result.returncode == 1 and "input.dat: no such file" in result.stderr  # sbatch --wait: the job's status
+    wrapper = RemoteWrapper(run=(*cluster.prefix, "sbatch", "--partition=nosuchpartition", "--chdir={cwd}", "{command}"))
+    with pytest.raises(RemoteError, match="Slurm could not run the program: .*Invalid partition name specified"):
+        run_on_target(target.model_copy(update={"remote": wrapper}), ["true"], what="the program", timeout=120)
+    with pytest.raises(ToolNotFoundError, match=r"Cannot run ncu on the Slurm node: ncu-not-installed was not found"):
+        run_ncu(target, ncu_path="ncu-not-installed", report_path=tmp_path / "r.ncu-rep")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_slurm_sbatch_timeout_cancels_the_job_and_its_files(cluster, tmp_path):
+    marker = f"ks-{uuid.uuid4().hex}"
+    target = ProfileTarget(command=waits_for(tmp_path / "never", marker), cwd=tmp_path, remote=sbatch(cluster))
+    with pytest.raises(ProfileTimeoutError):
+        run_on_target(target, list(target.command), what="the program", timeout=4)
+    assert cluster.left() == "" and running(marker) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_slurm_sbatch_behind_ssh_is_refused_not_misquoted(tmp_path):
+    wrapper = RemoteWrapper(run=("ssh", "login01", "sbatch", "-p", "gpu", "--chdir={cwd}", "{command}"))
+    with pytest.raises(RemoteError, match="sbatch behind ssh is not supported"):
+        run_on_target(ProfileTarget(command=["./app"], cwd=tmp_path, remote=wrapper), ["./app"], what="ncu", timeout=5)
+
+
 # --- reading Slurm's answers, on the texts the cluster above printed ---------------------------------
 
 def test_slurm_queue_and_node_lines_parse():
