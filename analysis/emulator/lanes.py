@@ -41,6 +41,10 @@ _ALL = np.ones(WARP, bool)
 #: as cudaMalloc's are (CUDA C Programming Guide, "Device Memory Accesses": at least 256 B)
 POINTER_BASE = 0x7F00_0000_0000
 POINTER_STRIDE = 1 << 32
+#: the generic-address window of shared memory (`SR_SWINHI` << 32): a machine constant whose value
+#: does not matter to a shape, only that a generic pointer into shared memory can be told apart
+#: from the synthetic global allocations above
+SHARED_WINDOW_HI = 1
 
 
 @dataclass
@@ -84,8 +88,41 @@ class Launch:
                 (t // (bx * by)).astype(np.uint32), live)
 
 
+def signature_types(demangled: str) -> list[str] | None:
+    """The parameter types of a demangled kernel name, `void gemm<float>(unsigned long, float const*)`:
+    what a template parameter `T` of the source stands for in this instance."""
+    close = demangled.rfind(")")
+    depth, start = 0, None
+    for i in range(close, -1, -1):
+        c = demangled[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                start = i
+                break
+    if start is None:
+        return None
+    inner, out, depth, cur = demangled[start + 1:close], [], 0, ""
+    for c in inner:
+        if c in "<(":
+            depth += 1
+        elif c in ">)":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
 def bank0_layout(param_base: int, params: list[tuple[str, bool, str]], values: dict[str, int],
-                 block: tuple[int, int, int], grid: tuple[int, int, int]) -> dict[int, tuple[int, int | None, str]]:
+                 block: tuple[int, int, int], grid: tuple[int, int, int],
+                 signature: list[str] | None = None) -> dict[int, tuple[int, int | None, str]]:
     """Constant bank 0 as the launch fills it: blockDim at 0x0, gridDim at 0xc (the words
     ptxas reads for `%ntid` / `%nctaid`), then the kernel's arguments from `param_base`, each
     aligned to its size (the CUDA ABI). A pointer is a synthetic allocation; an integer is its
@@ -96,10 +133,15 @@ def bank0_layout(param_base: int, params: list[tuple[str, bool, str]], values: d
         out[4 * d] = (4, block[d], "blockDim." + "xyz"[d])
         out[0xC + 4 * d] = (4, grid[d], "gridDim." + "xyz"[d])
     off, n_ptr = param_base, 0
+    if signature is not None and len(signature) == len(params):
+        # the instance's own types: a template parameter (`T const* A`) sized as instantiated
+        params = [(name, ty.rstrip().endswith("*") or "*" in ty, ty.replace("*", "").strip())
+                  for (name, _p, _t), ty in zip(params, signature)]
     for name, is_ptr, ty in params:
         t = re.sub(r"\b(const|volatile|unsigned|signed|__restrict__|restrict)\b", "", ty).strip()
+        t = " ".join(t.split())
         size = 8 if is_ptr or t in ("long", "long long", "size_t", "int64_t", "uint64_t", "double", "long int",
-                                    "ptrdiff_t", "intptr_t", "uintptr_t") else \
+                                    "ptrdiff_t", "intptr_t", "uintptr_t", "long long int") else \
             4 if t in ("int", "float", "", "int32_t", "uint32_t", "uint", "unsigned int") else \
             2 if t in ("short", "half", "__half", "int16_t", "uint16_t") else \
             1 if t in ("char", "bool", "int8_t", "uint8_t") else None
@@ -286,6 +328,7 @@ class WarpState:
                  "SR_VIRTUALSMID": None,
                  # a launch without clusters: the CTA is its cluster's only one (sm_90 shared windows)
                  "SR_CgaCtaId": 0, "SR_CGACTAID": 0, "SRZ": 0,
+                 "SR_SWINHI": SHARED_WINDOW_HI, "SR_SWINLO": 0,
                  "SR_LTMASK": (1 << np.arange(WARP, dtype=np.uint64)) - 1,
                  "SR_LEMASK": (1 << (np.arange(WARP, dtype=np.uint64) + 1)) - 1,
                  "SR_EQMASK": 1 << np.arange(WARP, dtype=np.uint64),
@@ -300,7 +343,7 @@ class WarpState:
 
 #: special registers that are the same for every lane of a warp but not known before it runs
 _UNIFORM_SR = frozenset({"SR_CLOCKLO", "SR_CLOCKHI", "SR_GLOBALTIMERLO", "SR_GLOBALTIMERHI", "SR_SMID",
-                         "SR_VIRTUALSMID", "SR_WARPID", "SR_NWARPID", "SR_SWINHI", "SR_SWINLO"})
+                         "SR_VIRTUALSMID", "SR_WARPID", "SR_NWARPID"})
 
 
 # ---- combining lanes --------------------------------------------------------------------------
@@ -318,7 +361,9 @@ def _uniform(vals: list[Value], active: np.ndarray) -> bool:
 
 
 def _reason(vals: list[Value]) -> str:
-    return next((x.reason for x in vals if x.worst and x.reason), "")
+    """Why a result is not known: an unknown input's reason before a stand-in's."""
+    return next((x.reason for x in vals if x.worst == UNKNOWN and x.reason), "") or \
+        next((x.reason for x in vals if x.worst and x.reason), "")
 
 
 def _op1(a: Value, f, linear: bool) -> Value:
@@ -482,14 +527,18 @@ def _ldc(ws, x, active):
     if m is None:
         raise NotExecuted(f"`{x.full_opcode}` operand")
     bank, index = int(m.group(2), 16), m.group(3)
-    width = isa.memory_width_bytes(x.modifiers) if any(w in x.modifiers for w in ("64", "U8", "S8", "U16", "S16")) else 4
-    if width == 8:
-        lo = ws.const_word(bank, index)
-        hi_index = re.sub(r"(0x[0-9a-fA-F]+|\d+)$", lambda mm: hex(int(mm.group(1), 0) + 4), index) \
-            if re.search(r"(0x[0-9a-fA-F]+|\d+)$", index) else index + "+0x4"
-        hi = ws.const_word(bank, hi_index)
-        a, b = _pair_names(dst[0])
-        return [(a, lo), (b, hi)]
+    width = isa.memory_width_bytes(x.modifiers) if any(w in x.modifiers for w in ("64", "128", "U8", "S8", "U16",
+                                                                                   "S16")) else 4
+    if width >= 8:  # LDC.64, LDCU.64, LDCU.128: consecutive words into consecutive registers
+        name = _w(dst[0])
+        num = int(re.sub(r"\D", "", name))
+        prefix = "UR" if name.startswith("UR") else "R"
+        out = []
+        for w in range(width // 4):
+            word = re.sub(r"(0x[0-9a-fA-F]+|\d+)$", lambda mm: hex(int(mm.group(1), 0) + 4 * w), index) \
+                if re.search(r"(0x[0-9a-fA-F]+|\d+)$", index) else index + f"+{4 * w:#x}"
+            out.append((f"{prefix}{num + w}", ws.const_word(bank, word)))
+        return out
     v = ws.const_word(bank, index)
     if width < 4:
         bits = 8 * width
@@ -548,8 +597,24 @@ def _add_carries(ws: WarpState, r: Value, carries: list[str]) -> Value:
     return Value((v & _M32).astype(np.uint32), st, r.reason)
 
 
+def _iadd64(ws, x, active):
+    """`IADD3.64` / `UIADD3.64` / `IADD.64` (sm_100+): a sum of 64-bit register pairs."""
+    dst, s = _srcs(x)
+    pairs = [ws.pair(o) for o in s if not is_pred(o)]
+    total = np.zeros(WARP, np.uint64)
+    for lo, hi in pairs:
+        total = total + _join(lo, hi)
+    st = np.maximum.reduce([np.maximum(lo.st, hi.st) for lo, hi in pairs]).astype(np.int8)
+    why = _reason([v for p in pairs for v in p])
+    a, b = _pair_names(dst[0])
+    return [(a, Value((total & _M32).astype(np.uint32), st.copy(), why)),
+            (b, Value((total >> np.uint64(32)).astype(np.uint32), st.copy(), why))]
+
+
 def _iadd3(ws, x, active):
     dst, s = _srcs(x)
+    if "64" in x.modifiers:
+        return _iadd64(ws, x, active)
     regs = [o for o in s if not is_pred(o)]
     carries = [o for o in s if is_pred(o)]
     vals = [ws.operand(o) for o in regs]
@@ -569,7 +634,9 @@ def _iadd3(ws, x, active):
     out = [(_w(dst[0]), Value((total & _M32).astype(np.uint32), st.astype(np.int8), why))]
     carry = total >> np.uint64(32)
     for i, p in enumerate(d for d in dst[1:] if is_pred(d)):
-        k = st == KNOWN
+        # a stand-in's carry is its stand-in's: an unknown base plus an offset is taken not to
+        # cross a 4 GiB boundary (a pointer's high word moves only with the offset's sign)
+        k = st <= UNIFORM
         out.append((p, (carry >= np.uint64(i + 1), k)))
     return out
 
@@ -619,7 +686,7 @@ def _lea(ws, x, active):
             st = np.where(pk, st, UNKNOWN).astype(np.int8)
     out = [(_w(dst[0]), Value((total & _M32).astype(np.uint32), st, _reason([a, b])))]
     for p in (d for d in dst[1:] if is_pred(d)):
-        out.append((p, (total >> np.uint64(32) >= 1, st == KNOWN)))
+        out.append((p, (total >> np.uint64(32) >= 1, st <= UNIFORM)))
     return out
 
 
@@ -944,18 +1011,116 @@ def _hfma2(ws, x, active):
     raise NotExecuted(f"`{x.full_opcode}` results are not executed")
 
 
+_FLOAT = re.compile(r"^([-+]?)(\|?)([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|INF|QNAN|NAN))(\|?)$")
+
+
+def _float_operand(ws: WarpState, op: str) -> Value:
+    """A 32-bit float operand: a register or constant word with `-` / `|x|` applied to the sign
+    bit, or a decimal literal (in a float instruction `105615` is 105615.0)."""
+    op = op.strip().replace(".reuse", "")
+    m = _FLOAT.match(op)
+    if m and not op.lstrip("-+|").startswith("0x"):
+        lit = m.group(3).lstrip("+")
+        f = np.float32(float(lit.replace("QNAN", "nan"))) if lit.lstrip("-") not in ("INF",) else \
+            np.float32(-np.inf if lit.startswith("-") else np.inf)
+        if m.group(1) == "-":
+            f = -f
+        return known(int(np.array(f, np.float32).view(np.uint32)))
+    neg = op.startswith("-")
+    core = op.lstrip("-")
+    absolute = core.startswith("|") and core.endswith("|")
+    core = core.strip("|")
+    val = ws.operand(core) if not _IMM.match(core) else known(int(core, 0) & 0xFFFFFFFF)
+    v = val.v.copy()
+    if absolute:
+        v &= np.uint32(0x7FFFFFFF)
+    if neg:
+        v ^= np.uint32(0x80000000)
+    st = np.where(val.st == KNOWN, KNOWN, UNKNOWN).astype(np.int8) if (absolute or neg) else val.st
+    return Value(v, st, val.reason)
+
+
+def _f32(v: Value) -> np.ndarray:
+    return v.v.view(np.float32).astype(np.float64)
+
+
+def _float_result(ws: WarpState, r: np.ndarray, inputs: list[Value], active: np.ndarray) -> Value:
+    bits = np.asarray(r, np.float64).astype(np.float32).view(np.uint32)
+    st = np.maximum.reduce([i.st for i in inputs])
+    st = np.where(st == UNIFORM, UNKNOWN, st).astype(np.int8)
+    why = _reason(inputs) or "a floating-point value computed from unknown inputs"
+    return _uniform_or(ws, Value(bits.astype(np.uint32), st, why), inputs, active)
+
+
+def _fp32(ws, x, active):
+    """FADD, FMUL, FFMA (fused: the product of two floats is exact in float64, then one rounding),
+    FMNMX on the lanes' float bits; rounding modifiers other than the default are not executed."""
+    dst, s = _srcs(x)
+    if any(m in x.modifiers for m in ("RM", "RP", "RZ", "SAT")):
+        raise NotExecuted(f"`{x.full_opcode}` results are not executed")
+    vals = [_float_operand(ws, o) for o in s if not is_pred(o)]
+    op = x.opcode.rstrip("32I")
+    with np.errstate(all="ignore"):
+        if op == "FADD":
+            r = _f32(vals[0]) + _f32(vals[1])
+        elif op == "FMUL":
+            r = _f32(vals[0]) * _f32(vals[1])
+        elif op == "FFMA":
+            r = _f32(vals[0]) * _f32(vals[1]) + _f32(vals[2])
+        elif op == "FMNMX":
+            pv, pk = ws.pred(s[2]) if len(s) > 2 else (_ALL.copy(), _ALL.copy())
+            r = np.where(pv, np.fmin(_f32(vals[0]), _f32(vals[1])), np.fmax(_f32(vals[0]), _f32(vals[1])))
+            if not pk[active].all():
+                raise NotExecuted("FMNMX on an unknown predicate")
+        else:
+            raise NotExecuted(f"`{x.full_opcode}` results are not executed")
+    if "FTZ" in x.modifiers:
+        r = np.where(np.abs(r) < np.finfo(np.float32).tiny, 0.0, r)
+    return [(_w(dst[0]), _float_result(ws, r, vals, active))]
+
+
+_FCMP = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater,
+         "GE": np.greater_equal}
+
+
+def _fsetp(ws, x, active):
+    ops = [o.replace(".reuse", "").strip() for o in x.operands]
+    cmp = next((m for m in x.modifiers if m.rstrip("U") in _FCMP or m in ("NUM", "NAN")), None)
+    comb = next((m for m in x.modifiers if m in _BOOL), "AND")
+    if cmp is None or len(ops) < 4:
+        raise NotExecuted(f"`{x.full_opcode}`")
+    a, b = _float_operand(ws, ops[2]), _float_operand(ws, ops[3])
+    fa, fb = _f32(a), _f32(b)
+    nan = np.isnan(fa) | np.isnan(fb)
+    if cmp == "NUM":
+        r = ~nan
+    elif cmp == "NAN":
+        r = nan
+    else:
+        with np.errstate(invalid="ignore"):
+            r = _FCMP[cmp.rstrip("U")](fa, fb) if cmp not in ("NEU",) else ~np.equal(fa, fb)
+        r = (r | nan) if cmp.endswith("U") and cmp != "NEU" else r & ~nan if not cmp.endswith("U") else r
+    pc_v, pc_k = ws.pred(ops[4]) if len(ops) > 4 else (_ALL.copy(), _ALL.copy())
+    k = (a.st == KNOWN) & (b.st == KNOWN) & pc_k
+    out = [(ops[0], (_BOOL[comb](r, pc_v), k))]
+    if len(ops) > 1 and is_pred(ops[1]) and ops[1] not in ("PT", "UPT"):
+        out.append((ops[1], (_BOOL[comb](~r, pc_v), k)))
+    return out
+
+
 def _r2ur(ws, x, active):
     dst, s = _srcs(x)
     return [(_w(dst[0]), ws.operand(s[0]))]
 
 
 _EXEC = {
-    "MOV": _mov, "MOV32I": _mov, "UMOV": _mov, "R2UR": _r2ur, "LDC": _ldc, "ULDC": _ldc,
+    "MOV": _mov, "MOV32I": _mov, "UMOV": _mov, "R2UR": _r2ur, "LDC": _ldc, "ULDC": _ldc, "LDCU": _ldc,
     "IMAD": _imad, "IMAD32I": _imad, "IMUL": _imad, "IMUL32I": _imad,
     "IADD3": _iadd3, "IADD": _iadd3, "IADD32I": _iadd3, "VIADD": _viadd,
     "LEA": _lea, "ISCADD": _lea, "SHF": _shf, "SHL": _shl, "SHR": _shl,
     "LOP3": _lop3, "LOP": _lop, "LOP32I": _lop, "PLOP3": _plop3, "PRMT": _prmt, "SEL": _sel, "FSEL": _sel,
     "ISETP": _isetp, "IMNMX": _imnmx, "VIMNMX": _imnmx, "FLO": _flo, "POPC": _popc, "BREV": _brev,
-    "IABS": _iabs, "SGXT": _sgxt, "BMSK": _bmsk, "I2F": _i2f, "F2I": _f2i, "VOTE": _vote, "VOTEU": _vote,
-    "HFMA2": _hfma2,
+    "IABS": _iabs, "SGXT": _sgxt, "BMSK": _bmsk, "I2F": _i2f, "I2FP": _i2f, "F2I": _f2i, "VOTE": _vote, "VOTEU": _vote,
+    "HFMA2": _hfma2, "FADD": _fp32, "FADD32I": _fp32, "FMUL": _fp32, "FMUL32I": _fp32, "FFMA": _fp32,
+    "FFMA32I": _fp32, "FMNMX": _fp32, "FSETP": _fsetp,
 }

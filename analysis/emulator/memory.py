@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from ..frontend import isa
 from ..frontend.instructions import Instruction
 from .decode import MemoryShape
+from .lanes import SHARED_WINDOW_HI
 
 # coefficient slots
 TX, TY, TZ, BX, BY, BZ = range(6)
@@ -574,6 +575,9 @@ def walked_shapes(k, result) -> LaneShapes:
             continue
         old = k.shape[s]
         width = max(1, isa.access_bytes(ins) or 4)
+        if space == "generic" and all(a.addresses is not None and all(v >> 32 == SHARED_WINDOW_HI for v in a.addresses)
+                                      for a in execs):
+            space = "shared"  # a generic pointer into the shared window: banks, not sectors
         shape = executed_shape("shared" if space == "shared" else "global", execs, width, old.l2_hit_rate)
         shapes[s] = replace(shape, same_address_lanes=old.same_address_lanes)
         missing = [a.reason for a in execs if a.addresses is None]

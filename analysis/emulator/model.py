@@ -31,11 +31,11 @@ from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from . import sampling, staging
 from .budget import Ledger, StudyShape
-from .decode import K_BRA, K_CALL, REASONS, DecodedKernel, LoopSpec, callee_name, decode, reachable
+from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, REASONS, DecodedKernel, LoopSpec, callee_name, decode, reachable
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
-from .lanes import Launch, bank0_layout
+from .lanes import Launch, bank0_layout, signature_types
 from .memory import memory_shapes, param_offsets, walked_shapes
 from .walk import walk
 from .units import RES_ID, RESOURCES, MachineModel, machine_from_arch
@@ -232,6 +232,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
             return src
         return src.context_model(path)
 
+    trip_assumption: dict[int, int] = {}  # loop -> index of its trip count's assumption
     for L in decoded.loops:
         info = infos.get(L.info_index) if L.info_index is not None else None
         header = fn.instructions[L.header]
@@ -289,14 +290,23 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
             left[(sl.index, L.parent)] = max(0, bound - trip * step[1])
             trip = max(1, trip)
         if L.header in live:  # a loop the model never runs assumes nothing about the result
+            trip_assumption[len(full)] = len(assumptions)
             assumptions.append(a)
         full.append(LoopSpec(L.header, L.latches, L.body, L.parent, trip, L.info_index, line))
     decoded.loops = full
     if settings.execute_lanes:
         bank0 = bank0_layout(arch.constant_bank.params, [(p.name, p.is_pointer, p.type_text) for p in sfn.params]
-                             if sfn is not None else [], resolved.values, cfg_launch.block, cfg_launch.grid)
-        assumptions += _lane_shapes(decoded, Launch(cfg_launch.block, cfg_launch.grid,
-                                                    tuple(g // 2 for g in cfg_launch.grid), 0, bank0))
+                             if sfn is not None else [], resolved.values, cfg_launch.block, cfg_launch.grid,
+                             signature_types(kernel.name))
+        middle = tuple(g // 2 for g in cfg_launch.grid)
+        last_warp = max(0, math.ceil(cfg_launch.threads_per_block / arch.warp_size) - 1)
+        given = {a.name: a.source for a in assumptions}
+        values_source = next((x for x in ("default", "settings", "annotation", "launch_site", "captured")
+                              if x in {given.get(n) for n in ("grid", "block", *(p.name for p in sfn.params))}),
+                             "launch_site") if sfn is not None else "default"
+        assumptions[:] = _walk_lanes(decoded, Launch(cfg_launch.block, cfg_launch.grid, middle, 0, bank0),
+                                     Launch(cfg_launch.block, cfg_launch.grid, middle, last_warp, bank0),
+                                     assumptions, trip_assumption, values_source)
     unknown = [s for s, sh in enumerate(decoded.shape) if sh.pattern == "unknown"]
     if unknown and settings.unknown_access == "uncoalesced":
         from .memory import global_shape
@@ -313,14 +323,50 @@ def _where(ins) -> str:
     return f"{ins.opcode} at line {ins.line}" if ins.line is not None else f"{ins.opcode} at pc {ins.pc:#x}"
 
 
-def _lane_shapes(decoded: DecodedKernel, launch: Launch) -> list[Assumption]:
-    """Replace the decoded kernel's global and shared shapes with those of one walked warp
-    (warp 0 of the grid's middle block), and say what the walk could not follow."""
-    lanes = walked_shapes(decoded, walk(decoded, launch))
+def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions: list[Assumption],
+                trip_assumption: dict[int, int], values_source: str) -> list[Assumption]:
+    """What the lanes' executed values change in the decoded kernel (walk.py), and the
+    assumptions that follow:
+
+    * global and shared shapes from the lanes' addresses (warp 0 of the grid's middle block);
+    * a loop's trips from its own executed condition, where the walk could decide it (its
+      assumption's value and source change; the folded or default value is kept in the detail);
+    * a conditional forward branch that every lane of both walked warps (the block's first and
+      last) took, or none did, goes that way in the engine too: a path split on an argument
+      (`nx > 0`) runs the side the launch takes, not the side the guard rule assumes.
+    """
+    result = walk(decoded, first)
+    lanes = walked_shapes(decoded, result)
     for s, shape in lanes.shapes.items():
         decoded.shape[s] = shape
-    out: list[Assumption] = []
-    who = f"warp 0 of block {launch.ctaid}"
+    out = list(assumptions)
+    for L, trips in sorted(result.trips.items()):
+        t = max(1, round(sum(trips) / len(trips)))
+        spec = decoded.loops[L]
+        i = trip_assumption.get(L)
+        old = out[i] if i is not None else None
+        if t == spec.trip or (old is not None and old.source == "sass"):
+            continue
+        decoded.loops[L] = replace(spec, trip=t)
+        if old is not None:
+            out[i] = Assumption(name=old.name, value=str(t), source=values_source,  # type: ignore[arg-type]
+                                detail=f"executed: the loop's own condition over the launch's values "
+                                       f"(was {old.value} from {old.source}: {old.detail})")
+    if result.decisions:
+        other = walk(decoded, last).decisions if last.warp != first.warp else result.decisions
+        changed = False
+        for s, (all_, none) in result.decisions.items():
+            o_all, o_none = other.get(s, (all_, none))
+            role = decoded.branch_role[s]
+            if all_ and o_all and role == B_NOT_TAKEN:
+                decoded.branch_role[s], changed = B_JUMP, True
+            elif none and o_none and role == B_JUMP and decoded.instr[s].predicate is not None:
+                decoded.branch_role[s], changed = B_NOT_TAKEN, True
+        if changed:
+            live = reachable(decoded)
+            gone = {i for L, i in trip_assumption.items() if decoded.loops[L].header not in live}
+            out = [a for i, a in enumerate(out) if i not in gone]
+    who = f"warp 0 of block {first.ctaid}"
     if lanes.data_dependent:
         items = sorted({f"{_where(decoded.instr[s])}: {why}" for s, why in lanes.data_dependent.items()})
         out.append(Assumption(

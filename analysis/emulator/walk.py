@@ -14,7 +14,7 @@ higher address, so lanes that wait there are joined by the others when these get
 * Loops run `max_iterations` trips (or fewer if their own condition ends them), as the engine
   samples only the first iterations. At the cap the lanes leave by the loop's exit, and each
   register the loop changed is carried to its value after the loop's full trip count where its
-  last three values step evenly (induction variables, pointers); any other is unknown.
+  last four values step evenly (induction variables, pointers); any other is unknown.
 * Loads give unknown values (data-dependent): the same unknown in every lane when the lanes
   read one address, so a base pointer read from memory still gives exact strides.
 """
@@ -30,8 +30,9 @@ from . import lanes
 from .decode import B_BACK, B_EXIT, B_JUMP, K_BRA, K_CALL, K_EXIT, K_OP, K_RET, DecodedKernel
 from .lanes import KNOWN, UNIFORM, UNKNOWN, WARP, Launch, Value, WarpState
 
-#: iterations of each loop entry the walk runs; three give two differences to extrapolate from
-MAX_ITERATIONS = 3
+#: iterations of each loop entry the walk runs: four give three differences to extrapolate from
+#: (three would take a stage index `t % 3` for an even step)
+MAX_ITERATIONS = 4
 #: warp-instructions one walk executes at most (the cost bound: 30-60 µs each, so at most about 0.1 s)
 MAX_STEPS = 2500
 
@@ -50,6 +51,11 @@ class Access:
 class WalkResult:
     accesses: dict[int, list[Access]] = field(default_factory=dict)  # slot -> executions
     unknown_branches: dict[int, str] = field(default_factory=dict)  # slot -> why
+    #: loop -> the trips of each entry the walk decided from the loop's own executed condition
+    #: (the warp's count: its last lane's)
+    trips: dict[int, list[int]] = field(default_factory=dict)
+    #: conditional branch slot -> (taken by every lane, taken by none) over its executions
+    decisions: dict[int, tuple[bool, bool]] = field(default_factory=dict)
     steps: int = 0
     truncated: bool = False  # stopped at MAX_STEPS
 
@@ -101,6 +107,10 @@ def walk(k: DecodedKernel, launch: Launch, *, max_iterations: int = MAX_ITERATIO
     stacks: list[list[int]] = [[] for _ in range(WARP)]
     iters: dict[int, int] = {}
     snaps: dict[int, list[dict[str, Value]]] = {}
+    decided: dict[int, bool] = {}  # loop -> every latch decision of this entry came from known predicates
+    compares: dict[int, list] = {}  # loop -> its exit compare's operands, per iteration of this entry
+    deciders = _deciders(k)
+    local: dict[tuple[int, int], tuple[int, int, str]] = {}  # (lane, address) -> a stored word
     prev_chain: tuple[int, ...] = ()
     while alive.any():
         if out.steps >= max_steps:
@@ -115,13 +125,16 @@ def walk(k: DecodedKernel, launch: Launch, *, max_iterations: int = MAX_ITERATIO
         chain = k.loop_chain[s]
         for L in prev_chain:
             if L not in chain:  # the walk left loop L: its next entry starts counting again
-                iters.pop(L, None)
+                done = iters.pop(L, 0)
+                if decided.pop(L, False):
+                    out.trips.setdefault(L, []).append(done + 1)
                 snaps.pop(L, None)
+                compares.pop(L, None)
         prev_chain = chain
         x = k.instr[s]
         kind = k.kind[s]
         if kind == K_BRA:
-            _branch(k, ws, s, x, at, pc, iters, snaps, out, max_iterations)
+            _branch(k, ws, s, x, at, pc, iters, snaps, out, max_iterations, decided, compares)
             continue
         if kind == K_EXIT:
             if x.predicate is None:
@@ -151,18 +164,161 @@ def walk(k: DecodedKernel, launch: Launch, *, max_iterations: int = MAX_ITERATIO
         if kind == K_OP:
             info = isa.opcode_info(x.opcode)
             if info.memory_space in ("global", "shared", "generic", "local") and x.opcode not in ("CCTL", "CCTLL"):
-                _memory(ws, x, s, at, out)
+                _memory(ws, x, s, at, out, local)
             else:
+                if s in deciders:
+                    _record_compare(ws, x, at, compares.setdefault(deciders[s], []))
                 lanes.execute(ws, x, at)
         pc[at] = s + 1
     return out
 
 
-def _memory(ws: WarpState, x, s: int, at: np.ndarray, out: WalkResult) -> None:
+def _deciders(k: DecodedKernel) -> dict[int, int]:
+    """The ISETP that decides each loop's back edge (the last definition of the latch's predicate
+    before it in the loop), by slot -> loop: its operands, recorded per iteration, give the trips."""
+    out: dict[int, int] = {}
+    for L, spec in enumerate(k.loops):
+        for latch in spec.latches:
+            p = k.instr[latch].predicate
+            if p is None or k.branch_role[latch] != B_BACK:
+                continue
+            name = p.lstrip("!")
+            for s in range(latch - 1, spec.header - 1, -1):
+                if s in spec.body and name in k.instr[s].defs:
+                    if k.instr[s].opcode in ("ISETP", "UISETP") and "EX" not in k.instr[s].modifiers:
+                        out[s] = L
+                    break
+    return out
+
+
+def _record_compare(ws: WarpState, x, at: np.ndarray, into: list) -> None:
+    ops = [o.replace(".reuse", "").strip() for o in x.operands]
+    if len(ops) < 4:
+        return
+    a, b = ws.operand(ops[2]), ws.operand(ops[3])
+    into.append((a.v.copy(), b.v.copy(), (a.st == KNOWN) & (b.st == KNOWN)))
+
+
+def _solve_trips(k: DecodedKernel, s: int, x, recs: list, done: int, lanes_mask: np.ndarray,
+                 ws: WarpState) -> np.ndarray | None:
+    """Per lane, the iteration at which the latch at `s` stops taking its back edge, from the
+    exit compare's operands in the last three iterations (each stepping evenly): the loop's own
+    condition carried forward, e.g. `i < numTiles` with `numTiles = (K + 63) / 64`. None where the
+    compare is not a plain one of known, evenly stepping values."""
+    if len(recs) < 3:
+        return None
+    (a1, b1, k1), (a2, b2, k2), (a3, b3, k3) = (tuple(np.asarray(v, np.int64) if i < 2 else v for i, v in
+                                                     enumerate(r)) for r in recs[-3:])
+    ok = k1 & k2 & k3
+    if not ok[lanes_mask].all():
+        return None
+    da, db = (a2 - a1) & 0xFFFFFFFF, (b2 - b1) & 0xFFFFFFFF
+    if not (np.array_equal(((a3 - a2) & 0xFFFFFFFF)[lanes_mask], da[lanes_mask])
+            and np.array_equal(((b3 - b2) & 0xFFFFFFFF)[lanes_mask], db[lanes_mask])):
+        return None
+    d = _decider_of(k, s)
+    if d is None:
+        return None
+    ins = k.instr[d]
+    ops = [o.replace(".reuse", "").strip() for o in ins.operands]
+    mods = ins.modifiers
+    cmp = next((m for m in mods if m in ("EQ", "NE", "LT", "LE", "GT", "GE")), None)
+    comb = next((m for m in mods if m in ("AND", "OR", "XOR")), "AND")
+    if cmp is None or len(ops) < 5 or (ops[4], comb) not in (("PT", "AND"), ("!PT", "OR"), ("!PT", "XOR")):
+        return None
+    name = x.predicate.lstrip("!")
+    if name == ops[0]:
+        flip = False
+    elif name == ops[1]:
+        flip = True
+    else:
+        return None
+    flip ^= x.predicate.startswith("!")
+    unsigned = "U32" in mods
+    test = {"EQ": lambda p, q: p == q, "NE": lambda p, q: p != q, "LT": lambda p, q: p < q,
+            "LE": lambda p, q: p <= q, "GT": lambda p, q: p > q, "GE": lambda p, q: p >= q}[cmp]
+
+    def taken(lane: int, i: int) -> bool:
+        # iteration `done + i`, i = 0 being the last recorded one
+        p = (int(a3[lane]) + i * int(da[lane])) & 0xFFFFFFFF
+        q = (int(b3[lane]) + i * int(db[lane])) & 0xFFFFFFFF
+        if not unsigned:
+            p, q = p - (p >> 31 << 32), q - (q >> 31 << 32)
+        return test(p, q) != flip
+
+    out = np.zeros(WARP, np.int64)
+    for lane in np.flatnonzero(lanes_mask):
+        if not taken(lane, 0):
+            out[lane] = done
+            continue
+        hi = 1
+        while hi < 1 << 31 and taken(lane, hi):
+            hi <<= 1
+        if hi >= 1 << 31:
+            return None
+        lo = hi >> 1  # taken at lo, not at hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if taken(lane, mid):
+                lo = mid
+            else:
+                hi = mid
+        out[lane] = done + hi
+    return out
+
+
+def _decider_of(k: DecodedKernel, latch: int) -> int | None:
+    name = k.instr[latch].predicate.lstrip("!")
+    spec = next((L for L in k.loops if latch in L.latches), None)
+    if spec is None:
+        return None
+    for s in range(latch - 1, spec.header - 1, -1):
+        if s in spec.body and name in k.instr[s].defs:
+            return s if k.instr[s].opcode in ("ISETP", "UISETP") else None
+    return None
+
+
+def _local(ws: WarpState, x, mask: np.ndarray, local: dict) -> bool:
+    """Local memory is each thread's own: a value stored there (a spilled pointer, a local array
+    of pointers) is what a later load of the same word reads back. False if not a local access."""
+    if x.opcode not in ("STL", "LDL"):
+        return False
+    addr, st, _ = _address(ws, x, mask)
+    words = max(1, (isa.access_bytes(x) or 4) // 4)
+    ops = [o.replace(".reuse", "").strip() for o in x.operands]
+    if x.opcode == "STL":
+        data = ops[-1]
+        name = data.split(".")[0]
+        prefix = "UR" if name.startswith("UR") else "R"
+        base = int("".join(c for c in name if c.isdigit()) or 0) if name not in ("RZ", "URZ") else None
+        for w in range(words):
+            val = ws.reg(f"{prefix}{base + w}") if base is not None else lanes.known(0)
+            for i in np.flatnonzero(mask):
+                if st[i] == UNKNOWN:
+                    continue
+                local[(int(i), int(addr[i]) + 4 * w)] = (int(val.v[i]), int(val.st[i]), val.reason)
+        return True
+    regs = [d for d in x.defs if d.startswith("R")]
+    for w, d in enumerate(regs):
+        v = np.zeros(WARP, np.uint32)
+        sts = np.full(WARP, UNKNOWN, np.int8)
+        why = f"a local-memory word the walk did not see stored (line {x.line})"
+        for i in np.flatnonzero(mask):
+            hit = local.get((int(i), int(addr[i]) + 4 * w)) if st[i] != UNKNOWN else None
+            if hit is not None:
+                v[i], sts[i] = hit[0], hit[1]
+                why = hit[2] or why
+        ws.write(d, Value(v, sts, why), mask)
+    return True
+
+
+def _memory(ws: WarpState, x, s: int, at: np.ndarray, out: WalkResult, local: dict) -> None:
     mask = at.copy()
     if x.predicate is not None:
         v, known = ws.pred(x.predicate)
         mask &= v | ~known  # an unknown guard passes
+    if _local(ws, x, mask, local):
+        return
     if mask.any():
         addr, st, reason = _address(ws, x, mask)
         a, s_ = addr[mask], st[mask]
@@ -184,21 +340,29 @@ def _memory(ws: WarpState, x, s: int, at: np.ndarray, out: WalkResult) -> None:
 
 
 def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.ndarray, iters: dict,
-            snaps: dict, out: WalkResult, max_iterations: int) -> None:
+            snaps: dict, out: WalkResult, max_iterations: int, decided: dict, compares: dict) -> None:
     t = k.target[s]
     role = k.branch_role[s]
     if t < 0:
         pc[at] = s + 1
         return
+    known_all = True
     if x.predicate is None:
         take = at.copy()
     else:
         v, known = ws.pred(x.predicate)
-        if not known[at].all():
+        known_all = bool(known[at].all())
+        if not known_all:
             out.unknown_branches.setdefault(s, f"the predicate {x.predicate} of the branch at pc {x.pc:#x} "
                                                "is not known")
         default = role in (B_JUMP, B_BACK)
         take = at & np.where(known, v, default)
+        if known_all and role != B_BACK:
+            all_, none = out.decisions.get(s, (True, True))
+            out.decisions[s] = (all_ and bool(take[at].all()), none and not take[at].any())
+    if role == B_BACK:
+        L = k.branch_loop[s]
+        decided[L] = decided.get(L, True) and known_all
     if role == B_BACK and take.any():
         L = k.branch_loop[s]
         done = iters.get(L, 0) + 1
@@ -206,11 +370,17 @@ def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.n
         snaps.setdefault(L, []).append({r: Value(val.v.copy(), val.st.copy(), val.reason)
                                         for r, val in ws.regs.items()})
         trip = max(1, k.loops[L].trip)
-        unknown_here = x.predicate is not None and not ws.pred(x.predicate)[1][at].all()
-        if unknown_here and done >= trip:
+        if not known_all and done >= trip:
             take = np.zeros(WARP, bool)  # the engine's trip count ends a loop the walk cannot decide
         elif done >= max_iterations:
-            _extrapolate(ws, snaps[L][-3:], trip - done, take, k, L)
+            solved = _solve_trips(k, s, x, compares.get(L, []), done, take, ws) if known_all else None
+            if solved is not None:
+                out.trips.setdefault(L, []).append(int(solved[take].max()))
+                remaining = solved - done
+            else:
+                remaining = np.full(WARP, trip - done, np.int64)
+            decided[L] = False  # recorded here (or not decidable): not again when the walk leaves
+            _extrapolate(ws, snaps[L][-4:], remaining, take, k, L)
             exit_slot = _exit_slot(k, L, s)
             pc[take] = exit_slot
             pc[at & ~take] = s + 1
@@ -230,11 +400,12 @@ def _exit_slot(k: DecodedKernel, L: int, latch: int) -> int:
     return max(body) + 1
 
 
-def _extrapolate(ws: WarpState, snaps: list[dict[str, Value]], remaining: int, lanes_mask: np.ndarray,
+def _extrapolate(ws: WarpState, snaps: list[dict[str, Value]], remaining: np.ndarray, lanes_mask: np.ndarray,
                  k: DecodedKernel, L: int) -> None:
-    """Carry each register the loop changed to its value after `remaining` more trips, where its
-    last values step evenly; otherwise it is unknown from here on."""
-    if remaining <= 0:
+    """Carry each register the loop changed to its value after `remaining` more trips (per lane),
+    where its last values step evenly; otherwise it is unknown from here on."""
+    lanes_mask = lanes_mask & (remaining > 0)
+    if not lanes_mask.any():
         return
     why = f"changed by the loop at line {k.loops[L].line or '?'} in a way the walk does not follow"
     last = snaps[-1]
@@ -246,11 +417,12 @@ def _extrapolate(ws: WarpState, snaps: list[dict[str, Value]], remaining: int, l
         if all(f is not None and np.array_equal(f.v, val.v) and np.array_equal(f.st, val.st) for f in firsts):
             continue  # loop-invariant
         if len(snaps) >= 3 and all(f is not None for f in firsts):
-            a, b, c = (f.v.astype(np.int64) for f in firsts)
+            seq = [f.v.astype(np.int64) for f in firsts]
             st = np.maximum.reduce([f.st for f in firsts])
-            d = (b - a) & 0xFFFFFFFF
-            if np.array_equal(d, (c - b) & 0xFFFFFFFF) and np.array_equal(last[r].v, val.v) and (st < UNKNOWN).all():
-                nv = ((c + d * remaining) & 0xFFFFFFFF).astype(np.uint32)
+            d = (seq[1] - seq[0]) & 0xFFFFFFFF
+            even = all(np.array_equal((b - a) & 0xFFFFFFFF, d) for a, b in zip(seq[1:], seq[2:]))
+            if even and np.array_equal(last[r].v, val.v) and (st < UNKNOWN).all():
+                nv = ((seq[-1] + d * np.maximum(remaining, 0)) & 0xFFFFFFFF).astype(np.uint32)
                 v = val.v.copy()
                 v[lanes_mask] = nv[lanes_mask]
                 ws.regs[r] = Value(v, val.st.copy(), val.reason)

@@ -200,3 +200,28 @@ def test_every_corpus_access_is_followed_or_labeled(toolchain, target):
                     if d.shape[s].pattern == "unknown":
                         assert d.instr[s].opcode in unreached_note, where
     assert seen > 500
+
+
+def test_trip_count_from_the_loops_own_condition(program, target):
+    """`numTiles = max((K + 63) >> 6, 1)` does not fold from the source: the walk executes the
+    loop's compare with the launch's K (1000 -> 16 tiles) where the affine model ran 64."""
+    hint = LaunchHint(grid=64, block=256, values={"K": 1000})
+    before = _prepared(program, target, "tiles_loop", hint, lanes=False)
+    after = _prepared(program, target, "tiles_loop", hint)
+    assert [L.trip for L in before.decoded.loops] == [64]
+    assert [L.trip for L in after.decoded.loops] == [16]
+    a = next(a for a in after.assumptions if a.name.startswith("trip_count"))
+    assert a.value == "16" and a.source == "settings" and a.detail.startswith("executed")
+
+
+def test_branch_split_on_an_argument_runs_the_launchs_side(program, target):
+    """ptxas splits the row loop into an unrolled main loop and remainder loops guarded by
+    `nx % 4`; with nx = 4096 given, the walk's lanes skip the remainders and so does the engine."""
+    hint = LaunchHint(grid=64, block=256, values={"nx": 4096})
+    before = _prepared(program, target, "row_sum", hint, lanes=False)
+    after = _prepared(program, target, "row_sum", hint)
+    trips = lambda p: [a for a in p.assumptions if a.name.startswith("trip_count")]  # noqa: E731
+    assert len(trips(before)) > 1 and len(trips(after)) == 1
+    from kernelscope.analysis.emulator.decode import reachable
+    live = reachable(after.decoded)
+    assert [L.header in live for L in after.decoded.loops] == [True] + [False] * (len(after.decoded.loops) - 1)

@@ -59,3 +59,24 @@ __global__ void wide_index(float *out, const float *in, size_t pitch) {
     size_t col = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     out[row * pitch + col * 2] = in[row * pitch + col];
 }
+
+// A loop bounded by a local computed from an argument: its trips come from executing its own
+// condition with the launch's K, not from folding the source.
+__global__ void tiles_loop(float *out, const float *in, int K) {
+    int numTiles = max((K + 63) >> 6, 1);
+    float acc = 0.0f;
+#pragma unroll 1
+    for (int t = 0; t < numTiles; ++t) {
+        acc += in[t * 64 + threadIdx.x];
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// Two versions of a row loop split on an argument (nvcc's `nx > 0` split): the launch's nx
+// decides which one runs.
+__global__ void row_sum(float *out, const float *a, int nx) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.0f;
+    for (int j = 0; j < nx; ++j) s += a[row * nx + j];
+    out[row] = s;
+}
