@@ -72,13 +72,14 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="print the Verification as JSON")
     v.set_defaults(no_emulate=False)
 
-    r = sub.add_parser("profile", usage="kernelscope profile FILE.cu [--remote ssh:HOST|srun:ARGS] [options] "
+    r = sub.add_parser("profile", usage="kernelscope profile FILE.cu [--remote ssh:HOST|srun:ARGS|sbatch:ARGS] [options] "
                                         "[-- PROGRAM ARGS]", help="build and run the program under Nsight Compute (ncu), locally or remotely, "
                                        "and print the analysis with the measured profile")
     r.add_argument("file", type=Path, help="the .cu file to report on (built with -lineinfo when no program is given)")
     _analysis_arguments(r)
-    r.add_argument("--remote", default=None, metavar="ssh:HOST|srun:ARGS",
-                   help="run on a GPU machine: 'ssh:gpu01' or 'srun:-p gpu -N1' (the directory must be shared)")
+    r.add_argument("--remote", default=None, metavar="ssh:HOST|srun:ARGS|sbatch:ARGS",
+                   help="run on a GPU machine: 'ssh:gpu01', or a Slurm job 'srun:-p gpu --gres=gpu:1' "
+                        "('sbatch:...' where srun is not allowed; the directory must be shared)")
     r.add_argument("--ncu", default="ncu", help="ncu executable (default: ncu on PATH)")
     r.add_argument("--kernel-regex", default=None, help="profile only kernels whose name matches")
     r.add_argument("--launch-count", type=int, default=None,
@@ -401,7 +402,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _remote(spec: str):
-    """'ssh:HOST' or 'srun:ARGS' as a RemoteWrapper over a shared filesystem (same paths on both sides)."""
+    """'ssh:HOST', 'srun:ARGS' or 'sbatch:ARGS' as a RemoteWrapper over a shared filesystem (same paths on both sides)."""
     from kernelscope.analysis.measure.target import RemoteWrapper
 
     kind, _, rest = spec.partition(":")
@@ -409,13 +410,13 @@ def _remote(spec: str):
         host = rest.strip()
         # ncu writes the report in the remote /tmp and scp copies it back
         return RemoteWrapper(run=("ssh", host, "cd {cwd} && {command}"), fetch=("scp", f"{host}:{{remote}}", "{local}"))
-    if kind == "srun":
+    if kind in ("srun", "sbatch"):  # a Slurm job (analysis/measure/slurm.py)
         try:
             extra = tuple(shlex.split(rest))
         except ValueError as e:
             raise UsageError(f"--remote: {e}") from None
-        return RemoteWrapper(run=("srun", *extra, "--chdir={cwd}", "{command}"))
-    raise UsageError(f"--remote {spec!r}: expected ssh:HOST or srun:ARGS (e.g. 'srun:-p gpu')")
+        return RemoteWrapper(run=(kind, *extra, "--chdir={cwd}", "{command}"))
+    raise UsageError(f"--remote {spec!r}: expected ssh:HOST or srun:ARGS (or sbatch:ARGS), e.g. 'srun:-p gpu'")
 
 
 def _build(args: argparse.Namespace, source: Path, work: Path) -> Path:

@@ -279,6 +279,18 @@ def test_slurm_sbatch_behind_ssh_is_refused_not_misquoted(tmp_path):
         run_on_target(ProfileTarget(command=["./app"], cwd=tmp_path, remote=wrapper), ["./app"], what="ncu", timeout=5)
 
 
+@pytest.mark.parametrize("kind", ["srun", "sbatch"])
+def test_slurm_command_line_profile_says_what_the_node_lacks(cluster, tmp_path, kind):
+    """`kernelscope profile --remote srun:ARGS|sbatch:ARGS`, end to end: the job runs, the node has no ncu."""
+    (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
+    proc = subprocess.run([sys.executable, "-m", "kernelscope.cli", "profile", "k.cu", "--remote",
+                           f"{kind}:-p {cluster.partition} -t 5", "--ncu", "ncu-not-installed", "--", "./app"],
+                          cwd=tmp_path, env=cluster.env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "Cannot run ncu on the Slurm node: ncu-not-installed was not found" in proc.stderr
+    assert cluster.left() == "" and sorted(p.name for p in tmp_path.iterdir()) == ["k.cu"]
+
+
 # --- reading Slurm's answers, on the texts the cluster above printed ---------------------------------
 
 def test_slurm_queue_and_node_lines_parse():
