@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import shlex
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -188,7 +189,7 @@ def progress_text(job: JobState) -> str:
 
 
 def slurm_failure(result: ToolResult) -> tuple[str, str | None] | None:
-    """(Slurm's own error text, the missing program if execve failed) when srun failed, not the program."""
+    """(Slurm's own error text, the missing program if execve failed) when Slurm failed, not the program."""
     if result.returncode == 0:
         return None
     lines = [m.group(1).strip() for m in _SLURM_ERROR.finditer(result.stderr) if not _TASK_EXIT.search(m.group(1))]
@@ -219,11 +220,11 @@ def cancel(job: SlurmJob) -> None:
     for _ in range(30):
         if not query(job, ["squeue", "-h", f"--name={job.name}", "-o", "%i"]).strip():
             return
-        threading.Event().wait(POLL_S)
+        time.sleep(POLL_S)
 
 
 class Watch:
-    """Follows the job while srun runs: reports its state, and cancels it when it can never start."""
+    """Follows the job while srun or sbatch waits for it: reports its state, and cancels it when it can never start."""
 
     def __init__(self, job: SlurmJob, on_progress: Callable[[str], None] | None = None):
         self.job = job
@@ -256,7 +257,7 @@ class Watch:
             nodes = parse_nodes(query(self.job, ["sinfo", "-h", "-N", "-p", state.partition, "-o", NODES_FORMAT]))
             if (why := unschedulable(state, nodes)) is not None and not self._stop.is_set():
                 self.refused = why
-                cancel(self.job)  # srun then ends by itself ("Job allocation ... has been revoked")
+                cancel(self.job)  # srun/sbatch then end by themselves ("Job allocation ... has been revoked")
                 return
 
 
