@@ -96,7 +96,7 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     # a site in a function template stands for one site per instance the file's calls name
     # (`testKernel<T><<<...>>>` in `runTest<T>`: `testKernel<float>`'s and `testKernel<int>`'s)
     instance_sites = _launches_of_instance(
-        kernel_name, tuple((path, v) for path, s in source.launches_of(short) for v in (s.variants or (s,))),
+        kernel_name, tuple((path, v) for path, s in source.launches_of(short) for v in _instances_of(s)),
         values) if source is not None else ()
     # a site inside an `if` the file's constants decide against never runs (source/__init__.py `_reached`)
     located = tuple((path, s) for path, s in instance_sites if s.live)
@@ -185,6 +185,18 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
                                                    launched_siblings, ruled_out))
     trip_hint = hint.trip_count if hint and hint.trip_count else (ann.value("trip") if ann else None)
     return ResolvedLaunch(LaunchConfig(grid=grid, block=block, dynamic_smem=smem), values, trip_hint, tuple(out))
+
+
+def _instances_of(site: LaunchSite) -> tuple[LaunchSite, ...]:
+    """A site's variants, one per instance of the function template around it; the site itself
+    where it names no template arguments and its variants differ: which kernel instance a deduced
+    launch (`offset<<<n / 256, 256>>>(d_a, 0)` in `runTest<T>`) makes is the compiler's
+    deduction, not read here, and another instance's launch must not be taken for it."""
+    if not site.variants:
+        return (site,)
+    if _template_args(site.kernel_text) is None and len({v.launch_config() for v in site.variants}) > 1:
+        return (site,)
+    return site.variants
 
 
 def _template_args(text: str) -> tuple[str, ...] | None:

@@ -160,3 +160,15 @@ def test_sizeof_a_type_parameter_folds_in_each_instance():
     (site,) = src.launch_sites
     assert [(v.kernel_text, v.grid.value, v.shared_mem.value) for v in site.variants] == \
         [("k<double>", 4096, 2048), ("k<short>", 4, 512)]
+
+
+def test_a_deduced_launch_in_a_template_is_not_given_another_instances_launch():
+    """code-samples' coalescing.cu: `offset<<<n/blockSize, blockSize>>>(d_a, 0)` in `runTest<T>`,
+    with `n = nMB*1024*1024/sizeof(T)`, called as runTest<double> and runTest<float>. Which kernel
+    instance each launch makes is deduced from `d_a`: not read here, so `offset<float>` keeps a
+    default that says its launch does not fold rather than taking the double instance's 2048 blocks."""
+    src = parse_source((HERE.parents[1] / "data" / "real" / "code-samples" / "coalescing.cu").read_text())
+    assert {v.grid.value for s in src.launch_sites if s.kernel == "offset" for v in s.variants} == {2048, 4096}
+    resolved = resolve_launch("void offset<float>(float*, int)", src, AnalysisOptions(), 132)
+    grid = next(a for a in resolved.assumptions if a.name == "grid")
+    assert grid.source == "default" and "(`n/blockSize`) does not fold" in grid.detail
