@@ -20,6 +20,9 @@ class _NoProgress:
     def report(self, message: str, fraction: float) -> None:
         pass
 
+    def note(self, message: str) -> None:
+        pass
+
     def end(self, message: str) -> None:
         pass
 
@@ -33,8 +36,15 @@ class _Progress:
     def report(self, message: str, fraction: float) -> None:
         percent = max(0, min(100, int(fraction * 100)))
         if percent == self._last:
-            return
+            return  # per-kernel stage messages: at most one notification per percent
         self._last = percent
+        self._send(message, percent)
+
+    def note(self, message: str) -> None:
+        """A message worth showing whatever the percentage: a Slurm job that started running."""
+        self._send(message, max(0, self._last))
+
+    def _send(self, message: str, percent: int) -> None:
         self._ls.work_done_progress.report(self._token, types.WorkDoneProgressReport(
             message=message, percentage=percent, cancellable=True))
 

@@ -198,14 +198,21 @@ async def profile_now(ls: Any, uri: str, *, quiet_refusal: bool = False) -> dict
     warnings: list[str] = []
     progress = await ls._begin_progress(uri, f"kernelscope: profiling {_name(uri)} with Nsight Compute", token.cancel)
 
+    loop = asyncio.get_running_loop()
+
+    def job_state(message: str) -> None:
+        # the Slurm job's state ("pending in gpu (Resources)", "running on node07"), from run_ncu's
+        # thread: the progress notification is sent from the server's loop
+        loop.call_soon_threadsafe(progress.note, message)
+
     def run() -> None:
         out.mkdir(parents=True, exist_ok=True)
         run_ncu(target, cancel=token, ncu_path=settings.ncu_path, report_path=report, source=Path(path),
-                on_warning=warnings.append)
+                on_warning=warnings.append, on_progress=job_state)
 
     ended = "failed"
     try:
-        await asyncio.get_running_loop().run_in_executor(None, run)
+        await loop.run_in_executor(None, run)
         ended = "done"
     except Cancelled:
         ended = "cancelled"

@@ -71,6 +71,11 @@ async def test_slurm_cancel_in_the_editor_cancels_the_queued_job(lsp, cluster):
                 await asyncio.sleep(0.2)
             (token,) = [t for t, reports in s.client.progress_reports.items()
                         if any(getattr(r, "title", "") and "profiling saxpy.cu" in r.title for r in reports)]
+            # the job's state reaches the editor's progress, from Slurm's own squeue
+            while not any("pending" in (getattr(r, "message", None) or "")
+                          for r in s.client.progress_reports[token]):
+                assert asyncio.get_running_loop().time() < deadline, s.client.progress_reports[token]
+                await asyncio.sleep(0.2)
             s.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
             reply = await asyncio.wait_for(pending, TIMEOUT)
             assert reply == {"ok": False, "error": "profiling was cancelled", "cancelled": True}
