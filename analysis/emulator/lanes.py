@@ -447,6 +447,15 @@ def execute(ws: WarpState, x: Instruction, active: np.ndarray) -> None:
     """Run `x` for the `active` lanes of the warp (its own predicate applied), or mark what it
     writes unknown where the datapath has no semantics for it."""
     mask, unsure = _mask(ws, x, active)
+    if x.opcode in _FLOAT_OPS and _dead_input(ws, x, mask | unsure):
+        # float math on a loaded value (most of a kernel's float work): unknown, without the arithmetic
+        why = next(ws.regs[u].reason for u in x.uses if u in ws.regs and ws.regs[u].worst == UNKNOWN)
+        for d in x.defs:
+            if d.startswith("P") or d.startswith("UP"):
+                ws.write_pred(d, np.zeros(WARP, bool), np.zeros(WARP, bool), mask | unsure)
+            else:
+                ws.write(d, Value(_ZERO.copy(), np.full(WARP, UNKNOWN, np.int8), why), mask | unsure)
+        return
     try:
         outs = _semantics(ws, x, mask | unsure)
     except NotExecuted as e:
@@ -461,6 +470,18 @@ def execute(ws: WarpState, x: Instruction, active: np.ndarray) -> None:
                 val = Value(val.v, np.where(unsure, UNKNOWN, val.st).astype(np.int8),
                             val.reason or f"written under the unknown guard of {x.opcode} at pc {x.pc:#x}")
             ws.write(name, val, mask | unsure)
+
+
+_FLOAT_OPS = frozenset({"FADD", "FADD32I", "FMUL", "FMUL32I", "FFMA", "FFMA32I", "FMNMX", "FSETP"})
+
+
+def _dead_input(ws: WarpState, x: Instruction, active: np.ndarray) -> bool:
+    """Whether a register `x` reads is unknown in every active lane."""
+    for u in x.uses:
+        r = ws.regs.get(u)
+        if r is not None and active.any() and (r.st[active] == UNKNOWN).all() and u != (x.predicate or "").lstrip("!"):
+            return True
+    return False
 
 
 def _fallback(ws: WarpState, x: Instruction, active: np.ndarray, why: str) -> list:

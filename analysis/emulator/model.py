@@ -336,12 +336,19 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
       (`nx > 0`) runs the side the launch takes, not the side the guard rule assumes.
     """
     result = walk(decoded, first)
+    if not result.accesses and not result.trips and any(first.ctaid):
+        # the middle block's warp left at once (a grid larger than its data): walk the first block
+        first = replace(first, ctaid=(0, 0, 0))
+        last = replace(last, ctaid=(0, 0, 0))
+        result = walk(decoded, first)
     lanes = walked_shapes(decoded, result)
     for s, shape in lanes.shapes.items():
         decoded.shape[s] = shape
     out = list(assumptions)
     for L, trips in sorted(result.trips.items()):
-        t = max(1, round(sum(trips) / len(trips)))
+        if len(set(trips)) > 1:
+            continue  # a count that changes from entry to entry: the walk saw only the first entries
+        t = max(1, trips[0])
         spec = decoded.loops[L]
         i = trip_assumption.get(L)
         old = out[i] if i is not None else None
@@ -352,7 +359,10 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
             out[i] = Assumption(name=old.name, value=str(t), source=values_source,  # type: ignore[arg-type]
                                 detail=f"executed: the loop's own condition over the launch's values "
                                        f"(was {old.value} from {old.source}: {old.detail})")
-    if result.decisions:
+    wanted = {s for s, (all_, none) in result.decisions.items()
+              if (all_ and decoded.branch_role[s] == B_NOT_TAKEN) or
+              (none and decoded.branch_role[s] == B_JUMP and decoded.instr[s].predicate is not None)}
+    if wanted:  # the last warp is walked only to confirm a change of the engine's path
         other = walk(decoded, last).decisions if last.warp != first.warp else result.decisions
         changed = False
         for s, (all_, none) in result.decisions.items():

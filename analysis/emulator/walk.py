@@ -33,8 +33,8 @@ from .lanes import KNOWN, UNIFORM, UNKNOWN, WARP, Launch, Value, WarpState
 #: iterations of each loop entry the walk runs: four give three differences to extrapolate from
 #: (three would take a stage index `t % 3` for an even step)
 MAX_ITERATIONS = 4
-#: warp-instructions one walk executes at most (the cost bound: 30-60 µs each, so at most about 0.1 s)
-MAX_STEPS = 2500
+#: warp-instructions one walk executes at most (the cost bound: 20-60 µs each)
+MAX_STEPS = 2000
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def walk(k: DecodedKernel, launch: Launch, *, max_iterations: int = MAX_ITERATIO
     compares: dict[int, list] = {}  # loop -> its exit compare's operands, per iteration of this entry
     deciders = _deciders(k)
     local: dict[tuple[int, int], tuple[int, int, str]] = {}  # (lane, address) -> a stored word
-    prev_chain: tuple[int, ...] = ()
+    entered: dict[int, int] = {}  # loop the walk is in -> the call depth it entered it at
     while alive.any():
         if out.steps >= max_steps:
             out.truncated = True
@@ -122,15 +122,19 @@ def walk(k: DecodedKernel, launch: Launch, *, max_iterations: int = MAX_ITERATIO
             alive &= ~at
             continue
         out.steps += 1
+        depth = len(stacks[int(np.flatnonzero(at)[0])])
         chain = k.loop_chain[s]
-        for L in prev_chain:
-            if L not in chain:  # the walk left loop L: its next entry starts counting again
+        for L in list(entered):
+            # the walk left loop L (not into a call made from its body): its next entry counts anew
+            if L not in chain and depth <= entered[L]:
+                del entered[L]
                 done = iters.pop(L, 0)
                 if decided.pop(L, False):
                     out.trips.setdefault(L, []).append(done + 1)
                 snaps.pop(L, None)
                 compares.pop(L, None)
-        prev_chain = chain
+        for L in chain:
+            entered.setdefault(L, depth)
         x = k.instr[s]
         kind = k.kind[s]
         if kind == K_BRA:

@@ -84,7 +84,9 @@ def test_a_deep_nest_costs_its_windows_whatever_its_trips(built):
         return emulate_detailed(program, k, arch, device, AnalysisOptions(launch_hints={"nest3": {"values": {"n": n}}}),
                                 source, **kw)
 
-    runs = [run(n) for n in (100, 1_000, 10_000)]
+    # n of one residue mod 16 (the leaf's unroll): the walked lanes decide ptxas's remainder
+    # loops from n, so n = 100 and n = 1,000 now run different code, not only different trips
+    runs = [run(n) for n in (96, 1_008, 10_000)]
     assert all(max(e.emulated_trips) <= 3 for e in runs), [e.emulated_trips for e in runs]
     assert max(e.issues for e in runs) <= 1.1 * min(e.issues for e in runs), [e.issues for e in runs]
     sampled = run(24)

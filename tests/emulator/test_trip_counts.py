@@ -14,7 +14,7 @@ import pytest
 
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.launch import loop_step
-from kernelscope.analysis.emulator.model import prepare
+from kernelscope.analysis.emulator.model import EmulationSettings, prepare
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint
 
 from _build import build_example
@@ -39,9 +39,12 @@ def _kernel(prog, name):
 
 
 def _trips(prog, name, target, options=None):
-    """(step, modeled trips, assumption) of each SASS loop of kernel `name`, in order."""
+    """(step, modeled trips, assumption) of each SASS loop of kernel `name`, in order, as the
+    folding rules give them (the walked lanes' executed trips, which replace these where the walk
+    decides a loop, are tested in test_lanes.py)."""
     k = _kernel(prog, name)
-    prep = prepare(k, *target, options or AnalysisOptions(), program=prog)
+    prep = prepare(k, *target, options or AnalysisOptions(), program=prog,
+                   settings=EmulationSettings(execute_lanes=False))
     trips = [a for a in prep.assumptions if a.name.startswith("trip_count@")]
     ins = k.sass.instructions
     out = []

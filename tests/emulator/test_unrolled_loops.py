@@ -14,7 +14,7 @@ import pytest
 
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.launch import resolve_trip
-from kernelscope.analysis.emulator.model import prepare
+from kernelscope.analysis.emulator.model import EmulationSettings, prepare
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.profile import KernelProfile, LaunchConfig
@@ -69,10 +69,12 @@ def target():
 
 
 def _loops(path: Path, toolchain, target) -> list[tuple[str, int, int | None, int, str]]:
-    """(role, unroll factor, max trips, modeled trips, assumption detail) of each SASS loop."""
+    """(role, unroll factor, max trips, modeled trips, assumption detail) of each SASS loop, by the
+    folding rules (with the walked lanes, a remainder loop the launch does not enter is not run at
+    all: test_lanes.py)."""
     prog = build_example(path, toolchain)
     (k,) = prog.kernels
-    prep = prepare(k, *target, AnalysisOptions(), program=prog)
+    prep = prepare(k, *target, AnalysisOptions(), program=prog, settings=EmulationSettings(execute_lanes=False))
     infos = {li.index: li for li in k.loops}
     trips = [a for a in prep.assumptions if a.name.startswith("trip_count@")]
     return [(infos[L.info_index].role, infos[L.info_index].unroll_factor, infos[L.info_index].max_trip_count,
