@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..files import read_regular, regular_size
+from ..frontend.compile import device_body_spans
 from ..process import CancelToken, ToolTimeout, run_tool
 from .layout import kparam_sizes
 from .libraries import imported_symbols, stand_ins
@@ -385,14 +387,25 @@ def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "s
 
 
 def _inputs(source: Path, depth: int = 0) -> list[bytes]:
-    """The source and the files it includes with quotes, recursively (bounded depth)."""
-    text = source.read_bytes()
-    out = [text]
+    """What the program's launches depend on, from the source and the files it includes with
+    quotes, recursively (bounded depth): each with the bodies of its kernels and device-only
+    functions blanked. The stand-in runtime never runs device code, so an edit inside a kernel
+    (the usual edit of a performance session) finds the capture of the version before it, and
+    capture by default costs one build per change of host code, not one per save."""
+    text = read_regular(source)
+    kept, at = [], 0
+    for start, end in device_body_spans(text):  # cut out, not blanked: a longer body is no other program
+        kept.append(text[at:start])
+        at = end
+    out = [b"".join(kept) + text[at:]]
     if depth < 8:
         for m in re.finditer(rb'^\s*#\s*include\s*"([^"]+)"', text, re.M):
             f = source.parent / m.group(1).decode(errors="replace")
-            if f.is_file():
-                out += _inputs(f, depth + 1)
+            if regular_size(f) is not None:
+                try:
+                    out += _inputs(f, depth + 1)
+                except OSError:  # over the size limit: the compile says what it makes of it
+                    out.append(str(f).encode())
     return out
 
 

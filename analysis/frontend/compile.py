@@ -609,6 +609,30 @@ def host_function_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
     return spans
 
 
+_HOST_QUALIFIER = re.compile(rb"\b__host__\b|__attribute__\s*\(\(\s*host")
+
+
+def device_body_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
+    """Byte spans of the insides of the bodies of kernels and `__device__`-only functions at
+    namespace scope: code the host never runs, so the launches a program makes do not depend on it
+    (launch capture keys its runs by the rest: analysis/capture/capture.py)."""
+    tree = tree or _parser().parse(source)
+    spans: list[tuple[int, int]] = []
+    for child in namespace_scope(tree.root_node):
+        if child.type not in ("function_definition", "template_declaration"):
+            continue
+        fn = child if child.type == "function_definition" else next(
+            (c for c in child.named_children if c.type == "function_definition"), None)
+        body = fn.child_by_field_name("body") if fn is not None else None
+        if body is None or body.type != "compound_statement":
+            continue
+        signature = source[child.start_byte:body.start_byte]
+        if _DEVICE_QUALIFIER.search(signature) and not _HOST_QUALIFIER.search(signature) \
+                and b"constexpr" not in signature:
+            spans.append((body.start_byte + 1, body.end_byte - 1))  # the braces stay
+    return spans
+
+
 def blank_spans(source: bytes, spans: Iterable[tuple[int, int]]) -> bytes:
     """Replace the spans with spaces, keeping newlines so every line number stays the same."""
     out = bytearray(source)

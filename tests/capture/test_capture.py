@@ -114,3 +114,43 @@ def test_parameter_layout_from_the_cubin():
 \tAttribute:\tEIATTR_CUDA_API_VERSION
 """
     assert kparam_sizes(dump) == {"_Z2tkILi128EEvPfl": (8, 8)}
+
+
+KERNEL = """
+__global__ void scale(float *x, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = {body};
+}}
+
+__device__ float twice(float v) {{ return {twice}; }}
+
+__host__ __device__ int blocks(int n) {{ return {blocks}; }}
+
+int main() {{
+    int n = {n};
+    scale<<<blocks(n), 256>>>(nullptr, n);
+    return 0;
+}}
+"""
+
+
+def test_an_edit_inside_a_kernel_reuses_the_capture_and_one_of_host_code_does_not(toolchain, tmp_path):
+    # the stand-in runtime never runs device code: launches depend on host code and signatures only
+    src = tmp_path / "prog.cu"
+    cache = tmp_path / "cache"
+
+    def run(**kw):
+        src.write_text(KERNEL.format(**{"body": "x[i] * 2.0f", "twice": "2.0f * v", "n": 4096,
+                                        "blocks": "(n + 255) / 256", **kw}))
+        cap = capture_program(toolchain.nvcc, toolchain.cuobjdump, src, cache_dir=cache)
+        return cap, sorted((cache / "runs").glob("*.jsonl"))
+
+    first, runs = run()
+    assert len(runs) == 1 and first.launches[0].grid == (16, 1, 1)
+    again, same = run(body="x[i] * 3.0f + 1.0f", twice="v + v")
+    assert same == runs and again == first  # no build, the same launches
+    host, more = run(n=8192)
+    assert len(more) == 2 and host.launches[0].grid == (32, 1, 1)
+    # a __host__ __device__ function is host code too
+    both, most = run(n=8192, blocks="(n + 127) / 128")
+    assert len(most) == 3 and both.launches[0].grid == (64, 1, 1)
