@@ -344,8 +344,11 @@ def _writes_of(local: _Local, declaration: Node, foldable: bool, writes: list[tu
         local.assigned = (statement.end_byte, value, statement.start_byte)
 
 
-def _calls_by_name(found: _Collected) -> dict[str, list[tuple[Node, int | None]]]:
-    """The file's calls by callee name (`run<128>(x, n)` under `run`), kernel launches aside."""
+def _calls_by_name(found: _Collected, functions: list[Function | None]) -> dict[str, list[tuple[Node, int | None]]]:
+    """The file's calls by callee name (`run<128>(x, n)` under `run`), kernel launches aside. A
+    call through a function-pointer parameter that every call of its function passes the same
+    function is that function's call (Learn-CUDA-Programming's `performance_estimation(sgemm_gpu,
+    ..., N, M, K)` calls `sgemm(A, B, C, N, M, K, ...)`: sgemm_gpu's call)."""
     calls: dict[str, list[tuple[Node, int | None]]] = {}
     for node, fn in found.calls:
         callee = node.child_by_field_name("function")
@@ -354,7 +357,32 @@ def _calls_by_name(found: _Collected) -> dict[str, list[tuple[Node, int | None]]
         if callee is not None and callee.type == "identifier" and not any(
                 c.type == "kernel_call_syntax" for c in node.children):
             calls.setdefault(_text(callee), []).append((node, fn))
+    names = [f.name if f is not None else None for f in functions]
+    for index, function in enumerate(functions):
+        if function is None or names.count(function.name) != 1:
+            continue
+        for param, at in _function_pointer_parameters(found.functions[index]).items():
+            passed = {_text(args[at]) if args is not None and len(args) > at and args[at].type == "identifier" else None
+                      for node, _ in calls.get(function.name, []) for args in [_call_arguments(node, "arguments")]}
+            target = passed.pop() if len(passed) == 1 else None
+            if target is not None and names.count(target) == 1:
+                calls.setdefault(target, []).extend((n, c) for n, c in calls.get(param, []) if c == index)
     return calls
+
+
+def _function_pointer_parameters(node: Node) -> dict[str, int]:
+    """A function's parameters that are pointers to functions (`void (*sgemm)(const float*, int)`), by position."""
+    chain = _declarator_chain(node.child_by_field_name("declarator"))
+    declarator = next((d for d in chain if d.type == "function_declarator"), None)
+    params = declarator.child_by_field_name("parameters") if declarator is not None else None
+    out = {}
+    for at, p in enumerate(c for c in (params.named_children if params is not None else []) if c.type != "comment"):
+        inner = _declarator_chain(p.child_by_field_name("declarator"))
+        name = _declared_name(inner)
+        if name is not None and any(d.type == "function_declarator" for d in inner) and \
+                any(d.type == "pointer_declarator" for d in inner):
+            out[_text(name)] = at
+    return out
 
 
 def _call_arguments(node: Node, field: str) -> list[Node] | None:
@@ -382,7 +410,7 @@ def _template_instances(found: _Collected, functions: list[Function | None], sco
     are two, with `len` 32 and 64): what the compiler instantiates, each folded on its own where
     the calls of all instances together disagree (`_parameter_values` then gives nothing)."""
     names = [f.name if f is not None else None for f in functions]
-    calls = _calls_by_name(found)
+    calls = _calls_by_name(found, functions)
     out: dict[int, list[Instance]] = {}
     for index, function in enumerate(functions):
         signature = _template_signature(found.functions[index])
@@ -448,7 +476,7 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
     `int block_size = 32;`, makes its `dim3 threads(block_size, block_size)` a 32 × 32 block). Overloaded names, calls through pointers and arguments that do
     not fold give nothing; a cycle of calls (recursion) gives nothing for the parameters on it."""
     names = [f.name if f is not None else None for f in functions]
-    calls = _calls_by_name(found)
+    calls = _calls_by_name(found, functions)
     busy: set[tuple[int, str]] = set()
     given = _call_arguments
 
