@@ -75,7 +75,7 @@ class CaptureSettings(_Camel):
     """Launch capture (docs/emulator.md): build the open file's main() and run it against
     kernelscope's stand-in CUDA runtime, which records launches instead of running them (no GPU)."""
 
-    enabled: bool = Field(False, description="Capture the launches of single-file programs with a main() on every analysis. Runs the program: only in a trusted workspace, wherever the setting comes from.")
+    enabled: bool = Field(True, description="Capture the launches of programs with a main() on every analysis, so that the model reads the launches the program really makes instead of folding or assuming them. Runs the program (contained, against a stand-in CUDA runtime: no GPU), so only in a trusted workspace, whatever this setting's origin; an edit inside a kernel reuses the last capture. false: launches come from the source, annotations, hints or defaults.")
     args: tuple[str, ...] = Field((), description="Command-line arguments for the captured program.")
     timeout_s: float = Field(20.0, gt=0, le=600, description="Stop the captured program after this many seconds; the launches it made so far are used.")
     launches_per_kernel: int = Field(64, ge=1, le=100_000, description="Launches recorded per kernel; later ones are only counted.")
@@ -398,8 +398,11 @@ def screen(settings: Settings, trusted: bool) -> tuple[Settings, list[Refusal]]:
     analysis: dict[str, Any] = {}
     update: dict[str, Any] = {}
     if not trusted and settings.capture.enabled:
-        refuse("capture", f"it builds and runs the file's main(), and {untrusted}", True)
-        update["capture"] = CaptureSettings()
+        # on by default, and VS Code sends every default as the editor's value: only a workspace
+        # file asking for it is news; the editor's (the default) is silently off until trusted
+        if settings.origin_of("capture") is Origin.workspace_file:
+            refuse("capture", f"it builds and runs the file's main(), and {untrusted}", True)
+        update["capture"] = settings.capture.model_copy(update={"enabled": False})
     if not trusted and settings.profile is not None:
         refuse("profile", f"it runs your program under Nsight Compute, and {untrusted}", True)
         update["profile"] = None
@@ -425,7 +428,7 @@ def screen(settings: Settings, trusted: bool) -> tuple[Settings, list[Refusal]]:
         elif not trusted:
             refuse("cache.directory", f"the cache decides which results are shown, and {untrusted}", True)
             update["cache"] = settings.cache.model_copy(update={"directory": None})
-    if not refused:
+    if not refused and not update and not analysis:
         return settings, []
     gone = [r.setting for r in refused]
     keep = lambda p: not any(p == g or p.startswith(g + ".") for g in gone)  # noqa: E731

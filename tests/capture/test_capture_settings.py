@@ -19,9 +19,18 @@ def test_capture_from_the_editor_waits_for_trust_too():
     # The server cannot tell the user's settings from a repository's .vscode/settings.json.
     s, _ = load_settings({"capture": {"enabled": True, "args": ["--n", "64"]}}, None)
     held, refused = screen(s, trusted=False)
-    assert not held.capture.enabled and [(r.setting, r.source) for r in refused] == [("capture", "the editor's settings")]
+    # on by default, which VS Code sends as the editor's value: held back without a message
+    assert not held.capture.enabled and refused == []
     kept, refused = screen(s, trusted=True)
     assert kept.capture.enabled and kept.capture.args == ("--n", "64") and refused == []
+
+
+def test_capture_is_on_by_default_only_in_a_trusted_workspace():
+    s, _ = load_settings(None, None)
+    assert s.capture.enabled
+    assert screen(s, trusted=True)[0].capture.enabled
+    held, refused = screen(s, trusted=False)
+    assert not held.capture.enabled and refused == []
 
 
 def test_bad_capture_values_fall_back_with_a_message():

@@ -152,6 +152,7 @@ def cache_dir(tmp_path: Path) -> Path:
 #: untrusted one the editor's cache.directory (each test's own cache) would be set aside. A test of
 #: an untrusted workspace passes init_options None (a client that says nothing) or workspaceTrusted false.
 TRUSTED = {"workspaceTrusted": True}
+CAPTURE_OFF = {"enabled": False}
 
 
 @pytest.fixture
@@ -161,9 +162,14 @@ def lsp(workspace: Path, cache_dir: Path):
     @contextlib.asynccontextmanager
     async def start(settings: dict[str, Any] | None = None, *, kind: str = "visual-studio-code",
                     encoding: str | None = None, snippets: bool | None = None,
-                    root: Path | None = None, init_options: Any = TRUSTED, config_delay: float = 0.0):
+                    root: Path | None = None, init_options: Any = TRUSTED, config_delay: float = 0.0,
+                    capture: dict[str, Any] | None = CAPTURE_OFF):
         root = root or workspace
-        config = {"cache": {"directory": str(cache_dir)}, **(settings or {})}
+        # capture is on by default in a trusted workspace; a test that is not about it keeps the
+        # launches the source gives (a test about it passes its own `capture`, or capture=None to
+        # leave it to the defaults and the workspace's files)
+        config = {"cache": {"directory": str(cache_dir)}, **({"capture": capture} if capture is not None else {}),
+                  **(settings or {})}
         sessions: list[Session] = []
 
         async def slow_configuration(client: LanguageClient, params: types.ConfigurationParams):

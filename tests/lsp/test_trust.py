@@ -133,8 +133,9 @@ async def test_capture_from_untrusted_editor_settings_runs_nothing_until_trusted
         done = await s.open(name)
         assert done.get("compiled") is True, done
         assert not marker.exists(), "the untrusted workspace's main() ran"
-        (msg,) = refusals(s)
-        assert "kernelscope.capture from the editor's settings" in msg and "Manage Workspace Trust" in msg
+        # capture is on by default, and VS Code sends every default: the editor's value is the
+        # default's, off without a word until the workspace is trusted
+        assert refusals(s) == []
         # Positive control: once the user trusts the workspace, the same setting captures (main() runs).
         n = len(s.finished)
         s.client.protocol.notify("kernelscope/didGrantWorkspaceTrust", {"workspaceTrusted": True})
@@ -147,7 +148,7 @@ async def test_capture_from_a_workspace_file_waits_for_trust(lsp, workspace, tmp
     marker = tmp_path / "MARKER-main-file"
     name = _capture_program(workspace, marker)
     (workspace / ".kernelscope.toml").write_text("[capture]\nenabled = true\n", encoding="utf-8")
-    async with lsp(NO_CACHE, init_options=None) as s:
+    async with lsp(NO_CACHE, init_options=None, capture=None) as s:
         assert (await s.open(name)).get("compiled") is True
         assert not marker.exists(), "the workspace file's capture ran main()"
         (msg,) = refusals(s)
@@ -195,3 +196,16 @@ async def test_untrusted_editor_nvcc_path_never_runs(lsp, workspace, tmp_path, o
         s.client.protocol.notify("kernelscope/didGrantWorkspaceTrust", {"workspaceTrusted": True})
         done = await s.wait_finished(s.uri("saxpy.cu"), n)
         assert "error" in done and marker.exists()  # the user's script ran, and is not an nvcc
+
+
+async def test_capture_is_on_by_default_in_a_trusted_workspace_and_silently_off_in_an_untrusted_one(
+        lsp, workspace, tmp_path, own_cache):
+    marker = tmp_path / "MARKER-default"
+    name = _capture_program(workspace, marker)
+    async with lsp(NO_CACHE, init_options=UNTRUSTED, capture=None) as s:  # nothing said about capture
+        assert (await s.open(name)).get("compiled") is True
+        assert not marker.exists(), "the untrusted workspace's main() ran"
+        assert refusals(s) == []  # a default asks for nothing, so nothing is refused aloud
+    async with lsp(capture=None) as s:  # trusted, nothing said about capture: the program's real launches
+        assert (await s.open(name)).get("compiled") is True
+        assert marker.exists(), "capture is not on by default in a trusted workspace"

@@ -44,7 +44,8 @@ class RawServer:
     def __init__(self, root: Path, settings: dict[str, Any] | None = None, *, init_options: Any = TRUSTED,
                  env: dict[str, str] | None = None, stderr: Path | None = None):
         self.root = root
-        self.settings = settings or {}
+        # capture is on by default in a trusted workspace; the stress tests are about the server
+        self.settings = {"capture": {"enabled": False}, **(settings or {})}
         self.init_options = init_options
         self._err = open(stderr or root.parent / f"server-{time.monotonic_ns()}.err", "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "kernelscope.server"], stdin=subprocess.PIPE,
