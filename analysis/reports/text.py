@@ -121,6 +121,18 @@ COMMAND_LINE_FIX = ("give the real ones with launch capture (`kernelscope analyz
                     "`// kernelscope: grid=... block=... n=...` annotation above the kernel; see docs/emulator.md")
 
 
+def assumed_launches(result: AnalysisResult) -> list[str]:
+    """"sgemm (grid, block)" for each kernel whose launch dimensions are defaults."""
+    out = []
+    for k in in_source_order(result.kernels):
+        defaults = {a.name for a in k.assumptions if a.source == "default"}
+        dims = [word for name, word in (("grid", "grid"), ("block", "block"), ("dynamic_smem", "dynamic shared memory"))
+                if name in defaults]
+        if dims:
+            out.append(f"{k.name.split('(')[0]} ({', '.join(dims)})")
+    return out
+
+
 def launch_source(k: KernelReport) -> str:
     """Where the launch shown came from: "measured", "launch site", "annotation", "settings" or "assumed"."""
     kinds = {a.source for a in k.assumptions if a.name in ("grid", "block")}
@@ -189,6 +201,11 @@ def render_text(result: AnalysisResult) -> str:
         head.append(f"profile: {result.profile.provenance.summary}")
     if any(k.predicted_duration_s for k in result.kernels) and (err := model_error()):
         head.append(f"predicted times: {err.note()}")  # what the editor's hovers say beside each one
+    if assumed := assumed_launches(result):
+        # first, before any number: a launch the model assumed makes every time and launch advice a guess
+        head.insert(1, f"ASSUMED LAUNCH: {', '.join(assumed)}: not the program's; the times and launch-shape advice "
+                    f"below rest on defaults. For the real launches: kernelscope analyze {result.source} --capture "
+                    "(builds and runs its main(), contained, no GPU)")
     if not result.compiled:
         head.append("the file did not compile; see the errors above")
     elif not result.kernels:

@@ -69,6 +69,12 @@ def test_a_defaulted_launch_says_assumed(two):
     # and how to give them is said there, once per kernel (issue 31)
     assert re.search(r"^  assumed +.*block = \(\d+, 1, 1\).*kernelscope: grid=", second, re.M)
     assert second.count("kernelscope: grid=") == 1
+    # and before any number, right under the file's line: the report is not certain, and the command
+    # that makes it so (issue 31 item 1)
+    line2 = out.splitlines()[1]
+    assert line2.startswith("ASSUMED LAUNCH: second_kernel (grid, block, dynamic shared memory): ") \
+        and "first_kernel" not in line2
+    assert f"kernelscope analyze {two} --capture" in line2
 
 
 def test_progress_only_on_a_terminal(two):
