@@ -188,13 +188,15 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
 
 
 def _instances_of(site: LaunchSite) -> tuple[LaunchSite, ...]:
-    """A site's variants, one per instance of the function template around it; the site itself
-    where it names no template arguments and its variants differ: which kernel instance a deduced
-    launch (`offset<<<n / 256, 256>>>(d_a, 0)` in `runTest<T>`) makes is the compiler's
-    deduction, not read here, and another instance's launch must not be taken for it."""
+    """A site's variants, one per instance of the function template around it, each naming the
+    kernel instance it launches (written, or deduced from the arguments' declared types:
+    `offset<<<...>>>(d_a, 0)` with `T *d_a;` in `runTest<float>` is `offset<float>`); the site
+    itself where a variant names no instance and the variants differ: another instance's launch
+    must not be taken for one the analysis could not deduce."""
     if not site.variants:
         return (site,)
-    if _template_args(site.kernel_text) is None and len({v.launch_config() for v in site.variants}) > 1:
+    if any(_template_args(v.kernel_text) is None for v in site.variants) and \
+            len({v.launch_config() for v in site.variants}) > 1:
         return (site,)
     return site.variants
 

@@ -162,13 +162,27 @@ def test_sizeof_a_type_parameter_folds_in_each_instance():
         [("k<double>", 4096, 2048), ("k<short>", 4, 512)]
 
 
-def test_a_deduced_launch_in_a_template_is_not_given_another_instances_launch():
+@pytest.mark.parametrize("instance, grid", [("void offset<float>(float*, int)", 4096),
+                                            ("void offset<double>(double*, int)", 2048)])
+def test_a_deduced_launch_in_a_template_takes_the_instance_its_arguments_deduce(instance, grid):
     """code-samples' coalescing.cu: `offset<<<n/blockSize, blockSize>>>(d_a, 0)` in `runTest<T>`,
-    with `n = nMB*1024*1024/sizeof(T)`, called as runTest<double> and runTest<float>. Which kernel
-    instance each launch makes is deduced from `d_a`: not read here, so `offset<float>` keeps a
-    default that says its launch does not fold rather than taking the double instance's 2048 blocks."""
+    with `T *d_a;` and `n = nMB*1024*1024/sizeof(T)`, called as runTest<double> and
+    runTest<float> with nMB = 4: `offset(T* a, int s)` deduces T from `d_a`, so each instance of
+    the kernel has its own launch (float: 4096 blocks, as capture records)."""
     src = parse_source((HERE.parents[1] / "data" / "real" / "code-samples" / "coalescing.cu").read_text())
-    assert {v.grid.value for s in src.launch_sites if s.kernel == "offset" for v in s.variants} == {2048, 4096}
-    resolved = resolve_launch("void offset<float>(float*, int)", src, AnalysisOptions(), 132)
+    resolved = resolve_launch(instance, src, AnalysisOptions(), 132)
+    assert resolved.launch.grid == (grid, 1, 1)
+    assert {a.name: a.source for a in resolved.assumptions}["grid"] == SITE
+
+
+def test_a_launch_whose_instance_is_not_deduced_is_not_given_another_instances_launch():
+    """The argument is an expression, not a declared name: which instance the launch makes is not
+    read, and the instances fold differently, so neither takes the other's launch."""
+    src = parse_source("template <typename T> __global__ void k(T* a) {}\n"
+                       "template <typename T> void run(char* p, int n) {\n"
+                       "  k<<<n / sizeof(T), 256>>>(reinterpret_cast<T*>(p)); }\n"
+                       "int main() { run<float>(0, 1 << 20); run<double>(0, 1 << 20); }\n")
+    assert [v.grid.value for v in src.launch_sites[0].variants] == [262144, 131072]
+    resolved = resolve_launch("void k<float>(float*)", src, AnalysisOptions(), 132)
     grid = next(a for a in resolved.assumptions if a.name == "grid")
-    assert grid.source == "default" and "(`n/blockSize`) does not fold" in grid.detail
+    assert grid.source == "default" and "(`n / sizeof(T)`) does not fold" in grid.detail

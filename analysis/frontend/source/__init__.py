@@ -28,7 +28,7 @@ from tree_sitter import Node
 
 from ..conditional import Macros, Passes, resolved
 from ..treesitter import parser as _parser
-from .declarations import _definitions, _file_constants, _template_instances, _function, _function_scopes, _has_qualifier, _parameter_values
+from .declarations import _deduced_arguments, _definitions, _file_constants, _template_instances, _function, _function_scopes, _has_qualifier, _parameter_values
 from .folding import Definitions, _Env, _fold
 from .loops import _loop, _pragma_text
 from .model import (  # the records, for every stage that reads the source model
@@ -134,6 +134,12 @@ def _header_definitions(source: bytes) -> Definitions:
     return _definitions(_collect(_parser().parse(source).root_node))
 
 
+def _deduced_text(found, functions, site: LaunchSite, node: Node, fn: int, types: dict[str, str]) -> str:
+    """`offset` as the instance its arguments deduce names it (`offset<float>`), when they do."""
+    deduced = _deduced_arguments(found, functions, site.kernel, node, fn, types)
+    return f"{site.kernel_text}<{', '.join(deduced)}>" if deduced else site.kernel_text
+
+
 def _instance_text(kernel_text: str, values: dict, types: dict[str, str]) -> str:
     """`testKernel<T>` as the instance with T = float names it: `testKernel<float>`."""
     head, lt, args = kernel_text.partition("<")
@@ -215,10 +221,12 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = ()) -> SourceModel:
             launch = _launch(node, syntax, loc, name(fn), env(fn, node))
             if launch is not None:
                 where = {"live": _reached(node, fn, env), "repeats": _repeats(node, trips)}
-                variants = tuple(v.model_copy(update={**where, "kernel_text": _instance_text(v.kernel_text, values, types)})
-                                 for values, types in instances.get(fn, []) if fn is not None and fn in scopes
-                                 if (v := _launch(node, syntax, loc, name(fn),
-                                                  scopes[fn].instance(values, types).at(node.start_byte))) is not None)
+                variants = tuple(
+                    v.model_copy(update={**where, "kernel_text": _instance_text(v.kernel_text, values, types) if "<" in
+                                         v.kernel_text else _deduced_text(found, functions, v, node, fn, types)})
+                    for values, types in instances.get(fn, []) if fn is not None and fn in scopes
+                    if (v := _launch(node, syntax, loc, name(fn),
+                                     scopes[fn].instance(values, types).at(node.start_byte))) is not None)
                 launches.append(launch.model_copy(update={**where, "variants": variants}))
         elif fn is not None and device[fn] and not _is_cast(node):
             call = _call(node, loc, names[fn] or "")

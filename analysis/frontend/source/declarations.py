@@ -4,6 +4,7 @@ function's locals by block scope.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -446,6 +447,77 @@ def _template_instances(found: _Collected, functions: list[Function | None], sco
             instances.append((values, types))
         if len(instances) > 1 or instances and instances[0][1]:
             out[index] = instances
+    return out
+
+
+def _deduced_arguments(found: _Collected, functions: list[Function | None], kernel: str, call: Node,
+                       caller: int, types: dict[str, str]) -> tuple[str, ...] | None:
+    """The template arguments a launch that names none (`offset<<<...>>>(d_a, 0)`) deduces, as
+    the compiler deduces them from the arguments' declared types, in the instance of the
+    launching template whose type parameters are `types` (`T *d_a;` in `runTest<T>` with T =
+    float: `offset<float>` for `template <typename T> __global__ void offset(T* a, int s)`).
+    Only a kernel of this file whose template parameters are all types, each deduced from a
+    parameter written with it and an argument that is a local or parameter of the caller; else None."""
+    index = next((i for i, f in enumerate(functions) if f is not None and f.name == kernel and f.is_kernel), None)
+    signature = _template_signature(found.functions[index]) if index is not None else ()
+    if index is None or not signature or not all(is_type and name for name, is_type in signature):
+        return None
+    args = _call_arguments(call, "arguments") or []
+    declared = _declared_types(found, caller)
+    caller_fn = functions[caller]
+    if caller_fn is not None:
+        declared.update({p.name: p.type_text for p in caller_fn.params if p.name})
+    deduced: dict[str, str] = {}
+    for param, arg in zip(functions[index].params, args):  # type: ignore[union-attr]
+        pattern = _plain_type(param.type_text)
+        names = [n for n, _ in signature if n and re.search(rf"\b{re.escape(n)}\b", pattern)]
+        if not names or arg.type != "identifier" or _text(arg) not in declared:
+            continue
+        given = _plain_type(declared[_text(arg)])
+        for name, text in types.items():
+            given = re.sub(rf"\b{re.escape(name)}\b", lambda _, text=text: text, given)
+        if (m := re.fullmatch(_type_pattern(pattern, names), given)) is not None:
+            deduced.update(m.groupdict())
+    if any(n not in deduced for n, _ in signature):
+        return None
+    return tuple(deduced[n] for n, _ in signature if n)
+
+
+def _type_pattern(declared: str, names: list[str]) -> str:
+    """A regular expression for the types a parameter declared `declared` (`T*`) accepts, with a
+    group per template parameter in `names`; a second use of one must repeat the first's type."""
+    seen: set[str] = set()
+
+    def group(m: re.Match) -> str:
+        name = m.group(0)
+        if name in seen:
+            return f"(?P={name})"
+        seen.add(name)
+        return f"(?P<{name}>[\\w: ]+?)"
+
+    return re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b", group, re.escape(declared))
+
+
+def _plain_type(text: str) -> str:
+    """A declared type without qualifiers and spaces around `*`/`&`: `const T* __restrict__` is `T*`."""
+    words = [w for w in text.replace("*", " * ").replace("&", " & ").split()
+             if w not in ("const", "volatile", "__restrict__", "__restrict", "restrict")]
+    return " ".join(words).replace(" *", "*").replace(" &", "&")
+
+
+def _declared_types(found: _Collected, fn: int) -> dict[str, str]:
+    """The type each local of function `fn` is declared with, pointers included (`T *d_a;`: `T*`)."""
+    out: dict[str, str] = {}
+    for declaration, owner in found.declarations:
+        if owner != fn:
+            continue
+        base = _text(declaration.child_by_field_name("type"))
+        for declarator in _declarators(declaration):
+            target = declarator.child_by_field_name("declarator") if declarator.type == "init_declarator" else declarator
+            chain = _declarator_chain(target)
+            name = _declared_name(chain)
+            if name is not None and not any(d.type in ("array_declarator", "function_declarator") for d in chain):
+                out[_text(name)] = base + "*" * sum(d.type == "pointer_declarator" for d in chain)
     return out
 
 
