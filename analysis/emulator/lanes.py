@@ -176,6 +176,7 @@ class WarpState:
         self.launch = launch
         self.regs: dict[str, Value] = {}
         self.preds: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # name -> (value, known)
+        self.pred_reason: dict[str, str] = {}  # why a predicate is not known, where it is not
         self.tx, self.ty, self.tz, self.live = launch.tid()
         self._stand_ins = stand_ins  # shared by a walk: each stand-in is fresh
 
@@ -406,6 +407,15 @@ def _binary(ws: WarpState, a: Value, b: Value, f, kind: str) -> Value:
     return Value(out.astype(np.uint32), st.astype(np.int8), _reason([a, b]))
 
 
+#: the reasons that mean "the launch did not say" (an argument nobody gave), not "the data decides"
+ARGUMENT_REASONS = ("kernel argument `", "constant bank 0 word")
+
+
+def from_launch(reason: str) -> bool:
+    """Whether an unknown value is unknown only because the launch's arguments were not given."""
+    return reason.startswith(ARGUMENT_REASONS)
+
+
 class NotExecuted(Exception):
     """The datapath has no semantics for this instruction (its destinations become unknown)."""
 
@@ -460,16 +470,27 @@ def execute(ws: WarpState, x: Instruction, active: np.ndarray) -> None:
         outs = _semantics(ws, x, mask | unsure)
     except NotExecuted as e:
         outs = _fallback(ws, x, mask | unsure, str(e))
+    guard_why = ws.pred_reason.get((x.predicate or "").lstrip("!"), "") if unsure.any() else ""
     for name, val in outs:
         if isinstance(val, tuple):  # a predicate (value, known)
             v, k = val
             k = k & ~unsure
             ws.write_pred(name, v, k, mask | unsure)
+            if not k[mask | unsure].all():
+                # why it is not known: its inputs' reason, so a guarded result can say it too
+                ws.pred_reason[name] = guard_why or _input_reason(ws, x) or \
+                    f"a predicate the datapath does not know ({x.opcode} at pc {x.pc:#x})"
         else:
             if unsure.any():
                 val = Value(val.v, np.where(unsure, UNKNOWN, val.st).astype(np.int8),
-                            val.reason or f"written under the unknown guard of {x.opcode} at pc {x.pc:#x}")
+                            val.reason or guard_why or f"written under the unknown guard of {x.opcode} at pc {x.pc:#x}")
             ws.write(name, val, mask | unsure)
+
+
+def _input_reason(ws: WarpState, x: Instruction) -> str:
+    regs = [ws.regs[u] for u in x.uses if u in ws.regs]
+    preds = [ws.pred_reason[u] for u in x.uses if u in ws.pred_reason and not ws.preds.get(u, (None, _ALL))[1].all()]
+    return _reason(regs) or next(iter(preds), "")
 
 
 _FLOAT_OPS = frozenset({"FADD", "FADD32I", "FMUL", "FMUL32I", "FFMA", "FFMA32I", "FMNMX", "FSETP"})

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from ..frontend import isa
 from ..frontend.instructions import Instruction
 from .decode import MemoryShape
-from .lanes import SHARED_WINDOW_HI
+from .lanes import SHARED_WINDOW_HI, from_launch
 
 # coefficient slots
 TX, TY, TZ, BX, BY, BZ = range(6)
@@ -333,6 +333,26 @@ def shared_shape(offsets: list[int] | None, width: int) -> MemoryShape:
                        pattern="coalesced" if replays <= ideal else "bank_conflict")
 
 
+def executed_shared_shape(addresses: list[int], width: int) -> MemoryShape:
+    """The shape of a shared access from its lanes' own addresses: the largest number of distinct
+    4 B words in one bank (`shared_shape`), counted per group of lanes the hardware serves
+    together: the whole warp up to 64 bits, each half-warp for 128 bits. Measured on the H100
+    reports: a 128-bit load that every lane of a warp reads at one address (`As[ty][k..k+3]` with
+    a 32-wide block; cuda-samples' matrixMul line 113, sgemm_tiled line 33) takes 2 wavefronts,
+    one per half-warp, not the 4 its 512 B would need nor 1."""
+    per = min(len(addresses), max(1, 256 // max(width, 4)))
+    wavefronts = need = 0
+    for i in range(0, len(addresses), per):
+        banks: dict[int, set[int]] = {}
+        for a in addresses[i:i + per]:
+            for w in range(a // 4, (a + max(width, 4) - 1) // 4 + 1):
+                banks.setdefault(w % 32, set()).add(w)
+        wavefronts += max(len(v) for v in banks.values())
+        need += -(-sum(len(v) for v in banks.values()) // 32)  # its distinct words spread over the banks
+    return MemoryShape(wavefronts=float(wavefronts), requests=0.0, bytes_l1=float(len(addresses) * width),
+                       pattern="coalesced" if wavefronts <= need else "bank_conflict")
+
+
 def l2_reuse_rate(addr: Affine | None, grid: tuple[int, int, int], cap: float = 0.9) -> float:
     """Blocks along a grid dimension the address does not depend on read the same lines."""
     if addr is None:
@@ -534,7 +554,7 @@ def executed_shape(space: str, executions: list, width: int, hit_rate: float) ->
         if acc.addresses is None:
             shapes.append(data_dependent_shape(space, acc.lanes, width, hit_rate))
         elif space == "shared":
-            shapes.append(shared_shape(list(acc.addresses), width))
+            shapes.append(executed_shared_shape(list(acc.addresses), width))
         else:
             shapes.append(global_shape(list(acc.addresses), width, hit_rate))
     n = len(shapes)
@@ -551,7 +571,9 @@ class LaneShapes:
     shapes: dict[int, MemoryShape]  # slot -> shape, for the slots the walk reached
     followed: frozenset[int]  # slots whose every execution had known addresses
     relative: frozenset[int]  # of those, slots whose addresses hold an unknown uniform base
-    data_dependent: dict[int, str]  # slot -> why its addresses are not known
+    data_dependent: dict[int, str]  # slot -> why its addresses are not known (the data decides)
+    #: slot -> the argument its addresses need that the launch does not give (shape: the affine analysis's)
+    from_launch: dict[int, str]
     unreached: frozenset[int]  # global/shared slots the walk did not execute
     unknown_branches: dict[int, str]
     truncated: bool
@@ -564,6 +586,7 @@ def walked_shapes(k, result) -> LaneShapes:
     shapes: dict[int, MemoryShape] = {}
     followed, relative, unreached = set(), set(), set()
     dd: dict[int, str] = {}
+    args: dict[int, str] = {}
     for s, ins in enumerate(k.instr):
         info = isa.opcode_info(ins.opcode)
         space = info.memory_space
@@ -579,13 +602,16 @@ def walked_shapes(k, result) -> LaneShapes:
                                       for a in execs):
             space = "shared"  # a generic pointer into the shared window: banks, not sectors
         shape = executed_shape("shared" if space == "shared" else "global", execs, width, old.l2_hit_rate)
-        shapes[s] = replace(shape, same_address_lanes=old.same_address_lanes)
         missing = [a.reason for a in execs if a.addresses is None]
+        if missing and all(from_launch(m) for m in missing):
+            args[s] = missing[0]  # not data: an argument to give; the address analysis's shape stays
+            continue
+        shapes[s] = replace(shape, same_address_lanes=old.same_address_lanes)
         if missing:
-            dd[s] = missing[0]
+            dd[s] = next((m for m in missing if not from_launch(m)), missing[0])
         else:
             followed.add(s)
             if any(a.relative for a in execs):
                 relative.add(s)
-    return LaneShapes(shapes, frozenset(followed), frozenset(relative), dd, frozenset(unreached),
+    return LaneShapes(shapes, frozenset(followed), frozenset(relative), dd, args, frozenset(unreached),
                       dict(result.unknown_branches), result.truncated)

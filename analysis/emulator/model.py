@@ -36,7 +36,7 @@ from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
 from .lanes import Launch, bank0_layout, signature_types
-from .memory import memory_shapes, param_offsets, walked_shapes
+from .memory import LaneShapes, memory_shapes, param_offsets, walked_shapes
 from .walk import walk
 from .units import RES_ID, RESOURCES, MachineModel, machine_from_arch
 from .workers import fan_out
@@ -104,6 +104,8 @@ class Prepared:
     settings: EmulationSettings
     line_table: dict
     launch_overhead_s: float = 0.0  # machine.launch_overhead: added to every predicted time
+    #: what the walked warp's lanes said about the memory accesses (None: `execute_lanes` off)
+    lanes: LaneShapes | None = None
 
 
 def _cfg_loops(kernel: FunctionProgram) -> list[LoopSpec]:
@@ -304,9 +306,11 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
         values_source = next((x for x in ("default", "settings", "annotation", "launch_site", "captured")
                               if x in {given.get(n) for n in ("grid", "block", *(p.name for p in sfn.params))}),
                              "launch_site") if sfn is not None else "default"
-        assumptions[:] = _walk_lanes(decoded, Launch(cfg_launch.block, cfg_launch.grid, middle, 0, bank0),
-                                     Launch(cfg_launch.block, cfg_launch.grid, middle, last_warp, bank0),
-                                     assumptions, trip_assumption, values_source)
+        assumptions[:], lanes = _walk_lanes(decoded, Launch(cfg_launch.block, cfg_launch.grid, middle, 0, bank0),
+                                            Launch(cfg_launch.block, cfg_launch.grid, middle, last_warp, bank0),
+                                            assumptions, trip_assumption, values_source)
+    else:
+        lanes = None
     unknown = [s for s, sh in enumerate(decoded.shape) if sh.pattern == "unknown"]
     if unknown and settings.unknown_access == "uncoalesced":
         from .memory import global_shape
@@ -316,7 +320,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
         assumptions.append(Assumption(name="coalescing", value=settings.unknown_access, source="default",
                                       detail=f"{len(unknown)} accesses with addresses the analysis cannot follow"))
     return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),
-                    settings, dict(program.line_table) if program is not None else {}, overhead_s)
+                    settings, dict(program.line_table) if program is not None else {}, overhead_s, lanes)
 
 
 def _where(ins) -> str:
@@ -324,7 +328,7 @@ def _where(ins) -> str:
 
 
 def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions: list[Assumption],
-                trip_assumption: dict[int, int], values_source: str) -> list[Assumption]:
+                trip_assumption: dict[int, int], values_source: str) -> tuple[list[Assumption], LaneShapes]:
     """What the lanes' executed values change in the decoded kernel (walk.py), and the
     assumptions that follow:
 
@@ -384,6 +388,14 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
             detail=f"addresses {who} could not compute, modeled as one 32 B sector per active lane (shared "
                    f"memory: the expected largest bank load of random words): " + "; ".join(items[:8])
                    + (f"; and {len(items) - 8} more" if len(items) > 8 else "")))
+    if lanes.from_launch:
+        items = sorted({f"{_where(decoded.instr[s])}: {why}" for s, why in lanes.from_launch.items()})
+        out.append(Assumption(
+            name="launch_values", value=f"{len(lanes.from_launch)} accesses", source="default",
+            detail="addresses that need kernel arguments the launch does not give, modeled by the address "
+                   "analysis (an unknown stride: see `coalescing`); give them in launch_hints values, a "
+                   "`// kernelscope:` annotation or launch capture: " + "; ".join(items[:8])
+                   + (f"; and {len(items) - 8} more" if len(items) > 8 else "")))
     if lanes.relative:
         out.append(Assumption(
             name="address_base", value=f"{len(lanes.relative)} accesses", source="default",
@@ -396,7 +408,7 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
             detail=(f"{who} stopped at its step limit; " if lanes.truncated else "")
                    + f"accesses {who} did not execute keep the address analysis's shape"
                    + (": " + "; ".join(sorted({_where(decoded.instr[s]) for s in unreached})[:8]) if unreached else "")))
-    return out
+    return out, lanes
 
 
 def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) -> tuple[list[int], list[int]]:

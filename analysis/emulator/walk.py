@@ -357,8 +357,9 @@ def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.n
         v, known = ws.pred(x.predicate)
         known_all = bool(known[at].all())
         if not known_all:
+            why = ws.pred_reason.get(x.predicate.lstrip("!"), "")
             out.unknown_branches.setdefault(s, f"the predicate {x.predicate} of the branch at pc {x.pc:#x} "
-                                               "is not known")
+                                               "is not known" + (f": {why}" if why else ""))
         default = role in (B_JUMP, B_BACK)
         take = at & np.where(known, v, default)
         if known_all and role != B_BACK:

@@ -9,11 +9,8 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.emulator.decode import M_GLOBAL, M_SHARED
-from kernelscope.analysis.emulator.lanes import Launch, bank0_layout
-from kernelscope.analysis.emulator.launch import resolve_launch
-from kernelscope.analysis.emulator.memory import MAX_BANK_LOAD, walked_shapes
+from kernelscope.analysis.emulator.memory import MAX_BANK_LOAD
 from kernelscope.analysis.emulator.model import EmulationError, EmulationSettings, prepare
-from kernelscope.analysis.emulator.walk import walk
 from kernelscope.analysis.frontend.program import base_name
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint
@@ -73,15 +70,14 @@ def test_textbook_sgemm_loads_of_a_are_uncoalesced_and_of_b_coalesced(program, t
     store = _accesses(prep, _line("C[x * N + y] = alpha"), store=True)
     assert store and all(_sectors(s) >= 31 for s in store)
     assert not any(a.name == "data_dependent" for a in prep.assumptions)
-    # K not given: the affine analysis alone modeled x * K as coalesced ("unknown"); the lanes
-    # label it with its reason and charge a sector per lane
+    # K not given: not data but a launch value to give; the lanes name it for the access (the
+    # affine analysis alone only counted "accesses the analysis cannot follow")
     hint = LaunchHint(grid=(32, 32, 1), block=(32, 32, 1), values={"M": 1024, "N": 1024})
-    before = _prepared(program, target, "sgemm_textbook", hint, lanes=False)
-    assert any(s.pattern == "unknown" and _sectors(s) <= 4 for s in _accesses(before, line))
     after = _prepared(program, target, "sgemm_textbook", hint)
-    assert any(s.pattern == "data_dependent" and _sectors(s) == 32 for s in _accesses(after, line))
-    assert "kernel argument `K` is not known" in next(a.detail for a in after.assumptions if a.name == "data_dependent")
-    assert len(d) == len(before.decoded)
+    named = next(a.detail for a in after.assumptions if a.name == "launch_values")
+    assert f"LDG at line {line}: kernel argument `K` is not known" in named
+    assert not any(a.name == "data_dependent" for a in after.assumptions)
+    assert len(d) == len(after.decoded)
 
 
 def test_transpose_stores_uncoalesced_copy_coalesced(program, target):
@@ -108,10 +104,12 @@ def test_strided_store_without_its_stride_is_labeled(program, target):
     k = next(k for k in program.kernels if base_name(k.name) == "strided_store")
     prep = prepare(k, *target, AnalysisOptions(launch_hints={"strided_store": LaunchHint(grid=256, block=256)}),
                    program.source, program)
-    dd = next(a for a in prep.assumptions if a.name == "data_dependent")
-    assert "kernel argument `stride` is not known" in dd.detail
-    (store,) = _accesses(prep, _line("out[i * stride] = in[i]"), store=True)
-    assert store.pattern == "data_dependent" and _sectors(store) == 32
+    line = _line("out[i * stride] = in[i]")
+    named = next(a for a in prep.assumptions if a.name == "launch_values")
+    assert f"STG at line {line}: kernel argument `stride` is not known" in named.detail
+    assert next(a for a in prep.assumptions if a.name == "coalescing").value == "coalesced"
+    (store,) = _accesses(prep, line, store=True)
+    assert store.pattern == "unknown"  # not data-dependent: the model waits for the stride
 
 
 def test_shared_column_bank_conflicts_with_and_without_padding(program, target):
@@ -166,8 +164,8 @@ def test_bank_load_table_is_the_balls_into_bins_expectation():
 def test_every_corpus_access_is_followed_or_labeled(toolchain, target):
     """Every global and shared access of every corpus kernel (examples and the tests' kernels,
     tests/data/real included) is followed by the walked warp, labeled data-dependent with a reason,
-    or not reached by that warp (then it keeps the address analysis's shape, and says so when that
-    is unknown too)."""
+    labeled with the kernel argument it needs, or not reached by that warp (then it keeps the
+    address analysis's shape, and says so when that is unknown too)."""
     arch, dev = target
     seen = 0
     for src in CORPUS:
@@ -177,13 +175,7 @@ def test_every_corpus_access_is_followed_or_labeled(toolchain, target):
                 prep = prepare(k, arch, dev, AnalysisOptions(), program.source, program)
             except EmulationError:
                 continue
-            d = prep.decoded
-            resolved = resolve_launch(k.name, program.source, AnalysisOptions(), dev.sm_count)
-            sfn = program.source.kernel(base_name(k.name)) if program.source is not None else None
-            bank0 = bank0_layout(arch.constant_bank.params, [(p.name, p.is_pointer, p.type_text) for p in sfn.params]
-                                 if sfn is not None else [], resolved.values, prep.launch.block, prep.launch.grid)
-            lanes = walked_shapes(d, walk(d, Launch(prep.launch.block, prep.launch.grid,
-                                                    tuple(g // 2 for g in prep.launch.grid), 0, bank0)))
+            d, lanes = prep.decoded, prep.lanes
             unreached_note = next((a.detail for a in prep.assumptions if a.name == "lanes_unreached"), "")
             for s in range(len(d)):
                 if d.mem[s] not in (M_GLOBAL, M_SHARED) or d.instr[s].memory_space not in ("global", "shared",
@@ -195,6 +187,9 @@ def test_every_corpus_access_is_followed_or_labeled(toolchain, target):
                     assert d.shape[s].pattern not in ("unknown", "data_dependent"), where
                 elif s in lanes.data_dependent:
                     assert lanes.data_dependent[s] and d.shape[s].pattern == "data_dependent", where
+                elif s in lanes.from_launch:
+                    launch_note = next(a.detail for a in prep.assumptions if a.name == "launch_values")
+                    assert lanes.from_launch[s] in launch_note or "more" in launch_note, where
                 else:
                     assert s in lanes.unreached, where
                     if d.shape[s].pattern == "unknown":
