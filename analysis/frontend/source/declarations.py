@@ -401,18 +401,18 @@ def _call_arguments(node: Node, field: str) -> list[Node] | None:
 
 #: one instance of a function template as its calls name it: values of its non-type template
 #: parameters and of the parameters its calls agree on, and the types its type parameters stand for
-Instance = tuple[dict[str, Value], dict[str, str]]
+TemplateInstance = tuple[dict[str, Value], dict[str, str]]
 
 
 def _template_instances(found: _Collected, functions: list[Function | None], scopes: dict[int, _FunctionLocals],
-                        constants: _Env) -> dict[int, list[Instance]]:
+                        constants: _Env) -> dict[int, list[TemplateInstance]]:
     """Each function template's instances, one per distinct explicit template argument list its
     calls in the file name (`runTest<float>(argc, argv, 32)` and `runTest<int>(argc, argv, 64)`
     are two, with `len` 32 and 64): what the compiler instantiates, each folded on its own where
     the calls of all instances together disagree (`_parameter_values` then gives nothing)."""
     names = [f.name if f is not None else None for f in functions]
     calls = _calls_by_name(found, functions)
-    out: dict[int, list[Instance]] = {}
+    out: dict[int, list[TemplateInstance]] = {}
     for index, function in enumerate(functions):
         signature = _template_signature(found.functions[index])
         if function is None or not signature or names.count(function.name) != 1:
@@ -424,7 +424,7 @@ def _template_instances(found: _Collected, functions: list[Function | None], sco
                 continue  # deduced or defaulted arguments: not read here
             key = " ".join(" ".join(_text(t).split()) for t in targs)
             groups.setdefault(key, []).append((node, caller, targs))
-        instances: list[Instance] = []
+        instances: list[TemplateInstance] = []
         for members in groups.values():
             values: dict[str, Value] = {}
             types: dict[str, str] = {}
