@@ -220,3 +220,43 @@ def test_branch_split_on_an_argument_runs_the_launchs_side(program, target):
     from kernelscope.analysis.emulator.decode import reachable
     live = reachable(after.decoded)
     assert [L.header in live for L in after.decoded.loops] == [True] + [False] * (len(after.decoded.loops) - 1)
+
+
+def test_every_accuracy_kernel_access_is_followed_or_labeled(toolchain):
+    """The same over benchmarks/accuracy's kernels, each at its published launch (the cases of
+    benchmarks/accuracy/run.py), compiled for the GPU it was measured on."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "accuracy"))
+    from run import CASES, arch_of  # the benchmark's own cases: one definition of each launch
+
+    cat = load_arch_specs()
+    seen, done = 0, set()
+    for case in CASES:
+        if case.analysis_key() in done:
+            continue
+        done.add(case.analysis_key())
+        arch = cat.arch(arch_of(case.device))
+        device = cat.device(case.device)
+        program = build_example(case.source, toolchain, arch=arch.name)
+        hint = LaunchHint(grid=case.grid, block=case.block, dynamic_smem=case.dynamic_smem or None,
+                          values=case.values, trip_count=case.trip)
+        opts = AnalysisOptions(launch_hints={case.kernel: hint})
+        for k in program.kernels:
+            if base_name(k.name) != case.kernel:
+                continue
+            prep = prepare(k, arch, device, opts, program.source, program)
+            d, lanes = prep.decoded, prep.lanes
+            for s in range(len(d)):
+                if d.mem[s] not in (M_GLOBAL, M_SHARED) or d.instr[s].memory_space not in ("global", "shared",
+                                                                                           "generic"):
+                    continue
+                seen += 1
+                where = f"{case.source.name} {k.name} pc {d.instr[s].pc:#x} {d.instr[s].text}"
+                labeled = (s in lanes.followed or (s in lanes.data_dependent and lanes.data_dependent[s])
+                           or (s in lanes.from_launch and lanes.from_launch[s]) or s in lanes.unreached)
+                assert labeled, where
+                if s in lanes.unreached and d.shape[s].pattern == "unknown":
+                    note = next(a.detail for a in prep.assumptions if a.name == "lanes_unreached")
+                    assert d.instr[s].opcode in note, where
+    assert seen > 300
