@@ -850,8 +850,8 @@ def _plop3(ws, x, active):
 def _prmt(ws, x, active):
     dst, s = _srcs(x)
     a, sel, b = (ws.operand(o) for o in s[:3])
-    if "" != "".join(m for m in x.modifiers if m not in ("",)):
-        raise NotExecuted(f"`{x.full_opcode}`")
+    if x.modifiers:  # the byte-select modes (.F4E, .B4E, ...) are not executed
+        raise NotExecuted(f"`{x.full_opcode}` results are not executed")
     wide = _join(a, b)
     r = np.zeros(WARP, np.uint64)
     for i in range(4):
@@ -910,9 +910,6 @@ def _isetp(ws, x, active):
             r = strict | (eq & lo_v)
         pc_k = pc_k & lo_k
     k = (a.st == KNOWN) & (b.st == KNOWN) & pc_k
-    # a comparison of two values that differ only by the same stand-in is known
-    same = (a.st == UNIFORM) & (b.st == UNIFORM) & (a.reason == b.reason)
-    k = k | (same & pc_k & False)
     out = [(ops[0], (_BOOL[comb](r, pc_v), k))]
     if len(ops) > 1 and is_pred(ops[1]) and ops[1] not in ("PT", "UPT"):
         out.append((ops[1], (_BOOL[comb](~r, pc_v), k)))

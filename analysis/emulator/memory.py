@@ -349,7 +349,10 @@ def executed_shared_shape(addresses: list[int], width: int) -> MemoryShape:
                 banks.setdefault(w % 32, set()).add(w)
         wavefronts += max(len(v) for v in banks.values())
         need += -(-sum(len(v) for v in banks.values()) // 32)  # its distinct words spread over the banks
-    return MemoryShape(wavefronts=float(wavefronts), requests=0.0, bytes_l1=float(len(addresses) * width),
+    # the bytes the data path carries: a broadcast's 512 B of registers are 2 wavefronts' 256 B, so
+    # the traffic stays under the roofline's 128 B/clk/SM shared ceiling, as the hardware does
+    carried = min(len(addresses) * width, wavefronts * WAVEFRONT_BYTES)
+    return MemoryShape(wavefronts=float(wavefronts), requests=0.0, bytes_l1=float(carried),
                        pattern="coalesced" if wavefronts <= need else "bank_conflict")
 
 

@@ -161,11 +161,35 @@ def test_bank_load_table_is_the_balls_into_bins_expectation():
         assert sum(1 - at_most(n, m) for m in range(n)) == pytest.approx(expected, abs=1e-6)
 
 
+def _accesses_labeled(prep, name: str) -> int:
+    """Assert that each global and shared access of `prep` is followed by the walked warp,
+    labeled data-dependent with a reason, labeled with the kernel argument it needs, or not
+    reached by that warp (then it keeps the address analysis's shape, and is named when that is
+    unknown too); return how many there were."""
+    d, lanes = prep.decoded, prep.lanes
+    notes = {a.name: a.detail for a in prep.assumptions}
+    seen = 0
+    for s in range(len(d)):
+        if d.mem[s] not in (M_GLOBAL, M_SHARED) or d.instr[s].memory_space not in ("global", "shared", "generic"):
+            continue
+        seen += 1
+        where = f"{name} pc {d.instr[s].pc:#x} {d.instr[s].text}"
+        if s in lanes.followed:
+            assert d.shape[s].pattern not in ("unknown", "data_dependent"), where
+        elif s in lanes.data_dependent:
+            assert lanes.data_dependent[s] and d.shape[s].pattern == "data_dependent", where
+        elif s in lanes.from_launch:
+            assert lanes.from_launch[s] in notes["launch_values"] or "more" in notes["launch_values"], where
+        else:
+            assert s in lanes.unreached, where
+            if d.shape[s].pattern == "unknown":
+                assert d.instr[s].opcode in notes["lanes_unreached"], where
+    return seen
+
+
 def test_every_corpus_access_is_followed_or_labeled(toolchain, target):
     """Every global and shared access of every corpus kernel (examples and the tests' kernels,
-    tests/data/real included) is followed by the walked warp, labeled data-dependent with a reason,
-    labeled with the kernel argument it needs, or not reached by that warp (then it keeps the
-    address analysis's shape, and says so when that is unknown too)."""
+    tests/data/real included) is followed or labeled (`_accesses_labeled`)."""
     arch, dev = target
     seen = 0
     for src in CORPUS:
@@ -175,25 +199,7 @@ def test_every_corpus_access_is_followed_or_labeled(toolchain, target):
                 prep = prepare(k, arch, dev, AnalysisOptions(), program.source, program)
             except EmulationError:
                 continue
-            d, lanes = prep.decoded, prep.lanes
-            unreached_note = next((a.detail for a in prep.assumptions if a.name == "lanes_unreached"), "")
-            for s in range(len(d)):
-                if d.mem[s] not in (M_GLOBAL, M_SHARED) or d.instr[s].memory_space not in ("global", "shared",
-                                                                                           "generic"):
-                    continue
-                seen += 1
-                where = f"{src.name} {k.name} pc {d.instr[s].pc:#x} {d.instr[s].text}"
-                if s in lanes.followed:
-                    assert d.shape[s].pattern not in ("unknown", "data_dependent"), where
-                elif s in lanes.data_dependent:
-                    assert lanes.data_dependent[s] and d.shape[s].pattern == "data_dependent", where
-                elif s in lanes.from_launch:
-                    launch_note = next(a.detail for a in prep.assumptions if a.name == "launch_values")
-                    assert lanes.from_launch[s] in launch_note or "more" in launch_note, where
-                else:
-                    assert s in lanes.unreached, where
-                    if d.shape[s].pattern == "unknown":
-                        assert d.instr[s].opcode in unreached_note, where
+            seen += _accesses_labeled(prep, f"{src.name} {k.name}")
     assert seen > 500
 
 
@@ -223,8 +229,8 @@ def test_branch_split_on_an_argument_runs_the_launchs_side(program, target):
 
 
 def test_every_accuracy_kernel_access_is_followed_or_labeled(toolchain):
-    """The same over benchmarks/accuracy's kernels, each at its published launch (the cases of
-    benchmarks/accuracy/run.py), compiled for the GPU it was measured on."""
+    """The same (`_accesses_labeled`) over benchmarks/accuracy's kernels, each at its published
+    launch (the cases of benchmarks/accuracy/run.py), compiled for the GPU it was measured on."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "accuracy"))
@@ -246,17 +252,5 @@ def test_every_accuracy_kernel_access_is_followed_or_labeled(toolchain):
             if base_name(k.name) != case.kernel:
                 continue
             prep = prepare(k, arch, device, opts, program.source, program)
-            d, lanes = prep.decoded, prep.lanes
-            for s in range(len(d)):
-                if d.mem[s] not in (M_GLOBAL, M_SHARED) or d.instr[s].memory_space not in ("global", "shared",
-                                                                                           "generic"):
-                    continue
-                seen += 1
-                where = f"{case.source.name} {k.name} pc {d.instr[s].pc:#x} {d.instr[s].text}"
-                labeled = (s in lanes.followed or (s in lanes.data_dependent and lanes.data_dependent[s])
-                           or (s in lanes.from_launch and lanes.from_launch[s]) or s in lanes.unreached)
-                assert labeled, where
-                if s in lanes.unreached and d.shape[s].pattern == "unknown":
-                    note = next(a.detail for a in prep.assumptions if a.name == "lanes_unreached")
-                    assert d.instr[s].opcode in note, where
+            seen += _accesses_labeled(prep, f"{case.source.name} {k.name}")
     assert seen > 300
