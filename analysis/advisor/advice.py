@@ -92,6 +92,10 @@ class Advice(BaseModel):
     provenance: Literal["modeled", "measured", "static"]
     message: str  # the fact with numbers, what it means, what to do
     fix: Fix | None = None
+    #: PCs of the kernel's instructions the remedy changes: two items changing the same ones are one fix
+    changes: tuple[int, ...] = ()
+    #: the other optimizers whose items were this same fix (merged into this one: ranking.merge_same_fix)
+    also: tuple[str, ...] = ()
     verified_speedup: float | None = None  # filled by verification (re-model or re-measure)
     #: what the re-model of the fix said (analysis/advisor/verify.py); None until verified
     verification: Literal["verified", "no_change", "slower", "does_not_compile"] | None = None

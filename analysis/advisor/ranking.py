@@ -22,6 +22,7 @@ from .advice import Advice
 from .blame import BlameResult, blame
 from .call_sites import call_sites
 from .optimizers import REGISTRY, MatchContext, Optimizer
+from .optimizers.base import grounded, named_lines, restated
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,61 @@ def run_optimizers(ctx: MatchContext, optimizers: Iterable[Optimizer] = REGISTRY
     return out
 
 
+def _same_fix(a: Advice, b: Advice) -> bool:
+    """One edit or one set of instructions: the same change, however many rules matched it."""
+    if a.fix is not None and b.fix is not None and set(a.fix.edits) & set(b.fix.edits):
+        return True
+    return bool(a.changes) and a.changes == b.changes
+
+
+def merge_same_fix(items: Sequence[Advice], ctx: MatchContext) -> list[Advice]:
+    """One fix, one item (issue 34): items of one kernel that share an edit or change the same
+    instructions become the best-ranked of them, naming every line they name. The gain of items on
+    different instructions adds up (each removes its own stalls, GPA Eq. 2), of items on the same
+    ones it does not; either way it stays within the Amdahl bound of the lines' share."""
+    groups: list[list[Advice]] = []
+    for a in sorted(items, key=rank_key):
+        g = next((g for g in groups if any(_same_fix(a, b) for b in g)), None)
+        if g is None:
+            groups.append([a])
+        else:
+            g.append(a)
+    return [g[0] if len(g) == 1 else _merged(g, ctx) for g in groups]
+
+
+def _merged(group: list[Advice], ctx: MatchContext) -> Advice:
+    head = group[0]
+    lines = tuple(dict.fromkeys(ln for a in group for ln in a.lines))
+    disjoint = all(not set(a.changes) & set(b.changes) for i, a in enumerate(group) for b in group[i + 1:])
+    saved = [1.0 - 1.0 / a.estimate.speedup for a in group]  # the fraction of T each removes
+    importance = sum(a.importance for a in group) if disjoint else max(a.importance for a in group)
+    gain = sum(saved) if disjoint else max(saved)
+    if ctx.profile is not None and head.importance_basis == "of samples":
+        named = named_lines(lines, (h for a in group for h in a.hotspots))
+        importance = min(importance, sum(ctx.line_shares.get(ln, 0.0) for ln in named))
+        gain = min(gain, importance)
+    speedup = 1.0 / (1.0 - gain) if gain < 1.0 else head.estimate.speedup
+    estimate = head.estimate
+    if abs(speedup - estimate.speedup) > 1e-9:
+        d = estimate.inputs.get("T_now_s")
+        inputs = {**estimate.inputs, **({"T_new_s": d / speedup} if d else {}), "merged": float(len(group))}
+        estimate = grounded(estimate.model_copy(update={
+            "speedup": speedup, "formula": estimate.formula + " summed over the merged items", "inputs": inputs}), d)
+    fix = head.fix
+    if fix is not None:
+        edits = tuple(dict.fromkeys(e for a in group if a.fix is not None and a.fix.kind == fix.kind for e in a.fix.edits))
+        fix = fix.model_copy(update={"edits": edits})
+    others = tuple(dict.fromkeys(a.optimizer for a in group[1:] if a.optimizer != head.optimizer))
+    more = [ln for ln in lines if ln not in head.lines]
+    note = (f" The same fix covers line{'s' if len(more) != 1 else ''} {', '.join(map(str, more))}." if more else "")
+    note += f" ({', '.join(others)} found the same change.)" if others else ""
+    message = head.message if estimate is head.estimate else restated(head.message, estimate, "the merged items together")
+    return head.model_copy(update={"lines": lines, "importance": importance, "estimate": estimate, "fix": fix,
+                                   "changes": tuple(sorted({pc for a in group for pc in a.changes})),
+                                   "also": others, "message": message + note,
+                                   "hotspots": tuple(dict.fromkeys(h for a in group for h in a.hotspots))})
+
+
 def advise(program: Program, profiles: Profile | Sequence[KernelProfile] | None = None, *,
            facts: Mapping[str, Sequence[StaticFact]] | None = None, source_text: str | None = None, arch: Any = None,
            device: Any = None, roofline_model: RooflineModel | None = None,
@@ -91,7 +147,7 @@ def advise(program: Program, profiles: Profile | Sequence[KernelProfile] | None 
                              device=device, roofline_model=roofline_model,
                              sensitivity=(sensitivity or {}).get(fn.mangled),
                              what_if=(what_if or {}).get(fn.mangled))
-        for a in run_optimizers(ctx, optimizers):
+        for a in merge_same_fix(run_optimizers(ctx, optimizers), ctx):
             if a.estimate.speedup >= MIN_SPEEDUP:
                 found.setdefault(a.id, a)
     return tuple(sorted(found.values(), key=rank_key))

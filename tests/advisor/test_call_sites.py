@@ -51,7 +51,8 @@ def test_inlining_advice_lands_on_the_call_and_weighs_its_overhead(noinline):
     (a,) = [x for x in noinline.advice if x.optimizer == "function_inlining"]
     assert a.lines == (32,)
     assert a.estimate.formula.startswith("GPA Eq. 2") and "GPA Eq. 2 over the calls' overhead" in a.message
-    assert a.importance > 0.3 and a.estimate.speedup > 1.5  # re-modeled with __forceinline__: 2.25x
+    # GPA Eq. 2 says 2.04x (re-modeled with __forceinline__: 2.25x); unverified, it is shown capped (issue 34)
+    assert a.importance > 0.3 and a.estimate.inputs["uncapped"] > 1.5 and a.estimate.speedup == 1.5
 
 
 def test_a_loop_calling_a_noinline_function_is_hot_at_its_call(toolchain):
@@ -69,3 +70,42 @@ def test_a_double_literal_is_charged_the_double_pow_it_calls(toolchain):
     assert a.importance > 0.25 and a.estimate.speedup > 1.4
     fast = [x for x in r.advice if x.optimizer == "fast_math"]
     assert all(x.importance < 0.1 for x in fast)  # -use_fast_math does not speed up the double pow
+
+
+_INLINED = """
+__device__ float gather(const float* a, int i, int n) {
+    float s = 0.0f;
+    for (int k = 0; k < 256; ++k)
+        s += a[(i + k * 977) % n];  // LOOP
+    return s;
+}
+
+__global__ void caller(const float* a, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = gather(a, i, n);  // CALL
+}
+
+int main() {
+    float *a, *out;
+    caller<<<4096, 256>>>(a, out, 1 << 20);
+}
+"""
+
+
+def test_an_inlined_callee_keeps_its_cost_on_its_own_lines(toolchain, tmp_path):
+    """Issue 34: the callee's loop (inlined) is charged to its own line, not to the call line, and
+    advice on the call line claims no more than that line's own share."""
+    path = tmp_path / "inlined.cu"
+    path.write_text(_INLINED)
+    r = analyze(path, AnalysisOptions(), toolchain=toolchain, depth="quick")
+    lines = _INLINED.splitlines()
+    loop = next(n for n, t in enumerate(lines, 1) if "// LOOP" in t)
+    call = next(n for n, t in enumerate(lines, 1) if "// CALL" in t)
+    prof = r.profile.kernels[0]
+    share = {ls.line: ls.total / prof.total_samples for ls in prof.lines}
+    assert share[loop] > 0.5 > share.get(call, 0.0)
+    on_loop = [a for a in r.advice if loop in a.lines and a.importance_basis == "of samples"]
+    assert on_loop, [(a.optimizer, a.lines) for a in r.advice]
+    for a in r.advice:
+        if a.importance_basis == "of samples" and set(a.lines) <= {call}:
+            assert a.importance <= share.get(call, 0.0) + 1e-9, (a.optimizer, a.importance)

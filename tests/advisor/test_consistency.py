@@ -7,6 +7,7 @@ its next step made."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -64,3 +65,68 @@ def test_the_top_advice_names_the_next_step_of_a_public_series(toolchain):
     k = run.kernel_report(case, result)
     top = max((a for a in result.advice if a.kernel == k.mangled), key=lambda a: a.speedup)
     assert top.optimizer == "shared_memory_tiling", [(a.optimizer, a.speedup) for a in result.advice]
+
+
+#: issue 34's corpus: the examples, the public programs under tests/data/real, the accuracy kernels
+_REAL = REPO / "tests" / "data" / "real"
+CORPUS = sorted([*(REPO / "examples").glob("*.cu"), *_REAL.rglob("*.cu"),
+                 *(REPO / "benchmarks" / "accuracy" / "kernels").rglob("*.cu")])
+
+
+def _flags(path: Path) -> tuple[str, ...]:
+    """The include flags tests/data/real/build_flags.json gives a program (link and host flags are not
+    for the device compile)."""
+    if not path.is_relative_to(_REAL):
+        return ()
+    table = json.loads((_REAL / "build_flags.json").read_text())
+    given = [*table.get("*", []), *table.get(str(path.relative_to(_REAL)), [])]
+    return tuple(f.replace("{real}", str(_REAL)) for f in given if f.startswith(("-I", "-D")))
+
+
+def violations(r) -> list[tuple]:
+    """Each advice item's breaches of issue 34's checks: (a) the share it claims is at most that of the
+    lines it names, its own and its hotspots' ends (their own samples, in the profile, plus what their calls reach); (b) its estimate
+    is within Amdahl's bound 1/(1 - share); (c) its T_now is the kernel's predicted time; and no
+    estimate above 1.5x without a re-model (an emulator what-if or a verification) behind it.
+    Launch-shape advice is about the whole kernel (its share is the kernel's)."""
+    out = []
+    for a in r.advice:
+        if a.provenance == "static":
+            continue
+        k = next(k for k in r.kernels if k.mangled == a.kernel)
+        profile = r.profile.kernel(a.kernel)
+        total = profile.total_samples or 1.0
+        in_file = any(_same(ls.file, r.source) for ls in profile.lines)
+        if a.importance_basis != "of samples" or not in_file:
+            # launch shape: the whole kernel. A kernel of another file (a header's: CUB's, cuda-samples'
+            # simpleVote_kernel.cuh) has its samples on the innermost library lines in the profile's line
+            # table (program.source_line_of), the advisor's on the kernel's own file: not comparable here
+            share = 1.0
+        else:
+            named = set(a.lines) | {ln for h in a.hotspots for ln in (h.def_line, h.use_line) if ln}
+            own = sum(ls.total for ls in profile.lines if ls.line in named and _same(ls.file, r.source))
+            share = own / total + sum(lr.callee_share for lr in k.lines if lr.line in named)
+        if a.importance > share + 1e-6:
+            out.append(("share", a.optimizer, a.lines, round(a.importance, 4), round(share, 4)))
+            continue
+        bound = 1 / (1 - a.importance) if a.importance < 1 else float("inf")
+        if a.importance_basis == "of samples" and a.estimate.speedup > bound + 1e-6:
+            out.append(("Amdahl", a.optimizer, a.lines, round(a.estimate.speedup, 3), round(a.importance, 4)))
+        t_now = a.estimate.inputs.get("T_now_s")
+        if a.provenance == "modeled" and t_now != pytest.approx(k.predicted_duration_s, rel=1e-9):
+            out.append(("T_now", a.optimizer, a.lines, t_now, k.predicted_duration_s))
+        if a.speedup > 1.5 and not a.estimate.formula.startswith("emulator") and a.verified_speedup is None:
+            out.append(("not re-modeled", a.optimizer, a.lines, round(a.speedup, 3), a.estimate.formula))
+    return out
+
+
+def _same(a: str, b: str) -> bool:
+    return Path(a).resolve() == Path(b).resolve()
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_item_agrees_with_its_profile(path, toolchain):
+    """Issue 34: share, Amdahl bound, one baseline and no unmodeled figure above 1.5x, on every item."""
+    r = analyze(path, AnalysisOptions(flags=_flags(path)), toolchain=toolchain, depth="quick")
+    assert r.compiled, [m.message for m in r.messages]
+    assert violations(r) == []

@@ -7,12 +7,15 @@ read files or mutate anything: `match(ctx)` is a pure function of the context.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 from ...frontend.instructions import Instruction
+from ...frontend.program import source_line_of
 from ...profile import Assumption, KernelProfile, PCSample, StallReason
 from ...results import OccupancyReport, Resources, StaticFact
 from ..advice import Advice, Estimate, Fix, Hotspot, SourceEdit, advice_id
@@ -144,6 +147,22 @@ class MatchContext:
             return below + sum(self.samples_at(i, rs) for i in instrs)
         return sum(self.static_weight(i) for i in instrs)
 
+    @cached_property
+    def line_shares(self) -> dict[int, float]:
+        """Each line's share of the kernel's samples, as the kernel's line report has it: the samples
+        of the code charged to the line (kernel_line) plus, on a call line, what the call reaches
+        (call-site blame). An advice's share is at most the sum over the lines it names."""
+        if self.profile is None or self.total <= 0:
+            return {}
+        acc: dict[int, float] = {}
+        for i in self.instructions:
+            if (ln := kernel_line(i)) is not None and (s := self.samples_by_pc.get(i.pc)) is not None:
+                acc[ln] = acc.get(ln, 0.0) + s.total
+        for c in self.call_sites:
+            if c.index < len(self.instructions) and (ln := kernel_line(self.instructions[c.index])) is not None:
+                acc[ln] = acc.get(ln, 0.0) + c.total
+        return {ln: v / self.total for ln, v in acc.items()}
+
     @property
     def denominator(self) -> float:
         return self.total if self.profile is not None else self.static_total
@@ -183,14 +202,14 @@ def atomics_fill_the_queue(ctx: MatchContext) -> bool:
 
 
 def kernel_line(ins: Instruction) -> int | None:
-    """The line in the kernel's own body: the outermost inline call site, else the instruction's line."""
-    if ins.inline_chain:
-        return ins.inline_chain[-1].line
-    return ins.line
-
-
-#: the estimators whose number comes from the samples on the advice's own lines
-_LINE_LOCAL = ("GPA Eq. 2", "GPA Eq. 4", "GPA Eq. 5", "Starlight Eq. 3")
+    """The line of the kernel's file an instruction is charged to: the innermost one in that file
+    (program.source_line_of, the one rule the line shares use). An inlined callee defined in the same
+    file keeps its cost on its own lines, not on the call line; a header's code goes to its
+    innermost call site in the file. The kernel's file is where the outermost call site is."""
+    if ins.location is None:
+        return None
+    outer = ins.inline_chain[-1] if ins.inline_chain else ins.location
+    return source_line_of(ins, outer.file)[1]
 
 
 def amdahl_bounded(estimate: Estimate, share: float) -> Estimate:
@@ -200,6 +219,35 @@ def amdahl_bounded(estimate: Estimate, share: float) -> Estimate:
         return estimate
     return estimate.model_copy(update={"speedup": max(1.0, bound), "formula": estimate.formula + ", ≤ 1/(1−share)",
                                        "inputs": {**estimate.inputs, "share": share}})
+
+
+#: the most an estimate may claim without a re-model of the change behind it (an emulator what-if,
+#: or verify's shadow copy): pattern estimates far above what published fixes achieved (issue 34:
+#: 4.9× and 6.2× claims for 1.02-1.92× gains) are worse than none
+MAX_UNMODELED = 1.5
+
+
+def grounded(estimate: Estimate, duration_s: float | None) -> Estimate:
+    """One baseline for every estimate, the kernel's predicted (or measured) time T_now, and no figure
+    above MAX_UNMODELED unless the emulator re-modeled the change."""
+    inputs = dict(estimate.inputs)
+    formula, speedup = estimate.formula, estimate.speedup
+    if speedup > MAX_UNMODELED and not formula.startswith("emulator"):
+        inputs["uncapped"] = speedup
+        formula, speedup = formula + f", ≤ {MAX_UNMODELED}× until re-modeled", MAX_UNMODELED
+    if duration_s is not None:
+        inputs["T_now_s"], inputs["T_new_s"] = duration_s, duration_s / speedup
+    return estimate.model_copy(update={"speedup": speedup, "formula": formula, "inputs": inputs})
+
+
+_EST = re.compile(r"Est\. (at most )?\d+(\.\d+)?×")
+
+
+def restated(message: str, estimate: Estimate, why: str = "at most what its lines take, Amdahl") -> str:
+    """The message's figure after grounding, with why it differs from the optimizer's own."""
+    if "uncapped" in estimate.inputs:
+        why = f"capped until the fix is re-modeled, was {estimate.inputs['uncapped']:.2f}×"
+    return _EST.sub(lambda m: f"Est. {m.group(1) or ''}{estimate.speedup:.2f}× ({why})", message, count=1)
 
 
 def pct(x: float) -> str:
@@ -232,8 +280,15 @@ class Optimizer:
         if not hotspots and changes and ctx.blame is not None:
             idx = {i.index for i in changes}
             hotspots = _pairs(ctx.blame.edges_where(lambda e: e.def_index in idx))
-        if estimate.formula.startswith(_LINE_LOCAL):
+        stated = estimate.speedup
+        if self.group != "parallel" and ctx.profile is not None:
+            # the share is that of the lines the advice names, its own and its hotspots' (where the
+            # stalls it removes are paid); a callee's cost stays on the callee's lines
+            importance = min(importance, sum(ctx.line_shares.get(ln, 0.0) for ln in named_lines(lines, hotspots)))
             estimate = amdahl_bounded(estimate, importance)
+        estimate = grounded(estimate, ctx.profile.duration_s if ctx.profile is not None else None)
+        if estimate.speedup != stated:
+            message = restated(message, estimate)
         # a parallel optimizer's estimate is the launch's shape, waves and occupancy: on a default
         # launch it is a guess, said as one (never a warning: diagnostics.advice_severity)
         assumed = ctx.assumed_launch if self.group == "parallel" else ()
@@ -243,7 +298,13 @@ class Optimizer:
                       title=title or self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
                       columns=columns, hotspots=tuple(hotspots), importance=max(0.0, min(1.0, importance)),
                       estimate=estimate, provenance=prov, message=message, fix=fix,
-                      importance_basis=self.importance_basis, assumed=tuple(a.name for a in assumed))
+                      importance_basis=self.importance_basis, assumed=tuple(a.name for a in assumed),
+                      changes=tuple(sorted({i.pc for i in changes})))
+
+
+def named_lines(lines: Iterable[int], hotspots: Iterable[Hotspot]) -> set[int]:
+    """The lines an advice names: its own, and both ends of each hotspot it shows."""
+    return set(lines) | {ln for h in hotspots for ln in (h.def_line, h.use_line) if ln}
 
 
 #: the launch inputs an estimate from the launch's shape rests on

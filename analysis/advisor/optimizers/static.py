@@ -97,6 +97,8 @@ class DoubleMathOnFloat(Optimizer):
                      and c.callee.split("::")[-1] in _F_VARIANT]
             if fact.cause:
                 calls = [c for c in calls if c.callee.split("::")[-1] == fact.cause] or calls
+            if not calls:
+                continue  # no double math call on the line: its FP64 code is another cause's (a literal's)
             instrs = _on_line(ctx, fact.line, lambda i: _is_fp64(i) or latency_class(i) in ("mio", "either"))
             est, share = _estimate(ctx, instrs)
             if est is None:
@@ -383,8 +385,9 @@ class ContendedAtomics(Optimizer):
         # Where the L2's unit for one word is the busiest of the route, the other memory instructions'
         # lg-throttle stalls wait for these updates to leave the queue (base.atomics_fill_the_queue)
         own = {i.index for i in instrs}
-        queued = sum(b.samples for b in ctx.blame.self_blame if b.reason == R.lg_throttle and b.index not in own) \
-            if ctx.blame is not None and atomics_fill_the_queue(ctx) else 0.0
+        held = [b for b in ctx.blame.self_blame if b.reason == R.lg_throttle and b.index not in own] \
+            if ctx.blame is not None and atomics_fill_the_queue(ctx) else []
+        queued = sum(b.samples for b in held)
         est, share = _estimate(ctx, instrs, fraction, queued)
         if est is None or est.speedup <= 1.0:
             return []
@@ -397,7 +400,10 @@ class ContendedAtomics(Optimizer):
                f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them or wait for them"
                f"{' (memory instructions held in the full load/store queue behind them included)' if queued else ''}. "
                f"{how} Est. {est.speedup:.2f}× (GPA Eq. 2, {removed}).")
-        return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg, changes=instrs)]
+        # the share includes the stalls of the instructions held behind them: their lines are named too
+        waiting = sorted({ln for b in held if (ln := kernel_line(ctx.instructions[b.index])) and ln not in lines})
+        return [self.advice(ctx, lines=[*lines, *waiting] or [0], importance=share, estimate=est, message=msg,
+                            changes=instrs)]
 
 
 #: what a condition reads when it selects threads: the built-in and the names kernels give it
