@@ -18,7 +18,7 @@ from ..frontend.program import FunctionProgram, Program
 from ..machine.roofline import KernelRoofline, RooflineModel, TrajectoryPoint, kernel_roofline
 from ..profile import KernelProfile, Profile
 from ..results import StaticFact
-from .advice import Advice
+from .advice import Advice, SourceEdit
 from .blame import BlameResult, blame
 from .call_sites import call_sites
 from .optimizers import REGISTRY, MatchContext, Optimizer
@@ -69,8 +69,8 @@ def run_optimizers(ctx: MatchContext, optimizers: Iterable[Optimizer] = REGISTRY
 
 def _same_fix(a: Advice, b: Advice) -> bool:
     """One edit or one set of instructions: the same change, however many rules matched it."""
-    if a.fix is not None and b.fix is not None and set(a.fix.edits) & set(b.fix.edits):
-        return True
+    if a.fix is not None and b.fix is not None and (set(a.fix.edits) & set(b.fix.edits) or set(a.changes) & set(b.changes)):
+        return True  # one edit, or two edits of the same instructions (`2.0` and `sqrt` of one FP64 chain)
     return bool(a.changes) and a.changes == b.changes
 
 
@@ -108,9 +108,12 @@ def _merged(group: list[Advice], ctx: MatchContext) -> Advice:
         estimate = grounded(estimate.model_copy(update={
             "speedup": speedup, "formula": estimate.formula + " summed over the merged items", "inputs": inputs}), d)
     fix = head.fix
-    if fix is not None:
-        edits = tuple(dict.fromkeys(e for a in group if a.fix is not None and a.fix.kind == fix.kind for e in a.fix.edits))
-        fix = fix.model_copy(update={"edits": edits})
+    fixes = [a.fix for a in group if a.fix is not None and not a.fix.is_snippet]
+    if fix is not None and not fix.is_snippet:
+        edits = tuple(dict.fromkeys(e for f in fixes for e in f.edits if not any(_overlap(e, g) for g in head.fix.edits
+                                                                                 if g != e) or f is head.fix))
+        fix = fix.model_copy(update={"edits": edits, "description": "; ".join(dict.fromkeys(
+            f.description for f in fixes if any(e in edits for e in f.edits)))})
     others = tuple(dict.fromkeys(a.optimizer for a in group[1:] if a.optimizer != head.optimizer))
     more = [ln for ln in lines if ln not in head.lines]
     note = (f" The same fix covers line{'s' if len(more) != 1 else ''} {', '.join(map(str, more))}." if more else "")
@@ -120,6 +123,11 @@ def _merged(group: list[Advice], ctx: MatchContext) -> Advice:
                                    "changes": tuple(sorted({pc for a in group for pc in a.changes})),
                                    "also": others, "message": message + note,
                                    "hotspots": tuple(dict.fromkeys(h for a in group for h in a.hotspots))})
+
+
+def _overlap(a: SourceEdit, b: SourceEdit) -> bool:
+    return (a.line, a.col) < (b.end_line, b.end_col) and (b.line, b.col) < (a.end_line, a.end_col) or \
+        (a.line, a.col) == (b.line, b.col)
 
 
 def advise(program: Program, profiles: Profile | Sequence[KernelProfile] | None = None, *,

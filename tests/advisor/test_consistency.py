@@ -87,7 +87,8 @@ def violations(r) -> list[tuple]:
     """Each advice item's breaches of issue 34's checks: (a) the share it claims is at most that of the
     lines it names, its own and its hotspots' ends (their own samples, in the profile, plus what their calls reach); (b) its estimate
     is within Amdahl's bound 1/(1 - share); (c) its T_now is the kernel's predicted time; and no
-    estimate above 1.5x without a re-model (an emulator what-if or a verification) behind it.
+    estimate above 1.5x without a re-model (an emulator what-if or a verification) behind it; and no two
+    items of a kernel share an edit or change the same instructions.
     Launch-shape advice is about the whole kernel (its share is the kernel's)."""
     out = []
     for a in r.advice:
@@ -117,6 +118,11 @@ def violations(r) -> list[tuple]:
             out.append(("T_now", a.optimizer, a.lines, t_now, k.predicted_duration_s))
         if a.speedup > 1.5 and not a.estimate.formula.startswith("emulator") and a.verified_speedup is None:
             out.append(("not re-modeled", a.optimizer, a.lines, round(a.speedup, 3), a.estimate.formula))
+    for i, a in enumerate(r.advice):  # one fix, one item
+        for b in r.advice[i + 1:]:
+            if a.kernel == b.kernel and ((a.fix and b.fix and set(a.fix.edits) & set(b.fix.edits))
+                                         or (a.changes and a.changes == b.changes)):
+                out.append(("same fix", a.optimizer, b.optimizer, a.lines, b.lines))
     return out
 
 

@@ -11,6 +11,7 @@ from ...profile import StallReason as R
 from .. import estimators
 from ..advice import Advice
 from ..blame import ARITHMETIC, LOCAL, SYNC, latency_class
+from .static import is_fp64
 from .base import (MatchContext, Optimizer, atomics_fill_the_queue, describe_edge, hotspots, kernel_line, pct,
                    provenance_note)
 
@@ -77,8 +78,13 @@ class StrengthReduction(Optimizer):
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.blame is None or ctx.total <= 0:
             return []
+        # FP64 work on a line with a double literal or a double math call is that fix's (one fix, one
+        # item: double_precision_constant / double_math_function change the same instructions)
+        fp64_lines = {f.line for f in ctx.facts if f.kind in ("fp64_conversion", "fp64_math")}
         edges = ctx.blame.edges_where(lambda e: e.category == ARITHMETIC and e.reason in (R.wait, R.short_scoreboard)
-                                      and latency_class(ctx.instructions[e.def_index]) in _LONG_ARITH)
+                                      and latency_class(ctx.instructions[e.def_index]) in _LONG_ARITH
+                                      and not (is_fp64(ctx.instructions[e.def_index])
+                                               and kernel_line(ctx.instructions[e.def_index]) in fp64_lines))
         by_line: dict[int, float] = defaultdict(float)
         for e in edges:
             if (ln := kernel_line(ctx.instructions[e.def_index])) is not None:

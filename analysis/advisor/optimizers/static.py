@@ -37,7 +37,7 @@ def _estimate(ctx: MatchContext, instrs: list[Instruction], fraction: float = 1.
     return est, m / ctx.denominator
 
 
-def _is_fp64(i: Instruction) -> bool:
+def is_fp64(i: Instruction) -> bool:
     return i.opcode in _FP64 or (i.opcode in ("F2F", "I2F", "F2I") and "F64" in i.modifiers)
 
 
@@ -57,7 +57,7 @@ class DoublePrecisionConstant(Optimizer):
             # the line's FP64 instructions, and its calls into FP64 library code (`pow(x, 2.0)` calls the
             # double `pow`; with `2.0f` the float one is inlined): call-site blame charges them their callees
             fp64_calls = {c.index for c in ctx.call_sites if c.opcodes & _FP64}
-            instrs = _on_line(ctx, fact.line, lambda i: _is_fp64(i) or i.index in fp64_calls)
+            instrs = _on_line(ctx, fact.line, lambda i: is_fp64(i) or i.index in fp64_calls)
             est, share = _estimate(ctx, instrs)
             if est is None:
                 continue
@@ -99,7 +99,7 @@ class DoubleMathOnFloat(Optimizer):
                 calls = [c for c in calls if c.callee.split("::")[-1] == fact.cause] or calls
             if not calls:
                 continue  # no double math call on the line: its FP64 code is another cause's (a literal's)
-            instrs = _on_line(ctx, fact.line, lambda i: _is_fp64(i) or latency_class(i) in ("mio", "either"))
+            instrs = _on_line(ctx, fact.line, lambda i: is_fp64(i) or latency_class(i) in ("mio", "either"))
             est, share = _estimate(ctx, instrs)
             if est is None:
                 continue
