@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -35,6 +36,7 @@ WARP = 32
 _M32 = np.uint64(0xFFFFFFFF)
 _ZERO = np.zeros(WARP, np.uint32)
 _ZST = np.zeros(WARP, np.int8)
+_ZST.flags.writeable = False
 _ALL = np.ones(WARP, bool)
 
 #: synthetic allocations for pointer arguments: 4 GiB apart (never overlapping), 256 B aligned
@@ -61,7 +63,17 @@ class Value:
 
 
 def known(v) -> Value:
-    return Value(np.broadcast_to(np.asarray(v, dtype=np.uint64) & _M32, (WARP,)).astype(np.uint32), _ZST.copy())
+    if isinstance(v, int):
+        return Value(_constant(v & 0xFFFFFFFF), _ZST)
+    return Value(np.broadcast_to(np.asarray(v, dtype=np.uint64) & _M32, (WARP,)).astype(np.uint32), _ZST)
+
+
+@lru_cache(maxsize=4096)
+def _constant(v: int) -> np.ndarray:
+    """The 32 lanes of one immediate, made once (read-only: values are never changed in place)."""
+    a = np.full(WARP, v, np.uint32)
+    a.flags.writeable = False
+    return a
 
 
 def unknown(reason: str) -> Value:
@@ -165,6 +177,24 @@ _CONST = re.compile(r"^(-|~)?c\[(0x[0-9a-fA-F]+)\]\[(.+)\]$")
 _REGOP = re.compile(r"^([-~!])?(\|)?(U?R\d+|U?RZ)(\|)?((?:\.\w+)*)$")
 
 
+@lru_cache(maxsize=8192)
+def _parse(op: str) -> tuple[str, object]:
+    """An operand's text read once: ("imm", value), ("const", (sign, bank, index)), ("reg", match),
+    ("pt", 0 or 1) or ("other", None)."""
+    op = op.strip().replace(".reuse", "")
+    if _IMM.match(op):
+        return "imm", int(op, 0) & 0xFFFFFFFF
+    m = _CONST.match(op)
+    if m:
+        return "const", (m.group(1), int(m.group(2), 16), m.group(3))
+    m = _REGOP.match(op)
+    if m:
+        return "reg", m
+    if op in ("PT", "!PT"):
+        return "pt", 1 if op == "PT" else 0
+    return "other", None
+
+
 def is_pred(op: str) -> bool:
     return bool(_PRED.match(op.strip()))
 
@@ -229,15 +259,15 @@ class WarpState:
     def operand(self, op: str) -> Value:
         """A 32-bit source operand: register (with -, ~, |.|, .H0/.H1 halves), immediate,
         constant-bank word."""
-        op = op.strip().replace(".reuse", "")
-        if _IMM.match(op):
-            return known(int(op, 0) & 0xFFFFFFFF)
-        m = _CONST.match(op)
-        if m:
-            val = self.const_word(int(m.group(2), 16), m.group(3))
-            return _negate(val) if m.group(1) == "-" else _invert(val) if m.group(1) == "~" else val
-        m = _REGOP.match(op)
-        if m:
+        kind, parts = _parse(op)
+        if kind == "imm":
+            return known(parts)
+        if kind == "const":
+            sign, bank, index = parts
+            val = self.const_word(bank, index)
+            return _negate(val) if sign == "-" else _invert(val) if sign == "~" else val
+        if kind == "reg":
+            m = parts
             val = self.reg(m.group(3))
             mods = m.group(5) or ""
             if ".H1" in mods:
@@ -251,8 +281,8 @@ class WarpState:
             elif m.group(1) in ("~", "!"):
                 val = _invert(val)
             return val
-        if op in ("PT", "!PT"):
-            return known(1 if op == "PT" else 0)
+        if kind == "pt":
+            return known(parts)
         return unknown(f"operand `{op}` is not an integer the datapath reads")
 
     def const_word(self, bank: int, index: str, hi: bool = False) -> Value:

@@ -34,7 +34,7 @@ from .lanes import KNOWN, UNIFORM, UNKNOWN, WARP, Launch, Value, WarpState
 #: (three would take a stage index `t % 3` for an even step)
 MAX_ITERATIONS = 4
 #: warp-instructions one walk executes at most (the cost bound: 20-60 µs each)
-MAX_STEPS = 2000
+MAX_STEPS = 1200
 
 
 @dataclass(frozen=True)
@@ -96,9 +96,33 @@ def _address(ws: WarpState, x, active: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return total, st, reason
 
 
+#: walks by what they depend on (`_key`): one analysis prepares a kernel's launch for its quick
+#: stage, its sensitivity and its what-if base alike (nest3 of bounded_shapes.cu: 30 of 64 walks
+#: repeated one launch). Bounded; a result is never changed after it is made.
+_MEMO: dict[tuple, WalkResult] = {}
+_MEMO_SIZE = 256
+
+
+def _key(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int) -> tuple:
+    return (tuple(i.text for i in k.instr), tuple(k.fn), tuple(k.branch_role), tuple(L.trip for L in k.loops),
+            launch.block, launch.grid, launch.ctaid, launch.warp, tuple(sorted(launch.bank0.items())),
+            max_iterations, max_steps)
+
+
 def walk(k: DecodedKernel, launch: Launch, *, max_iterations: int = MAX_ITERATIONS,
          max_steps: int = MAX_STEPS) -> WalkResult:
     """Walk one warp (`launch.warp` of block `launch.ctaid`) through `k`; loops use `k.loops`' trips."""
+    key = _key(k, launch, max_iterations, max_steps)
+    hit = _MEMO.get(key)
+    if hit is None:
+        hit = _walk(k, launch, max_iterations, max_steps)
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.pop(next(iter(_MEMO)))
+        _MEMO[key] = hit
+    return hit
+
+
+def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int) -> WalkResult:
     ws = WarpState(launch, [])
     out = WalkResult()
     n = len(k)
