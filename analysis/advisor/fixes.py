@@ -148,9 +148,8 @@ FAST_INTRINSICS = {"powf": "__powf", "expf": "__expf", "exp10f": "__exp10f", "lo
 
 
 def fast_math_variant(fix: Fix) -> Fix:
-    """The float-math fix with intrinsics (`__powf`, `__expf`) where one exists: the user opted into fast math."""
-    if fix.kind != "float_math_function":
-        return fix
+    """The float-math edits of a fix with intrinsics (`__powf`, `__expf`) where one exists: the user opted
+    into fast math. Any fix's: one fix may make a literal float and call the float function (one FP64 chain)."""
     edits = tuple(e.model_copy(update={"new_text": FAST_INTRINSICS.get(e.new_text, e.new_text)}) for e in fix.edits)
     if edits == fix.edits:
         return fix

@@ -23,13 +23,42 @@ def _launch(ctx: MatchContext) -> tuple[int, int] | None:
 
 
 def _one_dimensional(ctx: MatchContext) -> bool:
-    """A 1-D launch block, the only shape whose size is a free choice.
-
-    A 2-D or 3-D block is usually the kernel's tile (sgemm_tiled's TILE x TILE indexes shared
-    memory by threadIdx.y and .x): another thread count there is a different kernel, not a
-    launch change, so no block size is suggested for it.
-    """
+    """A 1-D launch block: its size is one literal a fix can change."""
     return ctx.profile is not None and tuple(ctx.profile.launch.block[1:]) == (1, 1)
+
+
+def shape(block: tuple[int, ...]) -> str:
+    """blockDim as the source writes it: 256, or (16, 16), or (8, 8, 4)."""
+    dims = tuple(block)
+    while len(dims) > 1 and dims[-1] == 1:
+        dims = dims[:-1]
+    return str(dims[0]) if len(dims) == 1 else "(" + ", ".join(map(str, dims)) + ")"
+
+
+def scaled(block: tuple[int, int, int], factor: float) -> tuple[int, int, int]:
+    """The block with `factor` times its threads, changed along x first (x is the dimension whose
+    neighbouring threads access neighbouring words, so it keeps accesses coalesced), then y, z;
+    a shrink divides the outermost dimension that allows it first."""
+    x, y, z = block
+    if factor >= 1:
+        f = int(round(factor))
+        for i in range(3):
+            dims = [x, y, z]
+            dims[i] *= f
+            if dims[0] <= 1024 and dims[1] <= 1024 and dims[2] <= 64 and dims[0] * dims[1] * dims[2] <= 1024:
+                return (dims[0], dims[1], dims[2])
+        return block
+    f = int(round(1 / factor))
+    for i in (2, 1, 0):
+        dims = [x, y, z]
+        if dims[i] % f == 0 and dims[i] // f >= 1:
+            dims[i] //= f
+            return (dims[0], dims[1], dims[2])
+    return block
+
+
+def warps_text(blocks: int, warps_per_block: int) -> str:
+    return f"{blocks} block{'s' if blocks != 1 else ''} ({blocks * warps_per_block} warps)"
 
 
 def _occ(ctx: MatchContext, block: int, regs: int | None = None, smem: int | None = None) -> Occupancy | None:
@@ -70,7 +99,10 @@ class BlockIncrease(Optimizer):
         if blocks >= sms:
             return []
         warps_per_block = -(-threads // ctx.arch.warp_size)
-        k = max(1, min(sms // max(blocks, 1), warps_per_block))
+        # the split factor: a power of two (it divides the block's dimensions) that leaves every block at
+        # least one warp per scheduler (GPA Eq. 6: fewer warps per scheduler than that idles it)
+        room = min(sms // max(blocks, 1), warps_per_block // ctx.arch.schedulers_per_sm)
+        k = 1 << (room.bit_length() - 1) if room >= 1 else 1
         grid = getattr(ctx.what_if, "grid_scaling", ()) or ()
         now = next((g for g in grid if g.blocks == blocks), grid[0] if grid else None)
         if now is not None and len(grid) > 1 and now.blocks_per_s > 0:
@@ -87,11 +119,16 @@ class BlockIncrease(Optimizer):
             return []
         line = ctx.function_model.name_span.start.line if ctx.function_model is not None else 0
         site = _block_arg(ctx)
-        # Splitting the same threads into smaller blocks neither grows the thread count nor adds a
-        # wave, so the advice is always more threads in the grid (each with less work).
-        how = ("Put more threads in the grid, each with less work (e.g. smaller tiles), so that every SM gets "
-               f"a block: at least {sms} blocks." if k > 1 else
-               "Put more threads in the grid, each with less work (the blocks are already one warp).")
+        block = tuple(ctx.profile.launch.block)
+        if k > 1 and (smaller := scaled(block, 1 / k)) != block:
+            # GPA's block increase: the same threads in k times as many blocks, so that k times as many
+            # SMs get work (a block of 512 threads as 4 of 128: the published step kept the threads)
+            how = (f"Split each block: blockDim {shape(block)} -> {shape(smaller)} with {k}× the blocks "
+                   f"({blocks} -> {blocks * k}), the same threads, so that {min(sms, blocks * k)} SMs get a block.")
+        else:
+            how = (f"Put more threads in the grid, each with less work (e.g. smaller tiles), so that every SM gets "
+                   f"a block: at least {sms} blocks" + (" (the blocks are already one warp)." if k <= 1 and
+                                                         warps_per_block == 1 else "."))
         msg = (f"The launch has {blocks} block{'s' if blocks != 1 else ''} of {threads} threads for {sms} SMs "
                f"({ctx.device.name}): {sms - blocks} SMs get no work ({provenance_note(ctx)}). {how} "
                f"Est. {est.speedup:.2f}× ({est.formula.split(':')[0]}).")
@@ -100,7 +137,9 @@ class BlockIncrease(Optimizer):
 
 
 class ThreadIncrease(Optimizer):
-    """GPA: occupancy limited by the blocks-per-SM cap because blocks are small."""
+    """GPA: occupancy limited by the blocks-per-SM cap because blocks are small. Any block shape: a
+    2-D or 3-D block grows along x first (`scaled`), said as the exact blockDim change, unless it is
+    the kernel's shared-memory tile; only a 1-D block, one literal, gets a mechanical fix."""
 
     name, title, group = "thread_increase", "Use larger blocks", "parallel"
     importance_basis = "of the warp slots empty"  # importance = 1 - occupancy
@@ -110,16 +149,21 @@ class ThreadIncrease(Optimizer):
         if launch is None or ctx.arch is None:
             return []
         blocks, threads = launch
-        if not _one_dimensional(ctx):
-            return []
         occ = _occ(ctx, threads)
         if occ is None or occ.limiter.value != "blocks" or occ.occupancy >= 1.0:
             return []
-        cands = [(o.active_warps_per_sm, b) for b in (64, 128, 256, 512, 1024)
-                 if b > threads and (o := _occ(ctx, b)) is not None]
+        block = tuple(ctx.profile.launch.block)
+        if not _one_dimensional(ctx) and ctx.resources is not None and ctx.resources.static_smem > 0:
+            # a 2-D or 3-D block with static shared memory is the kernel's tile (sgemm_tiled's TILE x TILE
+            # indexes its arrays by threadIdx.y and .x): another block is another kernel, not a launch change
+            return []
+        # the smallest power-of-two growth that reaches the most resident warps
+        cands = [(o.active_warps_per_sm, -f, new) for f in (2, 4, 8, 16, 32)
+                 if (new := scaled(block, f)) != block and (o := _occ(ctx, new[0] * new[1] * new[2])) is not None]
         if not cands:
             return []
-        new_warps, new_block = max(cands)
+        new_warps, _, new_shape = max(cands)
+        new_block = new_shape[0] * new_shape[1] * new_shape[2]
         if new_warps <= occ.active_warps_per_sm:
             return []
         s = ctx.arch.schedulers_per_sm
@@ -131,16 +175,19 @@ class ThreadIncrease(Optimizer):
             est = estimators.parallel(w, w_new, _issue_ratio(ctx), factor=w_new / w)
         if est.speedup <= 1.0:
             return []
-        site = _block_arg(ctx)
+        site = _block_arg(ctx) if _one_dimensional(ctx) else None
         fix = Fix(kind="block_size", description=f"launch with {new_block} threads per block",
                   edits=(SourceEdit(line=site.span.start.line, col=site.span.start.col, end_line=site.span.end.line,
-                                    end_col=site.span.end.col, new_text=str(new_block)),)) if site else None
+                                    end_col=site.span.end.col, new_text=str(new_block)),)) \
+            if site and not ctx.assumed_launch else None  # never an edit of a launch the model assumed
         line = site.span.start.line if site else (ctx.function_model.name_span.start.line if ctx.function_model else 0)
-        msg = (f"Blocks of {threads} threads hit the limit of {ctx.arch.max_blocks_per_sm} blocks per SM: only "
-               f"{occ.active_warps_per_sm} of {occ.max_warps_per_sm} warps are resident (occupancy "
-               f"{pct(occ.occupancy)}). With {new_block} threads per block {new_warps} warps fit, giving the "
-               f"schedulers more warps to hide latency ({provenance_note(ctx)}). Est. {est.speedup:.2f}× "
-               f"({est.formula.split(':')[0]}).")
+        wpb = -(-threads // ctx.arch.warp_size)
+        msg = (f"Blocks of {threads} threads ({wpb} warp{'s' if wpb != 1 else ''}) hit the limit of "
+               f"{ctx.arch.max_blocks_per_sm} blocks per SM: {warps_text(occ.active_blocks_per_sm, wpb)} of "
+               f"{occ.max_warps_per_sm} warp slots are used (occupancy {pct(occ.occupancy)}). Change blockDim "
+               f"{shape(block)} -> {shape(new_shape)} (and the grid to cover the same threads): {new_warps} warps fit, "
+               f"giving the schedulers more warps to hide latency ({provenance_note(ctx)}). "
+               f"Est. {est.speedup:.2f}× ({est.formula.split(':')[0]}).")
         return [self.advice(ctx, lines=[line], importance=1 - occ.occupancy, estimate=est, message=msg, fix=fix)]
 
 
@@ -185,8 +232,9 @@ class OccupancyLimit(Optimizer):
             fix = Fix(kind="launch_bounds", description=f"add `__launch_bounds__({threads}, {new.active_blocks_per_sm})`",
                       edits=(insert_edit(pos.line, pos.col, f"__launch_bounds__({threads}, {new.active_blocks_per_sm}) "),))
         line = fm.name_span.start.line if fm is not None else 0
-        msg = (f"{what.capitalize()} limit this kernel to {occ.active_blocks_per_sm} blocks "
-               f"({occ.active_warps_per_sm} warps, occupancy {pct(occ.occupancy)}) per SM. "
+        wpb = -(-threads // ctx.arch.warp_size)
+        msg = (f"{what.capitalize()} limit this kernel to {warps_text(occ.active_blocks_per_sm, wpb)} per SM "
+               f"(occupancy {pct(occ.occupancy)}). "
                + (f"Capping registers at {target} (`__launch_bounds__`) fits {new.active_warps_per_sm} warps; watch "
                   f"for spills. " if target else f"Halving it fits {new.active_warps_per_sm} warps. ")
                + f"More resident warps hide more latency ({provenance_note(ctx)}). Est. {est.speedup:.2f}× (GPA Eq. 10).")

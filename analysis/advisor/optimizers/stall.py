@@ -246,11 +246,33 @@ class MemoryTransactionReduction(Optimizer):
             return []
         lines = sorted(by_line, key=lambda ln: -by_line[ln])
         est = estimators.stall_elimination(ctx.total, m)
-        uncoalesced = [f.line for f in ctx.facts if f.kind == "uncoalesced_access"]
-        hint = (f" Lines {', '.join(map(str, sorted(set(uncoalesced))[:3]))} access memory with a stride between lanes."
-                if uncoalesced else "")
+        waiting = [ctx.instructions[s.index] for s in selfs if s.line]
         msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) are memory-throttle stalls "
-               f"(the load/store queue is full), worst at line {lines[0]}.{hint} Issue fewer, wider requests: "
-               f"vectorize (float4), coalesce neighbouring lanes, read data shared by all threads once "
-               f"(constant or shared memory). Est. {est.speedup:.2f}× (GPA Eq. 2).")
-        return [self.advice(ctx, lines=lines, importance=m / ctx.total, estimate=est, message=msg)]
+               f"(the load/store queue is full), worst at line {lines[0]}. {_fewer_requests(ctx, lines, waiting)} "
+               f"Est. {est.speedup:.2f}× (GPA Eq. 2).")
+        return [self.advice(ctx, lines=lines, importance=m / ctx.total, estimate=est, message=msg, changes=waiting)]
+
+
+def _fewer_requests(ctx: MatchContext, lines: list[int], waiting: list[Instruction]) -> str:
+    """The one remedy the throttled requests call for (issue 34: not "vectorize, coalesce, shared
+    memory" at once): coalescing where lanes stride, wider requests where they are 32-bit, fewer
+    shared-memory requests where those fill the MIO queue, else reuse of what is already wide."""
+    strided = sorted({f.line for f in ctx.facts if f.kind == "uncoalesced_access" and f.line in lines})
+    if strided:
+        return (f"Line{'s' if len(strided) > 1 else ''} {', '.join(map(str, strided[:3]))} access memory with a stride "
+                f"between lanes, so each warp request splits into many transactions: make neighbouring lanes access "
+                f"neighbouring words (swap the index roles, or stage the tile through shared memory).")
+    worst = [i for i in waiting if kernel_line(i) == lines[0]] or waiting
+    shared = [i for i in worst if i.memory_space == "shared"]
+    global_ = [i for i in worst if i.memory_space in ("global", "generic")]
+    if len(shared) > len(global_):
+        ops = "/".join(sorted({i.opcode for i in shared}))
+        return (f"The {len(shared)} shared-memory requests ({ops}) at line {lines[0]} fill the MIO queue: load wider "
+                f"({ops}.128, four words per request) or keep values that are reused in registers.")
+    narrow = [i for i in global_ if not {"64", "128"} & set(i.modifiers)]
+    if narrow:
+        ops = "/".join(sorted({i.opcode for i in narrow}))
+        return (f"The {len(narrow)} 32-bit global {ops} at line {lines[0]} move one word per lane each: make them "
+                f"128-bit (float4/int4, four elements per request) so a quarter as many requests wait in the queue.")
+    return (f"The requests at line {lines[0]} are already wide and coalesced: issue fewer of them by reusing what "
+            f"is loaded (registers, or shared memory for values several threads read).")

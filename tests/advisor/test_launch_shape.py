@@ -1,0 +1,56 @@
+"""Issue 34, item 4: the launch-shape optimizers say exactly what to change, for any block shape
+(GPA's block and thread increase, Eq. 6-10). Real nvcc output, the whole quick pipeline."""
+
+from __future__ import annotations
+
+from kernelscope.analysis.advisor.optimizers.parallel import scaled, shape, warps_text
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.pipeline import analyze
+
+_TWO_D = """
+__global__ void add2d(const float* a, float* b, int w) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    b[y * w + x] += a[y * w + x];
+}
+__global__ void rows(const float* a, float* b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.0f;
+    for (int k = 0; k < 64; ++k) s += a[i + k * n];
+    b[i] = s;
+}
+int main() {
+    float *a, *b;
+    add2d<<<dim3(256, 256), dim3(8, 4)>>>(a, b, 2048);
+    rows<<<32, 512>>>(a, b, 16384);
+}
+"""
+
+
+def _analysed(toolchain, tmp_path):
+    path = tmp_path / "shapes.cu"
+    path.write_text(_TWO_D)
+    return analyze(path, AnalysisOptions(), toolchain=toolchain, depth="quick")
+
+
+def test_a_two_dimensional_block_limited_by_blocks_grows_along_x(toolchain, tmp_path):
+    r = _analysed(toolchain, tmp_path)
+    (a,) = [a for a in r.advice if a.optimizer == "thread_increase" and a.kernel_name.startswith("add2d")]
+    # 1 warp per block, 32 blocks per SM: half the warp slots; (16, 4) fills them
+    assert "blockDim (8, 4) -> (16, 4)" in a.message and "32 blocks (32 warps)" in a.message, a.message
+    assert a.fix is None  # a 2-D blockDim is no single literal to edit
+
+
+def test_block_increase_splits_blocks_keeping_the_threads(toolchain, tmp_path):
+    r = _analysed(toolchain, tmp_path)
+    (a,) = [a for a in r.advice if a.optimizer == "block_increase" and a.kernel_name.startswith("rows")]
+    # 32 blocks of 16 warps for 132 SMs: 4x the blocks of 4 warps each (one per scheduler)
+    assert "blockDim 512 -> 128 with 4× the blocks (32 -> 128)" in a.message, a.message
+    assert a.estimate.inputs["T_now_s"] == next(k for k in r.kernels if k.mangled == a.kernel).predicted_duration_s
+
+
+def test_shapes_and_warps_are_said_as_they_are():
+    assert shape((16, 16, 1)) == "(16, 16)" and shape((256, 1, 1)) == "256" and shape((8, 8, 4)) == "(8, 8, 4)"
+    assert scaled((16, 16, 1), 2) == (32, 16, 1) and scaled((1024, 1, 1), 2) == (1024, 1, 1)
+    assert scaled((512, 1, 1), 1 / 4) == (128, 1, 1) and scaled((16, 16, 1), 1 / 2) == (16, 8, 1)
+    assert warps_text(1, 2) == "1 block (2 warps)" and warps_text(4, 8) == "4 blocks (32 warps)"
