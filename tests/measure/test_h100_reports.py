@@ -81,19 +81,24 @@ def test_the_readme_lists_every_report():
     assert all(r.name in text for r in REPORTS)
 
 
-def test_a_prediction_beside_a_measurement_shows_the_defaults_it_rests_on(toolchain):
-    """learn-cuda-programming's sgemm assigns K = 2048 in main(), which nothing folds: without
-    capture the model runs the K loop a default 64 trips and predicts 0.09x the H100's time. The
-    kernel's assumptions said only what the report noted; the model's default now shows beside it
-    (the launch stays the report's)."""
+def test_a_prediction_beside_a_measurement_shows_what_it_rests_on(toolchain):
+    """learn-cuda-programming's sgemm assigns K = 2048 in main() after its declaration. Without
+    capture the model once ran the K loop a default 64 trips and predicted 0.09x the H100's time,
+    and said nothing beside the report's notes. Now the late assignment folds (issue 31), the loop
+    runs its 2048 / 16 SASS iterations, and the model's own defaults (its emulator fallbacks) still
+    follow the report's notes (the launch stays the report's)."""
     report = H100 / "real__learn-cuda-programming__sgemm.ncu-rep"
     r = analyze(source_of(report), AnalysisOptions(arch="sm_90", device="H100 SXM",
                                                    flags=(f"-I{REAL / 'cuda-samples' / 'Common'}",)),
                 toolchain=toolchain, measured_report=report, depth="quick")
     (k,) = r.kernels
     assert k.measured_duration_s and k.predicted_duration_s
-    defaults = [a for a in k.assumptions if a.source == "default" and a.name.startswith("trip_count")]
-    assert defaults and "unknown bound" in defaults[0].detail
+    got = {a.name: a for a in k.assumptions}
+    assert (got["K"].value, got["K"].source) == ("2048", "launch_site")
+    trips = [a for a in k.assumptions if a.name.startswith("trip_count")]
+    assert trips and all(a.source != "default" for a in trips)
+    assert 0.5 < k.predicted_duration_s / k.measured_duration_s < 2.0
+    assert any(a.source == "default" and a.name.startswith("latency.") for a in k.assumptions)
     assert not any(a.name in ("grid", "block") and a.detail == "what-if" for a in k.assumptions)
 
 
