@@ -586,15 +586,9 @@ def namespace_scope(node) -> Iterator:
             yield child
 
 
-def host_function_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
-    """Byte spans of host-only function definitions at namespace scope (tree-sitter-cuda; `tree`
-    is `source`'s, when the caller has parsed it already).
-
-    Methods inside classes and constexpr functions are kept: device code may call them
-    (--expt-relaxed-constexpr), and removing a method changes the class.
-    """
-    tree = tree or _parser().parse(source)
-    spans: list[tuple[int, int]] = []
+def _namespace_functions(source: bytes, tree):
+    """(definition, its body or None, its signature's bytes) of each function defined at namespace
+    scope, a template's included (the definition node is the template's)."""
     for child in namespace_scope(tree.root_node):
         if child.type not in ("function_definition", "template_declaration"):
             continue
@@ -603,10 +597,18 @@ def host_function_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
         if fn is None:
             continue
         body = fn.child_by_field_name("body")
-        signature = source[child.start_byte:body.start_byte if body else fn.end_byte]
-        if not _DEVICE_QUALIFIER.search(signature) and b"constexpr" not in signature:
-            spans.append((child.start_byte, child.end_byte))
-    return spans
+        yield child, body, source[child.start_byte:body.start_byte if body else fn.end_byte]
+
+
+def host_function_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
+    """Byte spans of host-only function definitions at namespace scope (tree-sitter-cuda; `tree`
+    is `source`'s, when the caller has parsed it already).
+
+    Methods inside classes and constexpr functions are kept: device code may call them
+    (--expt-relaxed-constexpr), and removing a method changes the class.
+    """
+    return [(d.start_byte, d.end_byte) for d, _, signature in _namespace_functions(source, tree or _parser().parse(source))
+            if not _DEVICE_QUALIFIER.search(signature) and b"constexpr" not in signature]
 
 
 _HOST_QUALIFIER = re.compile(rb"\b__host__\b|__attribute__\s*\(\(\s*host")
@@ -616,21 +618,10 @@ def device_body_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
     """Byte spans of the insides of the bodies of kernels and `__device__`-only functions at
     namespace scope: code the host never runs, so the launches a program makes do not depend on it
     (launch capture keys its runs by the rest: analysis/capture/capture.py)."""
-    tree = tree or _parser().parse(source)
-    spans: list[tuple[int, int]] = []
-    for child in namespace_scope(tree.root_node):
-        if child.type not in ("function_definition", "template_declaration"):
-            continue
-        fn = child if child.type == "function_definition" else next(
-            (c for c in child.named_children if c.type == "function_definition"), None)
-        body = fn.child_by_field_name("body") if fn is not None else None
-        if body is None or body.type != "compound_statement":
-            continue
-        signature = source[child.start_byte:body.start_byte]
-        if _DEVICE_QUALIFIER.search(signature) and not _HOST_QUALIFIER.search(signature) \
-                and b"constexpr" not in signature:
-            spans.append((body.start_byte + 1, body.end_byte - 1))  # the braces stay
-    return spans
+    return [(body.start_byte + 1, body.end_byte - 1)  # the braces stay
+            for _, body, signature in _namespace_functions(source, tree or _parser().parse(source))
+            if body is not None and body.type == "compound_statement" and _DEVICE_QUALIFIER.search(signature)
+            and not _HOST_QUALIFIER.search(signature) and b"constexpr" not in signature]
 
 
 def blank_spans(source: bytes, spans: Iterable[tuple[int, int]]) -> bytes:
