@@ -102,3 +102,21 @@ def balanced_blocks(blocks: int, sms: int) -> Estimate:
     bal = ((blocks - 1) // sms + 1) * sms if blocks > 0 else sms
     return Estimate(speedup=_finite(bal / max(1, blocks)), formula="⌈B/SMs⌉·SMs / B (idle SMs)",
                     inputs={"B": blocks, "SMs": sms})
+
+
+def wave_efficiency(blocks: int, per_wave: int) -> float:
+    """W / ⌈W⌉ with W = blocks / blocks per wave: the share of the SM slots the waves keep busy
+    when every wave takes as long as a full one (the last, partial wave is the tail)."""
+    if blocks <= 0 or per_wave <= 0:
+        return 1.0
+    waves = blocks / per_wave
+    return waves / -(-blocks // per_wave)
+
+
+def tail(blocks: int, per_wave: int, new_blocks: int, new_per_wave: int) -> Estimate:
+    """The same threads in another block shape: the ratio of wave efficiencies (a tail wave costs a
+    full wave's time, with part of the SMs idle)."""
+    e, e_new = wave_efficiency(blocks, per_wave), wave_efficiency(new_blocks, new_per_wave)
+    return Estimate(speedup=_finite(e_new / e) if e > 0 else 1.0, formula="waves: (W'/⌈W'⌉)/(W/⌈W⌉)",
+                    inputs={"B": blocks, "B_per_wave": per_wave, "B_new": new_blocks, "B_per_wave_new": new_per_wave,
+                            "W": blocks / per_wave, "W_new": new_blocks / new_per_wave})

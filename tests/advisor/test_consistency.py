@@ -51,7 +51,7 @@ def test_every_advice_is_consistent_with_its_profile(path, toolchain):
 
 
 #: advice about the whole kernel, not lines of it (launch shape, occupancy): its share is the kernel's
-_WHOLE_KERNEL = {"block_increase", "thread_increase", "occupancy_limit", "warp_balance"}
+_WHOLE_KERNEL = {"block_increase", "thread_increase", "occupancy_limit", "wave_tail", "warp_balance"}
 
 
 def test_the_top_advice_names_the_next_step_of_a_public_series(toolchain):

@@ -54,3 +54,27 @@ def test_shapes_and_warps_are_said_as_they_are():
     assert scaled((16, 16, 1), 2) == (32, 16, 1) and scaled((1024, 1, 1), 2) == (1024, 1, 1)
     assert scaled((512, 1, 1), 1 / 4) == (128, 1, 1) and scaled((16, 16, 1), 1 / 2) == (16, 8, 1)
     assert warps_text(1, 2) == "1 block (2 warps)" and warps_text(4, 8) == "4 blocks (32 warps)"
+
+
+_TAIL = """
+__global__ void saxpy(const float* x, float* y, float a) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = a * x[i] + y[i];
+}
+int main() {
+    float *x, *y;
+    saxpy<<<290, 768>>>(x, y, 2.0f);
+}
+"""
+
+
+def test_a_tail_wave_gets_the_block_shape_that_fills_it(toolchain, tmp_path):
+    """290 blocks of 768 threads, 2 per SM on 132 SMs: 1.10 waves, the second one 10 % full. Blocks of
+    384 threads fit 5 per SM: 580 blocks in 0.88 of a wave."""
+    path = tmp_path / "tail.cu"
+    path.write_text(_TAIL)
+    r = analyze(path, AnalysisOptions(), toolchain=toolchain, depth="quick")
+    (a,) = [a for a in r.advice if a.optimizer == "wave_tail"]
+    assert "1.10 waves" in a.message and "blockDim 768 -> 384 and the grid 290 -> 580 blocks" in a.message, a.message
+    assert a.importance_basis != "of samples" and 1.05 < a.speedup <= 1.5  # no re-model: capped
+

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .base import MatchContext, Optimizer
 from .latency import CodeReordering, FunctionInlining, LoopUnrolling
-from .parallel import BlockIncrease, OccupancyLimit, ThreadIncrease
+from .parallel import BlockIncrease, OccupancyLimit, ThreadIncrease, WaveTail
 from .stall import (FastMath, FunctionSplit, MemoryTransactionReduction, RegisterReuse, StrengthReduction,
                     WarpBalance)
 from .starlight import ReducePrecision, SharedMemoryTiling
@@ -21,7 +21,7 @@ REGISTRY: tuple[Optimizer, ...] = (
     # GPA Table II — latency hiding (Eq. 4–5)
     LoopUnrolling(), CodeReordering(), FunctionInlining(),
     # GPA Table II — parallel (Eq. 6–10), and occupancy limits
-    BlockIncrease(), ThreadIncrease(), OccupancyLimit(),
+    BlockIncrease(), ThreadIncrease(), OccupancyLimit(), WaveTail(),
     # Starlight Table 1 — roofline-driven (Eq. 3)
     SharedMemoryTiling(), ReducePrecision(),
     # Static source/SASS patterns

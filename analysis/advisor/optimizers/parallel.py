@@ -240,3 +240,58 @@ class OccupancyLimit(Optimizer):
                + f"More resident warps hide more latency ({provenance_note(ctx)}). Est. {est.speedup:.2f}× (GPA Eq. 10).")
         return [self.advice(ctx, lines=[line], importance=1 - occ.occupancy, estimate=est, message=msg, fix=fix,
                             detail=occ.limiter.value)]
+
+
+class WaveTail(Optimizer):
+    """The tail: the last wave of blocks fills few SMs, and it takes a full wave's time. Another block
+    size for the same threads (threads or blocks increased or decreased) changes the blocks per wave
+    and the number of blocks; the one whose waves are fullest is proposed, exactly."""
+
+    name, title, group = "wave_tail", "Fill the last wave", "parallel"
+    importance_basis = "of the SM time idle in the tail"  # importance = 1 - W/⌈W⌉
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        launch = _launch(ctx)
+        if launch is None or ctx.arch is None or ctx.device is None or ctx.assumed_launch:
+            return []  # on an assumed launch the waves are a guess: withheld
+        blocks, threads = launch
+        occ = _occ(ctx, threads)
+        sms = ctx.device.sm_count
+        if occ is None or occ.active_blocks_per_sm <= 0 or blocks <= sms:
+            return []
+        per_wave = occ.active_blocks_per_sm * sms
+        if blocks <= per_wave or estimators.wave_efficiency(blocks, per_wave) >= 0.9:
+            return []  # one wave, or tails under 10 %: nothing to gain worth a change
+        block = tuple(ctx.profile.launch.block)
+        total = blocks * threads
+        best = None
+        for f in (1 / 2, 2, 1 / 4, 4):  # the nearest shape first: a tie keeps it
+            new = scaled(block, f)
+            t_new = new[0] * new[1] * new[2]
+            if new == block or t_new < ctx.arch.warp_size or total % t_new:
+                continue
+            o = _occ(ctx, t_new)
+            if o is None or o.active_blocks_per_sm <= 0:
+                continue
+            est = estimators.tail(blocks, per_wave, total // t_new, o.active_blocks_per_sm * sms)
+            if best is None or est.speedup > best[0].speedup:
+                best = (est, new, total // t_new)
+        if best is None or best[0].speedup < 1.05:
+            return []
+        est, new, new_blocks = best
+        if ctx.what_if_block.get(new[0] * new[1] * new[2]) and ctx.profile is not None:
+            est = estimators.modeled_ratio(ctx.profile.duration_s, ctx.what_if_block[new[0] * new[1] * new[2]],
+                                           f"block {new[0] * new[1] * new[2]}")
+            if est.speedup <= 1.0:
+                return []
+        new_waves = est.inputs.get("W_new", 0.0)
+        line = ctx.function_model.name_span.start.line if ctx.function_model is not None else 0
+        site = _block_arg(ctx)
+        msg = (f"{blocks} blocks of {threads} threads at {per_wave} per wave ({occ.active_blocks_per_sm} per SM × "
+               f"{sms} SMs) make {blocks / per_wave:.2f} waves: the last one keeps "
+               f"{pct(blocks / per_wave - (blocks // per_wave))} of the SMs busy for a full wave's time "
+               f"({provenance_note(ctx)}). Change blockDim {shape(block)} -> {shape(new)} and the grid {blocks} -> "
+               f"{new_blocks} blocks (the same threads)" + (f": {new_waves:.2f} waves" if new_waves else "") +
+               f". Est. {est.speedup:.2f}× ({est.formula.split(':')[0]}).")
+        return [self.advice(ctx, lines=[site.span.start.line if site else line], estimate=est, message=msg,
+                            importance=1 - estimators.wave_efficiency(blocks, per_wave))]
