@@ -253,6 +253,12 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
     budget (budget.plan_second_stage); what had to be cut becomes an assumption."""
     if study.profile is None or study.measured:
         return study
+    if any(a.name == "emulation" and a.value == "truncated" for a in study.assumptions):
+        # the quick run hit the engine's guard (a loop the model cannot end): every perturbed run
+        # would too, at ten times its plan, to move a time that is only a lower bound
+        return replace(study, waves=None, assumptions=(*study.assumptions, Assumption(
+            name="budget", value="second stage skipped", source="default",
+            detail="no sensitivity or what-if: the quick run was truncated, so its time is a lower bound")))
     try:
         base = prepare(fn, arch, device, options, program.source, program, settings=SENSITIVITY_SETTINGS)
     except EmulationError:

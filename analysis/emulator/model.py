@@ -77,6 +77,8 @@ DEFAULT_SETTINGS = EmulationSettings()
 #: What-if compares times that differ by far more than 10 %, so it takes less
 #: (`benchmarks/emulate.py` measures both against the previous full sweep).
 SENSITIVITY_SETTINGS = DEFAULT_SETTINGS.model_copy(update={"issue_budget": 12_000})
+#: an engine run stops at this many times its planned issues (at least the floor): `_run_wave`
+RUN_GUARD_FACTOR, RUN_GUARD_FLOOR = 10, 400_000
 WHAT_IF_SETTINGS = DEFAULT_SETTINGS.model_copy(update={"issue_budget": 8_000})
 #: sensitivity: a tail wave up to this share of the time is scaled with the full wave, not re-run
 TAIL_SCALED_SHARE = 0.25
@@ -471,8 +473,13 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
         ledger.check()
     sampler = PCSampler() if samples else ExecutionCounter()
     util, traffic = Utilization(sampler), TrafficCounter(sampler)
+    # A run planned at `issue_budget` that goes on 10 times past it is one the model cannot end (a
+    # persistent kernel's loop exited only by data): stopped there, and said to be a lower bound,
+    # so that no input makes one emulation cost more than 400k warp-instructions (~1 s); the
+    # largest run over the examples and tests/data/real is 32,608
+    guard = min(EngineConfig.max_issues, max(RUN_GUARD_FLOOR, RUN_GUARD_FACTOR * st.issue_budget))
     cfg = EngineConfig(blocks=blocks_per_sm, warps_per_block=wpb, representative=st.representative_smsp,
-                       policy=st.policy, warmup=st.warmup, cooldowns=tuple(cool))
+                       policy=st.policy, warmup=st.warmup, cooldowns=tuple(cool), max_issues=guard)
     run = Engine(prep.decoded, m_eff, cfg, emul, [sampler, util, traffic, *(extra_listeners or [])]).run()
     if ledger is not None:
         ledger.charge(run.issues)

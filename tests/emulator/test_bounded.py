@@ -191,3 +191,59 @@ def test_the_guard_ends_a_run_and_says_so(built):
         cfg = EngineConfig(blocks=4, warps_per_block=8, cooldowns=tuple(cool), **guard)
         run = Engine(prep.decoded, prep.machine, cfg, emul, [PCSampler()]).run()
         assert run.truncated and run.issues <= 501
+
+
+PERSISTENT = """
+__device__ unsigned int next_item;
+
+__global__ void worker(const int *offsets, const float *values, float *out, unsigned int items) {
+    __shared__ unsigned int item;
+    for (;;) {
+        if (threadIdx.x == 0) item = atomicAdd(&next_item, 1);
+        __syncthreads();
+        unsigned int it = item;
+        __syncthreads();
+        if (it >= items) break;
+        float acc = 0.0f;
+        for (int j = offsets[it] + threadIdx.x; j < offsets[it + 1]; j += blockDim.x) acc += values[j];
+        atomicAdd(&out[it], acc);
+    }
+}
+
+int main() {
+    worker<<<132, 256>>>(nullptr, nullptr, nullptr, 1u << 16);
+    return 0;
+}
+"""
+
+
+def test_a_loop_only_data_ends_is_cut_at_ten_times_its_plan_and_has_no_second_stage(toolchain, tmp_path):
+    """A persistent kernel's `for (;;)` leaves when an atomic counter passes the work, which the model
+    cannot see: its quick run stops at RUN_GUARD_FACTOR times its planned issues (it ran into the
+    engine's 5e6 guard before, 15 s), says its time is a lower bound, and no second stage perturbs it."""
+    from kernelscope.analysis.emulator.budget import Ledger
+    from kernelscope.analysis.emulator.model import RUN_GUARD_FACTOR, RUN_GUARD_FLOOR
+    from kernelscope.analysis.pipeline import analyze
+
+    src = tmp_path / "persistent.cu"
+    src.write_text(PERSISTENT)
+    spent = []
+    start = Ledger.start
+
+    def spy(budget, cancel=None):
+        ledger = start(budget, cancel)
+        spent.append(ledger)
+        return ledger
+
+    Ledger.start = staticmethod(spy)
+    try:
+        r = analyze(src, AnalysisOptions(), toolchain=toolchain)
+    finally:
+        Ledger.start = start
+    (k,) = r.kernels
+    got = {a.name: a for a in k.assumptions}
+    assert got["emulation"].value == "truncated" and "lower bound" in got["emulation"].detail
+    assert got["budget"].value == "second stage skipped"
+    assert k.bottleneck is None  # no sensitivity study
+    guard = max(RUN_GUARD_FLOOR, RUN_GUARD_FACTOR * DEFAULT_SETTINGS.issue_budget)
+    assert spent and all(ledger.spent <= guard + 1 for ledger in spent)  # the run ahead's too, if one ran
