@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..files import read_regular, regular_size
-from ..frontend.compile import device_body_spans
+from ..frontend.compile import comment_spans, device_body_spans
+from ..frontend.treesitter import parser
 from ..process import CancelToken, ToolTimeout, run_tool
 from .layout import kparam_sizes
 from .libraries import imported_symbols, stand_ins
@@ -386,6 +387,11 @@ def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "s
         return Capture(launches, counts, ended and code == 0, code, output)
 
 
+#: a space that separates no two words: beside punctuation or a line end, except before `(`, where
+#: `#define A (x)` and `#define A(x)` are two macros
+_TOKEN_GAP = re.compile(rb"(?<=[^A-Za-z0-9_\n]) | (?=[^A-Za-z0-9_\n(])|(?<=\n) | (?=\n)")
+
+
 def _inputs(source: Path, depth: int = 0) -> list[bytes]:
     """What the program's launches depend on, from the source and the files it includes with
     quotes, recursively (bounded depth): each with the bodies of its kernels and device-only
@@ -393,11 +399,17 @@ def _inputs(source: Path, depth: int = 0) -> list[bytes]:
     (the usual edit of a performance session) finds the capture of the version before it, and
     capture by default costs one build per change of host code, not one per save."""
     text = read_regular(source)
+    tree = parser().parse(text)
     kept, at = [], 0
-    for start, end in device_body_spans(text):  # cut out, not blanked: a longer body is no other program
-        kept.append(text[at:start])
-        at = end
-    out = [b"".join(kept) + text[at:]]
+    # cut out, not blanked: a longer body is no other program; nor is a comment
+    for start, end in sorted(device_body_spans(text, tree) + comment_spans(text, tree)):
+        if start >= at:  # a comment inside a cut body is cut with it
+            kept.append(text[at:start])
+            at = end
+    # and the spacing between tokens: one space where two words meet, none beside punctuation; line
+    # ends stay (they end a #define), blank lines go
+    spaced = re.sub(rb"[ \t\f\v]+", b" ", b"".join(kept) + text[at:])
+    out = [re.sub(rb"\n(?:[ \r]*\n)+", b"\n", _TOKEN_GAP.sub(b"", spaced))]
     if depth < 8:
         for m in re.finditer(rb'^\s*#\s*include\s*"([^"]+)"', text, re.M):
             f = source.parent / m.group(1).decode(errors="replace")

@@ -614,6 +614,19 @@ def host_function_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
 _HOST_QUALIFIER = re.compile(rb"\b__host__\b|__attribute__\s*\(\(\s*host")
 
 
+def comment_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
+    """Byte spans of the comments of `source` (tree-sitter-cuda), outermost first."""
+    tree = tree or _parser().parse(source)
+    out, todo = [], [tree.root_node]
+    while todo:
+        node = todo.pop()
+        if node.type == "comment":
+            out.append((node.start_byte, node.end_byte))
+        else:
+            todo.extend(node.children)
+    return sorted(out)
+
+
 def device_body_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
     """Byte spans of the insides of the bodies of kernels and `__device__`-only functions at
     namespace scope: code the host never runs, so the launches a program makes do not depend on it

@@ -149,6 +149,8 @@ def test_an_edit_inside_a_kernel_reuses_the_capture_and_one_of_host_code_does_no
     assert len(runs) == 1 and first.launches[0].grid == (16, 1, 1)
     again, same = run(body="x[i] * 3.0f + 1.0f", twice="v + v")
     assert same == runs and again == first  # no build, the same launches
+    commented, same = run(n="4096 /* elements */")  # nor for a comment in host code
+    assert same == runs and commented == first
     host, more = run(n=8192)
     assert len(more) == 2 and host.launches[0].grid == (32, 1, 1)
     # a __host__ __device__ function is host code too
