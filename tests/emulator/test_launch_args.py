@@ -15,7 +15,7 @@ from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.profile import KernelProfile, StallReason
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "strided_access.cu"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "strided_access.cu"
 READ = "out[i] = in[(size_t)i * stride];"
 STRIDE = "const int stride = 32;"
 
@@ -78,7 +78,7 @@ def test_folded_argument_is_a_launch_site_assumption(profiles):
     assert [(a.value, a.source) for a in found] == [("32", "launch_site")]
 
 
-TEMPLATE = Path(__file__).resolve().parent / "inputs" / "template_launch.cu"
+TEMPLATE = Path(__file__).resolve().parents[1] / "inputs" / "template_launch.cu"
 
 
 def test_template_kernel_is_matched_to_its_launch_site():

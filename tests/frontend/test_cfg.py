@@ -7,7 +7,7 @@ import pytest
 from kernelscope.analysis.frontend.cfg import EdgeKind, build_cfg
 from kernelscope.analysis.frontend.sass import parse_nvdisasm
 from _listing import text_listing
-from test_sass import build
+from frontend.test_sass import build
 
 LOOPS = r"""
 __global__ void one(float* a, int n) {

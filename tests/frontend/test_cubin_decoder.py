@@ -28,7 +28,7 @@ from kernelscope.analysis.process import run_tool
 from kernelscope.analysis.frontend.sass import DisassemblyError, disassemble, parse_nvdisasm
 from kernelscope.analysis.frontend.disassembly import read_sass
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _listing(toolchain, cubin: Path) -> str:

@@ -8,7 +8,7 @@ from kernelscope.analysis.frontend import isa
 from kernelscope.analysis.frontend.isa import Access, InstrClass, Pipe
 from kernelscope.analysis.frontend.sass import parse_nvdisasm
 from _listing import text_listing
-from test_sass import build
+from frontend.test_sass import build
 
 SRC = r"""
 __global__ void mix(const float4* a, float* b, double* d, const int* q, int n) {

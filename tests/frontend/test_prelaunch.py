@@ -13,7 +13,7 @@ from pathlib import Path
 from kernelscope.analysis.frontend.compile import compile_cuda
 from kernelscope.analysis.frontend.prelaunch import Prelaunch, record_key
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SAXPY = REPO / "tests" / "data" / "lsp" / "saxpy.cu"
 
 

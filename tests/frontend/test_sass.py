@@ -18,7 +18,7 @@ from kernelscope.analysis.process import run_tool
 from kernelscope.analysis.frontend.sass import decode_control, defs_and_uses, demangle, disassemble, parse_nvdisasm, split_operands
 from kernelscope.analysis.frontend.instructions import SassModule
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def cuda_bin() -> Path:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from kernelscope.analysis.frontend.source import SourceModel, parse_source
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture(autouse=True)

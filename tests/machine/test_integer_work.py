@@ -9,10 +9,10 @@ import pytest
 from kernelscope.analysis.frontend import isa
 from kernelscope.analysis.machine import integer_work
 from emulator._build import build_example
-from test_isa import _ins
-from test_sass import build
+from frontend.test_isa import _ins
+from frontend.test_sass import build
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 TRANSPOSE = DATA / "real" / "code-samples" / "transpose.cu"
 BITONIC = DATA / "roofline" / "cuda-samples" / "bitonicSort.cu"
 COMMON = DATA / "real" / "cuda-samples" / "Common"

@@ -17,7 +17,7 @@ from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.results import AnalysisResult
 from kernelscope.analysis.reports.text import grid_fill
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.cu"))
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from kernelscope.analysis.files import MAX_SOURCE_BYTES, UnreadableFile, read_regular
 
-INCLUSION = Path(__file__).resolve().parent / "inputs" / "inclusion"
+INCLUSION = Path(__file__).resolve().parents[1] / "inputs" / "inclusion"
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo") or not Path("/dev/zero").exists(),
                                 reason="FIFOs and /dev/zero are POSIX")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kernelscope.analysis.model_error import model_error
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_recorded_error_is_the_benchmarks_last_run_over_its_whole_set():

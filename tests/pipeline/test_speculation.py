@@ -22,7 +22,7 @@ from kernelscope.analysis.pipeline import analyze, load_late_stages
 from kernelscope.analysis.process import Cancelled, CancelToken
 from kernelscope.analysis.speculation import SKIP_AFTER_MISS, Speculation
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _nvrtc_release() -> tuple[int, int] | None:

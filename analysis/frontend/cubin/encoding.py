@@ -15,7 +15,7 @@ Volta and later encode every instruction in 128 bits (one architecture per table
 Nothing here is written by hand: `learn.py` derives each table from nvdisasm's own listings of
 a corpus of compiled kernels, and `decode_word` answers only for opcodes, residuals, field
 values and reuse flags that the corpus showed; anything else is `None` (the caller then asks
-nvdisasm). `tests/test_cubin_decoder.py` checks every instruction of every cubin the test
+nvdisasm). `tests/frontend/test_cubin_decoder.py` checks every instruction of every cubin the test
 suite's sources produce against nvdisasm.
 """
 
