@@ -355,8 +355,8 @@ def _profile(args: argparse.Namespace) -> int:
     alone): nothing here runs a command taken from a project's configuration files."""
     import tempfile
 
-    from kernelscope.analysis.measure.errors import CounterPermissionError, ToolNotFoundError
-    from kernelscope.analysis.measure.ncu import run_ncu
+    from kernelscope.analysis.measure.errors import ToolNotFoundError
+    from kernelscope.analysis.measure.fallback import hot_lines, measure_with_fallback
     from kernelscope.analysis.measure.target import ProfileTarget
     from kernelscope.analysis.reports.text import render_text
 
@@ -377,13 +377,11 @@ def _profile(args: argparse.Namespace) -> int:
                                kernel_regex=args.kernel_regex, launch_count=args.launch_count,
                                first_of_each=args.launch_count is None, remote=remote)
         try:
-            run_ncu(target, ncu_path=args.ncu, report_path=report, source=source.resolve(),
-                    on_warning=lambda w: print(f"kernelscope: {w}", file=sys.stderr),
-                    on_progress=lambda p: print(f"kernelscope: {p}", file=sys.stderr))
-        except CounterPermissionError as e:
-            # no counters here: the modeled profile is the one shown, and the report says so ([modeled])
-            print(f"kernelscope: no measured profile, showing the modeled one: {e}", file=sys.stderr)
-            report = None
+            # ncu; where the counters are refused, CUPTI PC sampling; else the model (measure/fallback.py)
+            measured = measure_with_fallback(
+                target, ncu_path=args.ncu, report_path=report, source=source.resolve(), nvcc_path=args.nvcc,
+                on_warning=lambda w: print(f"kernelscope: {w}", file=sys.stderr),
+                on_progress=lambda p: print(f"kernelscope: {p}", file=sys.stderr))
         except ToolNotFoundError as e:
             if remote is not None:  # ssh/srun missing here, or ncu on the GPU machine: the message says which
                 raise
@@ -393,6 +391,14 @@ def _profile(args: argparse.Namespace) -> int:
                              "Without a GPU, `kernelscope analyze FILE.cu` prints the modeled report, and "
                              "`kernelscope analyze FILE.cu --profile REPORT.ncu-rep` reads a report captured on a GPU "
                              "machine.") from None
+        if measured.ran != "ncu":
+            # no counters here: the one message (every fix), which profile ran, and CUPTI's hot lines if it sampled;
+            # the report below is the model's ([modeled])
+            print(f"kernelscope: {measured.message}", file=sys.stderr)
+            print(f"kernelscope: profile: {measured.label}", file=sys.stderr)
+            for line in hot_lines(measured.profile) if measured.profile is not None else ():
+                print(f"kernelscope: sampled by CUPTI: {line}", file=sys.stderr)
+            report = None
         result = _analyze_file(args, source, report)
     _print_messages(result)
     print(result.model_dump_json(indent=2) if args.json else render_text(result))

@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from ..process import CancelToken
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Profile, Provenance, StallReason, aggregate_lines
@@ -204,13 +204,16 @@ def sampled_profile(s: Sampled, line_of: Mapping[tuple[str, int], tuple[str, int
     return Profile(kernels=kernels, provenance=prov)
 
 
-def run_cupti(target: ProfileTarget, *, shim: Path, line_of: Mapping[tuple[str, int], tuple[str, int]],
+def run_cupti(target: ProfileTarget, *, shim: Path,
+              line_of: Mapping[tuple[str, int], tuple[str, int]] | Callable[[], Mapping[tuple[str, int], tuple[str, int]]],
               cancel: CancelToken | None = None, period: int | None = None, out_path: Path | None = None,
               tool_version: str = "unknown") -> Profile:
     """Run the target with the shim injected and return its PC samples as a Profile (UNVERIFIED on hardware).
 
     For a remote target the shim must exist at the mapped path on the remote machine (built there),
-    and the output comes back through the wrapper's fetch template or a shared mapping.
+    and the output comes back through the wrapper's fetch template or a shared mapping. `line_of` may
+    be a function, called once the program ran: the cubins it loaded (KERNELSCOPE_PCSAMPLING_CUBINS)
+    are known only then.
     """
     token = secrets.token_hex(6)
     local_out = out_path or Path(tempfile.gettempdir()) / f"kernelscope-pcsampling-{token}.jsonl"
@@ -231,7 +234,7 @@ def run_cupti(target: ProfileTarget, *, shim: Path, line_of: Mapping[tuple[str, 
         error = classify_ncu_output(result.returncode, result.stdout + result.stderr)
         if error is None or type(error) is MeasurementError:
             error = ProgramCrashError(f"The program exited with code {result.returncode}: "
-                                      f"{last_lines(result.stderr, 3)}", output=tail(result))
+                                      f"{last_lines(result.stderr or result.stdout, 3)}", output=tail(result))
         raise error
     if fetch:
         assert target.remote is not None
@@ -247,4 +250,5 @@ def run_cupti(target: ProfileTarget, *, shim: Path, line_of: Mapping[tuple[str, 
         sampled = parse_pcsampling(f)
     if (error := sampled_error(sampled)) is not None:
         raise error
-    return sampled_profile(sampled, line_of, time=started, tool_version=tool_version)
+    return sampled_profile(sampled, line_of() if callable(line_of) else line_of, time=started,
+                           tool_version=tool_version)

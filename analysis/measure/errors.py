@@ -35,6 +35,10 @@ class NoGpuError(MeasurementError):
             "with a ssh/srun wrapper (docs/measured.md)")
 
 
+#: what the user sees while the counters are refused; the fallback chain (fallback.py) says what it ran instead
+MEANWHILE = "Until then kernelscope shows the modeled profile."
+
+
 class CounterPermissionError(MeasurementError):
     """The driver refused the GPU's performance counters (ERR_NVGPUCTRPERM, CUPTI_ERROR_INSUFFICIENT_PRIVILEGES).
 
@@ -49,15 +53,14 @@ class CounterPermissionError(MeasurementError):
             "`options nvidia NVreg_RestrictProfilingToAdminUsers=0` (/etc/modprobe.d, then reload the driver or "
             "reboot); or run the profiler as root or with CAP_SYS_ADMIN (CAP_PERFMON from driver R565). In a "
             "container the host must allow it, or the container must be started with --cap-add=SYS_ADMIN; on a "
-            "cluster, ask the admins which partitions have the counters enabled. Until then kernelscope shows the "
-            "modeled profile. See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+            "cluster, ask the admins which partitions have the counters enabled. " + MEANWHILE +
+            " See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
     #: the same fixes, the container's first: the profiler ran through a container runtime
     container_hint = ("The profiler ran in a container ({runtime}): the container must be started with "
                       "--cap-add=SYS_ADMIN (or CAP_PERFMON from driver R565), or the host's admin must enable the "
                       "counters for every user with the driver option "
                       "`options nvidia NVreg_RestrictProfilingToAdminUsers=0`; nothing inside the container can "
-                      "change it. Until then kernelscope shows the modeled profile. "
-                      "See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+                      "change it. " + MEANWHILE + " See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
 
 
 class KernelNotFoundError(MeasurementError):

@@ -26,7 +26,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from kernelscope.analysis.measure.errors import MeasurementError
-from kernelscope.analysis.measure.ncu import run_ncu
+from kernelscope.analysis.measure.fallback import Measurement, hot_lines, measure_with_fallback
 from kernelscope.analysis.process import CancelToken, Cancelled
 
 from ..scheduler import Outcome
@@ -205,14 +205,15 @@ async def profile_now(ls: Any, uri: str, *, quiet_refusal: bool = False) -> dict
         # thread: the progress notification is sent from the server's loop
         loop.call_soon_threadsafe(progress.note, message)
 
-    def run() -> None:
+    def run() -> Measurement:
         out.mkdir(parents=True, exist_ok=True)
-        run_ncu(target, cancel=token, ncu_path=settings.ncu_path, report_path=report, source=Path(path),
-                on_warning=warnings.append, on_progress=job_state)
+        # ncu; where the counters are refused, CUPTI PC sampling; else the model (measure/fallback.py)
+        return measure_with_fallback(target, cancel=token, ncu_path=settings.ncu_path, report_path=report,
+                                     source=Path(path), on_warning=warnings.append, on_progress=job_state)
 
     ended = "failed"
     try:
-        await loop.run_in_executor(None, run)
+        measured = await loop.run_in_executor(None, run)
         ended = "done"
     except Cancelled:
         ended = "cancelled"
@@ -233,4 +234,10 @@ async def profile_now(ls: Any, uri: str, *, quiet_refusal: bool = False) -> dict
             del ls.measured.profiling[uri]
     for w in warnings:
         _show(ls, f"kernelscope: {w}", types.MessageType.Warning)
+    if measured.ran != "ncu":  # the counters were refused: the one message, which profile is shown, its hot lines
+        sampled = "; ".join(hot_lines(measured.profile)) if measured.profile is not None else ""
+        _show(ls, f"kernelscope: profiling {_name(uri)}: {measured.message}"
+                  + (f" Hot lines sampled by CUPTI: {sampled}" if sampled else ""))
+        return {"ok": False, "error": measured.message, "errorType": "CounterPermissionError", "ran": measured.ran,
+                "profile": measured.label}
     return await load_report(ls, uri, str(report))

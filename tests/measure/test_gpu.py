@@ -72,3 +72,25 @@ def test_cupti_shim_end_to_end(app, toolchain, tmp_path):
     assert any("saxpy" in n for n in names), names
     k = next(k for k in p.kernels if "saxpy" in k.kernel)
     assert k.total_samples > 0 and any(StallReason.selected in pc.samples for pc in k.pcs)
+
+
+def test_refused_counters_fall_to_cupti_pc_sampling_on_a_gpu(app, toolchain, tmp_path):
+    """The CUPTI leg of the fallback chain (measure/fallback.py): ncu's refusal as a user captured it
+    (a stand-in ncu prints it and exits 1), then the real shim samples the program and the cubins it
+    loaded map the samples to saxpy.cu's lines."""
+    from kernelscope.analysis.measure.fallback import measure_with_fallback
+
+    if find_cupti() is None:
+        pytest.skip("CUPTI not found")
+    refusal = Path(__file__).parent / "fixtures" / "ncu-output" / "errnvgpuctrperm-deepgemm-46.txt"
+    ncu = tmp_path / "ncu"
+    ncu.write_text(f'#!/bin/sh\ncase "$1" in --help|--version) exit 0;; esac\ncat "{refusal}"\nexit 1\n')
+    ncu.chmod(0o755)
+    t = ProfileTarget(command=[str(app)], cwd=app.parent, timeout_s=300)
+    m = measure_with_fallback(t, ncu_path=str(ncu), report_path=tmp_path / "saxpy.ncu-rep",
+                              source=app.parent / "saxpy.cu", nvcc_path=str(toolchain.nvcc), shim_dir=tmp_path)
+    assert m.ran == "cupti", m.label
+    assert m.label.startswith("sampled by CUPTI PC sampling (ncu: ") and "ERR_NVGPUCTRPERM" in m.label
+    assert "hot lines beside the modeled profile" in (m.message or "")
+    k = next(k for k in m.profile.kernels if "saxpy" in k.kernel)
+    assert k.total_samples > 0 and any(ls.file.endswith("saxpy.cu") for ls in k.lines)

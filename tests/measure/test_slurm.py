@@ -205,6 +205,31 @@ def test_slurm_run_ncu_without_ncu_on_the_node_says_so(cluster, tmp_path):
     assert cluster.left() == ""
 
 
+def test_slurm_refused_counters_fall_back_through_the_same_srun(cluster, tmp_path, toolchain):
+    """The fallback chain through the real srun: ncu's refusal on the node (a stand-in `ncu` prints one a
+    user captured, tests/measure/fixtures/ncu-output), then CUPTI PC sampling as a second job, with the shim
+    injected into the program; this node has no GPU, so nothing is sampled and the model is shown, labelled."""
+    from kernelscope.analysis.measure.fallback import CUPTI, measure_with_fallback
+
+    refusal = Path(__file__).parent / "fixtures" / "ncu-output" / "errnvgpuctrperm-hf-jobs-container.txt"
+    ncu = tmp_path / "ncu"
+    ncu.write_text(f'#!/bin/sh\ncase "$1" in --help|--version) exit 0;; esac\ncat "{refusal}"\nexit 1\n')
+    ncu.chmod(0o755)
+    # the program says which injection library it was started with; the stand-in ncu never starts it
+    program = [sys.executable, "-c", "import os\n"
+               "open('ran.' + os.environ['SLURM_JOB_ID'], 'w').write(os.environ.get('CUDA_INJECTION64_PATH', ''))"]
+    target = ProfileTarget(command=program, cwd=tmp_path, remote=srun(cluster), timeout_s=120)
+    m = measure_with_fallback(target, ncu_path=str(ncu), report_path=tmp_path / "r.ncu-rep",
+                              nvcc_path=str(toolchain.nvcc), shim_dir=tmp_path / "shim")
+    assert m.ran == "modeled", m.label
+    assert "(ncu: The profiler may not read the GPU's performance counters of device 0 (ERR_NVGPUCTRPERM)" in m.label
+    assert m.label.endswith(f"; {CUPTI}: The CUPTI shim wrote no output)")
+    (ran,) = tmp_path.glob("ran.*")  # one job ran the program: CUPTI's, with the shim built here
+    assert Path(ran.read_text()).parent == tmp_path / "shim" and Path(ran.read_text()).is_file()
+    assert m.message is not None and m.message.count("NVreg_RestrictProfilingToAdminUsers=0") == 1
+    assert cluster.left() == ""
+
+
 def test_slurm_missing_program_on_the_node_is_named(cluster, tmp_path):
     """srun's own execve failure (slurmstepd's words), e.g. the build step's tool missing on the node."""
     target = ProfileTarget(command=["./app"], cwd=tmp_path, remote=srun(cluster))
