@@ -11,6 +11,7 @@ hot loop. `what_if` predicts other block sizes and SM counts (the roofline traje
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import re
@@ -130,18 +131,20 @@ def _callees(kernel: FunctionProgram, program: Program | None) -> list:
     the kernel's own section is already in its instructions."""
     if program is None:
         return []
-    others = {f.mangled: f.sass for f in program.functions if f.mangled != kernel.mangled}
-    names = list(others)
+    names: list[str] | None = None
     out, seen, todo = [], {kernel.mangled}, [kernel.sass]
     while todo:
         for ins in todo.pop().instructions:
             if ins.opcode != "CALL" or call_is_jump(ins):
                 continue
+            if names is None:  # only a kernel that calls lists the names: n kernels without calls cost n, not n²
+                names = [f.mangled for f in program.functions if f.mangled != kernel.mangled]
             name = callee_name(ins, names)
             if name is not None and name not in seen:
                 seen.add(name)
-                out.append(others[name])
-                todo.append(others[name])
+                callee = program.function(name).sass
+                out.append(callee)
+                todo.append(callee)
     return out
 
 
@@ -158,9 +161,32 @@ def _fold_loop_bound(text: str, resolved, launch: LaunchConfig) -> tuple[int | N
     return fold_bound(folded, resolved.values), src
 
 
+#: prepared launches by their inputs (`prepare`): one analysis prepares a kernel's launch for the
+#: quick stage, the sensitivity base and the what-if base, which differ only in the issue budget
+#: that `prepare` does not read (~4 ms for a one-line kernel, 70-180 ms with a long walk). Keyed
+#: by the inputs' identity (they are immutable), which the entry holds so that no id is reused.
+_PREPARED: dict[tuple, tuple[tuple, Prepared]] = {}
+_PREPARED_SIZE = 64
+
+
 def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
             source: SourceModel | None = None, program: Program | None = None, *,
             launch: LaunchConfig | None = None, settings: EmulationSettings = DEFAULT_SETTINGS) -> Prepared:
+    inputs = (kernel, arch, device, options, source, program)
+    key = (*map(id, inputs), launch, settings.model_copy(update={"issue_budget": DEFAULT_SETTINGS.issue_budget}))
+    hit = _PREPARED.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], inputs)):
+        return hit[1] if hit[1].settings == settings else replace(hit[1], settings=settings)
+    prep = _prepare(kernel, arch, device, options, source, program, launch=launch, settings=settings)
+    if len(_PREPARED) >= _PREPARED_SIZE:
+        _PREPARED.pop(next(iter(_PREPARED)))
+    _PREPARED[key] = (inputs, prep)
+    return prep
+
+
+def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
+             source: SourceModel | None, program: Program | None, *, launch: LaunchConfig | None,
+             settings: EmulationSettings) -> Prepared:
     src = source if source is not None else (program.source if program is not None else None)
     resolved = resolve_launch(kernel.name, src, options, device.sm_count)
     assumptions = list(resolved.assumptions)
@@ -322,7 +348,7 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
         assumptions.append(Assumption(name="coalescing", value=settings.unknown_access, source="default",
                                       detail=f"{len(unknown)} accesses with addresses the analysis cannot follow"))
     return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),
-                    settings, dict(program.line_table) if program is not None else {}, overhead_s, lanes)
+                    settings, program.line_table if program is not None else {}, overhead_s, lanes)
 
 
 def _where(ins) -> str:
@@ -1004,8 +1030,11 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
             launch = LaunchConfig(grid=(base.launch.grid[0] * mult, *base.launch.grid[1:]), block=base.launch.block,
                                   dynamic_smem=base.launch.dynamic_smem)
             prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
-            # keep each thread's work: loop trips as in the base launch
-            prep.decoded.loops = list(base.decoded.loops)
+            # keep each thread's work: loop trips as in the base launch (on a copy: prepared
+            # launches are shared, `prepare`)
+            decoded = copy.copy(prep.decoded)
+            decoded.loops = list(base.decoded.loops)
+            prep = replace(prep, decoded=decoded)
             pred, _ = predict_waves(prep, cache=cache, ledger=ledger, samples=False)
         return GridPoint(blocks=blocks, seconds=pred.seconds, blocks_per_s=blocks / pred.seconds)
 

@@ -422,9 +422,8 @@ class DivergentBranch(Optimizer):
         if fm is None or fm.body is None:
             return []
         out = []
-        branches = ctx.source.branches if ctx.source is not None else ()
-        for b in branches:
-            if not fm.span.contains_line(b.line) or not b.masks or not _THREAD_INDEX & set(b.names):
+        for b in ctx.source.branches_in(fm.span) if ctx.source is not None else ():
+            if not b.masks or not _THREAD_INDEX & set(b.names):
                 continue
             if any(rhs in _WARP_WIDE for _, rhs in b.masks):
                 continue

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from ...profile import LaunchConfig
 
@@ -393,6 +394,29 @@ class SourceModel(BaseModel):
     # spans are lines of their own files, so only name lookups (`definition`, `launches_of`,
     # `unit_annotations`) read them; every line-based lookup is this file's alone.
     context: tuple[IncludedSource, ...] = ()
+    _lookup: tuple | None = PrivateAttr(default=None)
+
+    def _index(self) -> tuple:
+        """(functions, kernels by name, functions by name, branch lines, branches in line order).
+        Looked up once per kernel: a scan each time made a file of n kernels cost n². Kept with the
+        tuples it indexes, so that a model_copy with other functions or branches indexes anew."""
+        index = self._lookup
+        if index is None or index[0] is not self.functions or index[4] is not self.branches:
+            kernels: dict[str, Function] = {}
+            functions: dict[str, Function] = {}
+            for f in self.functions:  # setdefault: the first of a name wins, as a scan finds it
+                functions.setdefault(f.name, f)
+                if f.kind == "kernel":
+                    kernels.setdefault(f.name, f)
+            ordered = sorted(self.branches, key=lambda b: b.line)
+            index = (self.functions, kernels, functions, [b.line for b in ordered], self.branches, tuple(ordered))
+            self._lookup = index
+        return index
+
+    def branches_in(self, span: Span) -> tuple[Branch, ...]:
+        """The `if` statements that start on a line of `span`, in line order."""
+        _, _, _, lines, _, ordered = self._index()
+        return ordered[bisect.bisect_left(lines, span.start.line):bisect.bisect_right(lines, span.end.line)]
 
     @property
     def kernels(self) -> tuple[Function, ...]:
@@ -413,10 +437,10 @@ class SourceModel(BaseModel):
         return max(inside, key=lambda lp: (lp.depth, lp.span.start_byte), default=None)
 
     def kernel(self, name: str) -> Function | None:
-        return next((f for f in self.functions if f.kind == "kernel" and f.name == name), None)
+        return self._index()[1].get(name)
 
     def function(self, name: str) -> Function | None:
-        return next((f for f in self.functions if f.name == name), None)
+        return self._index()[2].get(name)
 
     def loops_in(self, function: str) -> tuple[Loop, ...]:
         return tuple(lp for lp in self.loops if lp.function == function)
