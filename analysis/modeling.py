@@ -9,9 +9,10 @@ half of the command line's start-up) load on a thread while nvcc compiles (`pipe
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from .advisor.call_sites import call_sites
 from .advisor.ranking import advise
@@ -23,11 +24,12 @@ from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SET
                              sensitivity_study, study_shape, what_if_study)
 from .emulator.workers import available_cores
 from .files import read_regular, regular_size
-from .frontend.compile import CompileResult, KernelResources, local_headers
+from .frontend.compile import CompileResult, local_headers
 from .frontend.conditional import Passes, compile_passes
 from .frontend.inclusion import restricted_to_file, with_context
 from .frontend.instructions import SassModule
 from .frontend.program import FunctionProgram, Program, build_program
+from .frontend.resources import KernelResources, Resources, by_function
 from .frontend.source import parse_source
 from .frontend.toolchain import Toolchain
 from .machine.arch import ArchSpec, DeviceSpec
@@ -36,34 +38,27 @@ from .machine.roofline import TrajectoryPoint, kernel_roofline, roofline_model, 
 from .options import AnalysisOptions
 from .process import CancelToken
 from .profile import Assumption, KernelProfile, LaunchConfig, Profile
-from .results import AnalysisResult, KernelReport, Message, OccupancyReport, Resources
-
-if TYPE_CHECKING:
-    from .speculation import Speculation
+from .results import AnalysisResult, KernelReport, MemoryLevel, MemoryReport, Message, OccupancyReport
 
 #: default processes of the second stage: beyond a few, the fork and the base run dominate
 MAX_PROCESSES = 4
 
 
 def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
-               device: DeviceSpec, compiled: CompileResult, module: SassModule, messages: list[Message], base: dict,
+               device: DeviceSpec, compiled: CompileResult, inputs: ProgramInputs, messages: list[Message], base: dict,
                timings: dict[str, float], cancel: CancelToken, report, measured_report: Path | None,
-               depth: Literal["quick", "full"], on_partial, ahead: Speculation | None = None) -> AnalysisResult:
-    """`pipeline.analyze` once the file compiled and its SASS is read (see there). `ahead` is the
-    quick stage run on NVRTC's cubin while nvcc compiled: taken where it read the same inputs."""
+               depth: Literal["quick", "full"], on_partial, taken: QuickStage | None = None) -> AnalysisResult:
+    """`pipeline.analyze` once the file compiled and its SASS is read (see there). `taken` is the
+    quick stage run on NVRTC's cubin while nvcc compiled, where it read the same `inputs`."""
     arch = catalog.arch(options.arch)
     t = time.perf_counter()
     text = data.decode("utf-8", errors="replace")
-    inputs = ProgramInputs(module=module, resources={r.name: resources(r) for r in compiled.resources},
-                           passes=compile_passes(compiled.command, options.arch, toolchain.version))
     measured = _measured_profile(measured_report, source) if measured_report else None
     ledger = Ledger.start(options.budget, cancel)  # one budget for the quick stage and the second (docs/emulator.md)
-    taken = ahead.take(inputs) if ahead is not None and unit == source and measured is None else None
     if taken is not None:
         program, facts, studies = taken.program, taken.facts, taken.studies
         ledger.spent, ledger.runs = taken.spent, taken.runs
         timings["program"] = 0.0
-        timings["model"] = time.perf_counter() - t  # the wait for what was run ahead to end
         timings["model_ahead"] = taken.seconds
     else:
         program = program_of(source, unit, text, options, toolchain, inputs)
@@ -73,8 +68,6 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
         t = time.perf_counter()
         facts, studies = model_kernels(program, arch, device, options, measured, ledger, cancel, report)
         timings["model"] = time.perf_counter() - t
-    if ahead is not None:  # not taken: stopped now, not when the second stage ends
-        ahead.close()
     # a kernel modeled with a default launch says so where it is defined, with how to give the real one
     messages = messages + [Message(file=str(source), line=fn.source_line, column=None, severity="info", message=note,
                                    source="kernelscope")
@@ -108,13 +101,6 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
     return AnalysisResult(**common, **found, timings=timings, depth="full")
 
 
-def resources(r: KernelResources) -> Resources:
-    """ptxas's report of one kernel, as the result reports it."""
-    return Resources(registers=r.registers, barriers=r.barriers, static_smem=r.shared_bytes,
-                     constant_bytes=sum(r.constant_bytes.values()), stack_frame=r.stack_frame_bytes,
-                     spill_stores=r.spill_store_bytes, spill_loads=r.spill_load_bytes, local_bytes=r.local_bytes)
-
-
 @dataclass(frozen=True)
 class ProgramInputs:
     """What `program_of` reads from the compile: the same inputs give the same program, and the
@@ -123,6 +109,26 @@ class ProgramInputs:
     module: SassModule
     resources: dict[str, Resources]
     passes: Passes
+
+    @classmethod
+    def of(cls, module: SassModule, reports: Iterable[KernelResources], argv, arch: str,
+           toolchain: Toolchain) -> ProgramInputs:
+        """From a compile (nvcc's or NVRTC's): its SASS, ptxas's reports and its command line."""
+        return cls(module=module, resources=by_function(reports),
+                   passes=compile_passes(argv, arch, toolchain.version))
+
+
+@dataclass(frozen=True)
+class QuickStage:
+    """The quick stage's work on one `ProgramInputs` (what `speculation.py` runs ahead of nvcc)."""
+
+    program: Program
+    facts: dict[str, KernelFacts]
+    studies: dict[str, _Study]
+    findings: dict  # `findings` of the quick stage
+    spent: int  # the ledger's charges (`Ledger.spent`, `Ledger.runs`) for the quick runs
+    runs: int
+    seconds: float  # from the start of the NVRTC compile to the end of the quick stage
 
 
 def program_of(source: Path, unit: Path, text: str, options: AnalysisOptions, toolchain: Toolchain,

@@ -162,8 +162,16 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
 
         from . import modeling
 
-        return modeling.model_file(source, unit, data, options, toolchain, catalog, device, compiled, module, messages,
-                                   base, timings, cancel, report, measured_report, depth, on_partial, ahead)
+        inputs = modeling.ProgramInputs.of(module, compiled.resources, compiled.command, options.arch, toolchain)
+        taken = None
+        if ahead is not None:
+            t = time.perf_counter()
+            taken = ahead.take(inputs) if unit == source else None
+            ahead.close()  # not taken: stopped now, not when the second stage ends
+            if taken is not None:
+                timings["model"] = time.perf_counter() - t  # the wait for what was run ahead to end
+        return modeling.model_file(source, unit, data, options, toolchain, catalog, device, compiled, inputs, messages,
+                                   base, timings, cancel, report, measured_report, depth, on_partial, taken)
     finally:
         if ahead is not None:
             ahead.close()

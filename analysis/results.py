@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .advisor.advice import Advice
+from .frontend.resources import Resources
 from .machine.roofline import KernelRoofline
 from .profile import Assumption, LaunchConfig, Profile
 
@@ -36,21 +37,6 @@ class Message(BaseModel):
     def note(cls, path, text: str, severity: Literal["info", "warning"] = "info") -> Message:
         """A kernelscope note on the file as a whole."""
         return cls(file=str(path), line=None, column=None, severity=severity, message=text, source="kernelscope")
-
-
-class Resources(BaseModel):
-    """ptxas's resource report for one function (`-Xptxas -v`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    registers: int
-    barriers: int = 0
-    static_smem: int = 0
-    constant_bytes: int = 0
-    stack_frame: int = 0
-    spill_stores: int = 0
-    spill_loads: int = 0
-    local_bytes: int = 0
 
 
 class OccupancyReport(BaseModel):

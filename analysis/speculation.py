@@ -19,9 +19,8 @@ import logging
 import math
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .frontend.compile import compile_flags, nvcc_argv
 from .frontend.toolchain import CompileCommand, Toolchain
@@ -30,8 +29,7 @@ from .options import AnalysisOptions
 from .process import CancelToken
 
 if TYPE_CHECKING:
-    from .frontend.program import Program
-    from .modeling import ProgramInputs
+    from .modeling import ProgramInputs, QuickStage
 
 log = logging.getLogger(__name__)
 
@@ -39,19 +37,6 @@ log = logging.getLogger(__name__)
 SKIP_AFTER_MISS = 8
 _skips: dict[tuple, int] = {}
 _skips_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class RunAhead:
-    """The quick stage's work, made on NVRTC's cubin."""
-
-    program: Program
-    facts: dict[str, Any]
-    studies: dict[str, Any]
-    findings: dict[str, Any]  # `modeling.findings` of the quick stage
-    spent: int  # the ledger's charges (`Ledger.spent`, `Ledger.runs`) for the quick runs
-    runs: int
-    seconds: float  # from the start of the NVRTC compile to the end of the quick stage
 
 
 class Speculation:
@@ -63,7 +48,7 @@ class Speculation:
         self._compiled = threading.Event()  # NVRTC's compile ended, whatever its outcome
         self._inputs_ready = threading.Event()  # `_inputs` is final
         self._inputs: ProgramInputs | None = None
-        self._result: RunAhead | None = None
+        self._result: QuickStage | None = None
         self._thread = threading.Thread(target=self._run, args=thread_args, daemon=True, name="kernelscope-ahead")
 
     @classmethod
@@ -85,7 +70,7 @@ class Speculation:
         ahead._thread.start()
         return ahead
 
-    def take(self, inputs: ProgramInputs) -> RunAhead | None:
+    def take(self, inputs: ProgramInputs) -> QuickStage | None:
         """The work run ahead, if it was made on `inputs` (nvcc's), waiting for it to end; else None."""
         if not self._compiled.is_set():  # nvcc was first: NVRTC is no faster on this file
             self._drop()
@@ -121,18 +106,15 @@ class Speculation:
         try:
             if cubin is None:
                 return
-            from .frontend.conditional import compile_passes
             from .frontend.disassembly import decoded_sass
             from .emulator.budget import Ledger
-            from .modeling import ProgramInputs, findings, model_kernels, program_of, resources
+            from .modeling import ProgramInputs, QuickStage, findings, model_kernels, program_of
 
             module = decoded_sass(cubin.cubin, cancel=self._cancel)
             if module is None:  # nvdisasm would be needed, at ~0.35 s: nvcc is as near
                 return
             argv = nvcc_argv(source, Path(f"{source.stem}.cubin"), options.arch, toolchain, flags)
-            self._inputs = inputs = ProgramInputs(module=module,
-                                                  resources={r.name: resources(r) for r in cubin.resources},
-                                                  passes=compile_passes(argv, options.arch, toolchain.version))
+            self._inputs = inputs = ProgramInputs.of(module, cubin.resources, argv, options.arch, toolchain)
             self._inputs_ready.set()
             text = data.decode("utf-8", errors="replace")
             program = program_of(source, source, text, options, toolchain, inputs)
@@ -141,8 +123,8 @@ class Speculation:
                                            self._cancel, lambda stage, fraction: None)
             self._cancel.check()
             found = findings(program, catalog, device, options, text, facts, studies, None)
-            self._result = RunAhead(program=program, facts=facts, studies=studies, findings=found,
-                                    spent=ledger.spent, runs=ledger.runs, seconds=time.perf_counter() - start)
+            self._result = QuickStage(program=program, facts=facts, studies=studies, findings=found,
+                                      spent=ledger.spent, runs=ledger.runs, seconds=time.perf_counter() - start)
         except Exception as e:  # noqa: BLE001 - dropped, cancelled or failed: nvcc's path runs either way
             log.debug("run ahead of %s stopped: %r", source, e)
         finally:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..files import read_regular_text
 from ..process import CancelToken, Started, ToolTimeout, finish_tool, run_tool
+from .resources import KernelResources, parse_resources
 from .toolchain import CompileCommand, Toolchain, filter_flags, supported_archs
 from .treesitter import parser as _parser
 
@@ -50,25 +51,6 @@ class CompilerMessage(BaseModel):
     origin_file: str | None = None  # the header where the message really is
     origin_line: int | None = None
     origin_column: int | None = None
-
-
-class KernelResources(BaseModel):
-    """ptxas -v's report for one function. Dynamic shared memory is a launch property, not here."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str  # mangled
-    is_kernel: bool  # an entry function (__global__)
-    arch: str | None = None
-    registers: int = 0
-    barriers: int = 0
-    shared_bytes: int = 0  # static smem
-    constant_bytes: dict[int, int] = {}  # bank -> bytes (cmem[0] ...); recent ptxas omits it for sm_90
-    stack_frame_bytes: int = 0
-    cumulative_stack_bytes: int = 0
-    spill_store_bytes: int = 0
-    spill_load_bytes: int = 0
-    local_bytes: int = 0  # lmem, where ptxas prints it
 
 
 class CompileResult(BaseModel):
@@ -519,53 +501,6 @@ def include_line_for(source: Path, header: Path, include_dirs: Sequence[Path], l
             seen.add(h)
             todo += [p for _, p in _includes(h, include_dirs)]
     return None
-
-
-# ---------------------------------------------------------------------------------------------
-# ptxas -v
-
-_ENTRY = re.compile(r"Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'")
-_FUNC = re.compile(r"Compiling function '(?P<name>[^']+)'(?: for '(?P<arch>[^']+)')?")
-_PROPS = re.compile(r"Function properties for (?P<name>\S+)")
-_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers")
-_BARRIERS = re.compile(r"used (\d+) barriers")
-_BYTES = re.compile(r"(\d+) bytes (smem|lmem|cmem\[(\d+)\]|cumulative stack size)")
-
-
-def parse_resources(output: str) -> tuple[KernelResources, ...]:
-    funcs: dict[str, dict] = {}
-    current: str | None = None
-    for line in output.splitlines():
-        if line.startswith("ptxas"):
-            if m := _ENTRY.search(line):
-                current = m["name"]
-                funcs.setdefault(current, {"name": current, "is_kernel": False})
-                funcs[current].update(is_kernel=True, arch=m["arch"])
-            elif m := _FUNC.search(line):
-                current = m["name"]
-                funcs.setdefault(current, {"name": current, "is_kernel": False}).update(arch=m["arch"])
-            elif m := _PROPS.search(line):
-                current = m["name"]
-                funcs.setdefault(current, {"name": current, "is_kernel": False})
-            elif current is not None and (m := _USED.search(line)):
-                f = funcs[current]
-                f["registers"] = int(m.group(1))
-                if b := _BARRIERS.search(line):
-                    f["barriers"] = int(b.group(1))
-                for n, kind, bank in _BYTES.findall(line):
-                    if kind == "smem":
-                        f["shared_bytes"] = int(n)
-                    elif kind == "lmem":
-                        f["local_bytes"] = int(n)
-                    elif kind == "cumulative stack size":
-                        f["cumulative_stack_bytes"] = int(n)
-                    else:
-                        f.setdefault("constant_bytes", {})[int(bank)] = int(n)
-        elif current is not None and (m := _STACK.search(line)):
-            funcs[current].update(stack_frame_bytes=int(m.group(1)), spill_store_bytes=int(m.group(2)),
-                                  spill_load_bytes=int(m.group(3)))
-    return tuple(KernelResources(**f) for f in funcs.values())
 
 
 # ---------------------------------------------------------------------------------------------

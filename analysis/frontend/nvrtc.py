@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .compile import KernelResources, blank_spans, host_function_spans, namespace_scope, parse_resources
+from .compile import blank_spans, host_function_spans, namespace_scope
+from .resources import KernelResources, parse_resources
 from .toolchain import Toolchain
 from .treesitter import parser
 

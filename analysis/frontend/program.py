@@ -14,9 +14,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from ..results import Resources
 from .cfg import CFG, Loop, build_cfg
 from .instructions import Instruction, SassFunction, SassModule
+from .resources import Resources
 from .source import Loop as SourceLoop
 from .source import SourceModel
 

@@ -38,7 +38,7 @@ def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arc
             options: AnalysisOptions | None = None, with_what_if: bool = False) -> Analysed:
     from kernelscope.analysis.frontend.compile import compile_cuda
     from kernelscope.analysis.emulator.launch import resolve_launch
-    from kernelscope.analysis.modeling import resources as _resources
+    from kernelscope.analysis.frontend.resources import by_function
     from kernelscope.analysis.frontend.program import build_program
     from kernelscope.analysis.frontend.sass import disassemble
     from kernelscope.analysis.frontend.source import parse_source
@@ -53,7 +53,7 @@ def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arc
         assert compiled.success, [m.message for m in compiled.messages]
         module = disassemble(compiled.cubin_path, toolchain.nvdisasm)
     src = parse_source(source)
-    program = build_program(module, src, str(path), {r.name: _resources(r) for r in compiled.resources})
+    program = build_program(module, src, str(path), by_function(compiled.resources))
     cat = load_arch_specs()
     arch_spec = cat.arch(options.arch)
     device = cat.default_device(arch_spec)

@@ -10,7 +10,7 @@ from pathlib import Path
 from kernelscope.analysis.frontend.compile import compile_cuda
 from kernelscope.analysis.frontend.conditional import compile_passes
 from kernelscope.analysis.frontend.program import Program, build_program
-from kernelscope.analysis.modeling import resources as ptxas_resources
+from kernelscope.analysis.frontend.resources import by_function
 from kernelscope.analysis.frontend.sass import disassemble
 from kernelscope.analysis.frontend.source import parse_source
 
@@ -32,7 +32,7 @@ def _build(path: Path, toolchain, arch: str, flags: tuple[str, ...]) -> Program:
     res = compile_cuda(path, arch=arch, user_flags=flags, toolchain=toolchain, workdir=work)
     assert res.success, [m.message for m in res.errors]
     module = disassemble(res.cubin_path, toolchain.nvdisasm)
-    resources = {r.name: ptxas_resources(r) for r in res.resources}
+    resources = by_function(res.resources)
     source = parse_source(path.read_text(), compile_passes(res.command, arch, toolchain.version))  # as the pipeline reads it
     return build_program(module, source, str(path), resources)
 

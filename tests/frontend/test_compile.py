@@ -67,18 +67,18 @@ def test_resources_match_cuobjdump(tmp_path, toolchain, flags):
     table = res_usage(toolchain, r.cubin_path)
     for name, usage in table.items():
         k = by_name[name]
-        assert k.registers == usage["REG"]
-        assert k.stack_frame_bytes == usage["STACK"]
-        assert k.local_bytes == usage["LOCAL"]
+        assert k.usage.registers == usage["REG"]
+        assert k.usage.stack_frame == usage["STACK"]
+        assert k.usage.local_bytes == usage["LOCAL"]
         # cuobjdump adds the 1 KB per block the driver reserves on sm_80+ when a kernel uses smem.
-        assert 0 <= usage["SHARED"] - k.shared_bytes <= 1024
-        assert (k.shared_bytes == 0) == (usage["SHARED"] == 0)
+        assert 0 <= usage["SHARED"] - k.usage.static_smem <= 1024
+        assert (k.usage.static_smem == 0) == (usage["SHARED"] == 0)
         assert k.arch == "sm_90"
-    assert by_name["_Z4tilePfi"].shared_bytes == 1024 and by_name["_Z4tilePfi"].barriers == 1
+    assert by_name["_Z4tilePfi"].usage.static_smem == 1024 and by_name["_Z4tilePfi"].usage.barriers == 1
     assert by_name["_Z5callsPi"].cumulative_stack_bytes >= 40
     if flags:
-        assert by_name["_Z3bigPf"].registers == 32
-        assert by_name["_Z3bigPf"].spill_store_bytes > 0 and by_name["_Z3bigPf"].spill_load_bytes > 0
+        assert by_name["_Z3bigPf"].usage.registers == 32
+        assert by_name["_Z3bigPf"].usage.spill_stores > 0 and by_name["_Z3bigPf"].usage.spill_loads > 0
 
 
 def test_command_keeps_user_flags_and_sets_ours(tmp_path, toolchain):
@@ -105,7 +105,7 @@ def test_compile_command_flags_are_used(tmp_path, toolchain):
     (tmp_path / "build").mkdir()
     r = compile_cuda(src, toolchain=toolchain, compile_command=cc, workdir=tmp_path / "w")
     assert r.success, r.messages
-    assert r.resources[0].shared_bytes == 512
+    assert r.resources[0].usage.static_smem == 512
 
 
 def test_syntax_error_line_and_column(tmp_path, toolchain):

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.frontend.compile import compile_cuda
-from kernelscope.analysis.modeling import resources as _resources
 from kernelscope.analysis.frontend.program import FunctionProgram, build_program
+from kernelscope.analysis.frontend.resources import by_function
 from kernelscope.analysis.frontend.sass import disassemble
 from kernelscope.analysis.frontend.source import parse_source
 
@@ -34,7 +34,7 @@ def compiled(toolchain, examples_dir, tmp_path_factory) -> tuple[FunctionProgram
     res = compile_cuda(path, arch="sm_90", toolchain=toolchain, workdir=work)
     assert res.success, [m.message for m in res.errors]
     program = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), parse_source(path.read_text()),
-                            str(path), {r.name: _resources(r) for r in res.resources})
+                            str(path), by_function(res.resources))
     listing = subprocess.run([str(toolchain.nvdisasm), "-c", str(res.cubin_path)], capture_output=True,
                              text=True, check=True).stdout
     (kernel,) = program.kernels
@@ -109,7 +109,7 @@ def test_a_lone_loop_is_the_only_one(toolchain, tmp_path):
     res = compile_cuda(src, arch="sm_90", toolchain=toolchain, workdir=tmp_path)
     assert res.success, [m.message for m in res.errors]
     program = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), parse_source(src.read_text()),
-                            str(src), {r.name: _resources(r) for r in res.resources})
+                            str(src), by_function(res.resources))
     (kernel,) = program.kernels
     (info,) = kernel.loops
     assert (info.role, info.unroll_factor, info.max_trip_count, info.source_line) == ("only", 1, None, 3)
