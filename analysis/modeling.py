@@ -38,7 +38,7 @@ from .machine.roofline import TrajectoryPoint, kernel_roofline, roofline_model, 
 from .options import AnalysisOptions
 from .process import CancelToken
 from .profile import Assumption, KernelProfile, LaunchConfig, Profile
-from .results import AnalysisResult, KernelReport, MemoryLevel, MemoryReport, Message, OccupancyReport
+from .results import AnalysisResult, KernelReport, Message, OccupancyReport
 
 #: default processes of the second stage: beyond a few, the fork and the base run dominate
 MAX_PROCESSES = 4
