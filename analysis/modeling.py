@@ -28,6 +28,7 @@ from .frontend.compile import CompileResult, local_headers
 from .frontend.conditional import Passes, compile_passes
 from .frontend.inclusion import restricted_to_file, with_context
 from .frontend.instructions import SassModule
+from .frontend.kernel_names import without_parameters
 from .frontend.program import FunctionProgram, Program, build_program
 from .frontend.resources import KernelResources, Resources, by_function
 from .frontend.source import parse_source
@@ -91,7 +92,7 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
     t = time.perf_counter()
     for n, fn in enumerate(program.kernels):
         cancel.check()
-        report(f"sensitivity {fn.name.split('(')[0]}", 0.7 + 0.3 * n / max(1, len(program.kernels)))
+        report(f"sensitivity {without_parameters(fn.name)}", 0.7 + 0.3 * n / max(1, len(program.kernels)))
         studies[fn.mangled] = _deepen(program, fn, arch, device, options, studies[fn.mangled], ledger,
                                       len(program.kernels) - n)
     timings["sensitivity"] = time.perf_counter() - t
@@ -151,7 +152,7 @@ def model_kernels(program: Program, arch: ArchSpec, device: DeviceSpec, options:
     studies: dict[str, _Study] = {}
     for n, fn in enumerate(program.kernels):
         cancel.check()
-        report(f"model {fn.name.split('(')[0]}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
+        report(f"model {without_parameters(fn.name)}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
         resolved = resolve_launch(fn.name, program.source, options, device.sm_count)
         studies[fn.mangled] = study = _study(program, fn, arch, device, options, measured, resolved, ledger,
                                              len(program.kernels) - n)

@@ -40,6 +40,22 @@ class CapturedKernel(BaseModel):
     configurations: int = 1
 
 
+_UNSIGNED = ("unsigned", "size_t", "uint", "uint8_t", "uint16_t", "uint32_t", "uint64_t")
+_INTEGER = ("int", "long", "short", "char", "size_t", "int8_t", "int16_t", "int32_t", "int64_t", "bool", *_UNSIGNED)
+
+
+def scalar_value(raw_hex: str, type_text: str) -> int | None:
+    """An integer kernel argument from its bytes (little-endian, the CUDA ABI on x86-64 and
+    aarch64); floating-point, struct and pointer arguments are not integer values of the model."""
+    t = " ".join(w for w in type_text.replace("*", " * ").split() if w not in ("const", "volatile", "__restrict__"))
+    if "*" in t or "&" in t or not any(w in _INTEGER for w in t.split()):
+        return None
+    raw = bytes.fromhex(raw_hex)
+    if len(raw) not in (1, 2, 4, 8):
+        return None
+    return int.from_bytes(raw, "little", signed=not any(w in _UNSIGNED for w in t.split()))
+
+
 class AnalysisBudget(BaseModel):
     """What one analysis of a file may cost (docs/emulator.md, "Budget")."""
 

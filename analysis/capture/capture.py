@@ -30,6 +30,7 @@ from typing import Iterable, Sequence
 
 from ..files import read_regular, regular_size
 from ..frontend.compile import comment_spans, device_body_spans
+from ..frontend.kernel_names import mangled_base_name
 from ..frontend.treesitter import parser
 from ..process import CancelToken, ToolTimeout, run_tool
 from .layout import kparam_sizes
@@ -88,7 +89,7 @@ class Capture:
 
     def of(self, kernel: str) -> tuple[CapturedLaunch, ...]:
         """Launches of a kernel by mangled name or by base name."""
-        return tuple(x for x in self.launches if x.kernel == kernel or _base(x.kernel) == kernel)
+        return tuple(x for x in self.launches if x.kernel == kernel or mangled_base_name(x.kernel) == kernel)
 
     def configurations(self, kernel: str) -> dict[tuple, int]:
         """(grid, block, shared bytes, argument bytes) -> launches recorded with it."""
@@ -97,12 +98,6 @@ class Capture:
             key = (x.grid, x.block, x.shared_bytes, x.args)
             out[key] = out.get(key, 0) + 1
         return out
-
-
-def _base(mangled: str) -> str:
-    from ..measure.ncu_report import mangled_base_name
-
-    return mangled_base_name(mangled)
 
 
 def parse_records(lines: Iterable[str], sizes: dict[str, tuple[int, ...]]) -> tuple[tuple[CapturedLaunch, ...], dict[str, int], bool]:

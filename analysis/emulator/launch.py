@@ -17,15 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..capture.hints import scalar_value
 from ..frontend.instructions import Instruction
 from ..frontend.isa import call_is_jump
-from ..frontend.program import base_name
+from ..frontend.kernel_names import base_name, instance_name, without_parameters
 from ..frontend.source.folding import BUILTIN_TYPES
 from ..frontend.source import Annotation, LaunchSite, SourceModel
 from ..frontend.source import Loop as SourceLoop
 from ..machine.arch import ConstantBank
-from ..options import AnalysisOptions, LaunchHint
+from ..options import AnalysisOptions, LaunchHint, scalar_value
 from ..profile import Assumption, LaunchConfig
 
 DEFAULT_BLOCK = 256
@@ -131,7 +130,7 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
                 src_kind, detail = origin[p.name]
                 out.append(Assumption(name=p.name, value=str(values[p.name]), source=src_kind, detail=detail))
 
-    shown = kernel_name.split("(")[0].removeprefix("void ").strip() or short  # `MatrixMulCUDA<32>`
+    shown = instance_name(kernel_name) or short  # `MatrixMulCUDA<32>`
     captured = {"block": cap.block, "grid": cap.grid, "dynamic_smem": cap.dynamic_smem} if cap is not None else {}
     if cap is not None:
         out.append(Assumption(name="launches", value=str(cap.launches), source="captured", detail=cap_detail))
@@ -203,7 +202,7 @@ def _instances_of(site: LaunchSite) -> tuple[LaunchSite, ...]:
 
 def _template_args(text: str) -> tuple[str, ...] | None:
     """`void scale<256, float>(float*)` or `scale<TILE, float>` -> ("256", "float"); None without."""
-    head = text.split("(")[0]
+    head = without_parameters(text)
     if "<" not in head or ">" not in head:
         return None
     inner = head[head.index("<") + 1:head.rindex(">")]
@@ -317,7 +316,7 @@ def _capture_of(kernel_name: str, short: str, options: AnalysisOptions):
         return own, ()
     siblings = tuple(sorted(k for k in options.captured if "(" in k and base_name(k) == short))
     if siblings:
-        return None, tuple(k.split("(")[0].removeprefix("void ").strip() for k in siblings)
+        return None, tuple(instance_name(k) for k in siblings)
     return options.captured.get(short), ()
 
 

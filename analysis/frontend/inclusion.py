@@ -205,7 +205,7 @@ def _included(path: Path, passes: Passes | None) -> IncludedSource | None:
 def restricted_to_file(program: Program) -> Program:
     """`program` compiled from an includer, with only the kernels the analysed file defines: the
     includer's own kernels are results for another file. Device functions stay (callees)."""
-    from .program import base_name
+    from .kernel_names import base_name
 
     own = {k.name for k in program.source.kernels}
     kept = tuple(f for f in program.functions if not f.sass.is_kernel or base_name(f.name) in own)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .cfg import CFG, Loop, build_cfg
 from .instructions import Instruction, SassFunction, SassModule
+from .kernel_names import base_name
 from .resources import Resources
 from .source import Loop as SourceLoop
 from .source import SourceModel
@@ -232,13 +233,6 @@ def _sibling_trip(source_trips: int, factor: int, factors: list[int]) -> int:
             return max(1, left // f)
         left -= (left // f) * f
     return 1
-
-
-def base_name(demangled: str) -> str:
-    """`void ns::scale<256>(float*, int)` -> `scale`: the name as written at the definition."""
-    # a kernel in an anonymous namespace demangles as `(anonymous namespace)::k(int)`
-    head = demangled.replace("(anonymous namespace)::", "").split("(")[0].split("<")[0]
-    return head.split("::")[-1].split()[-1] if head.strip() else demangled
 
 
 def build_program(module: SassModule, source: SourceModel, source_path: str,

@@ -39,6 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..frontend.kernel_names import without_parameters
 from ..profile import KernelProfile
 from .arch import ArchCatalog, DeviceSpec, MemoryLevel, Precision
 
@@ -254,11 +255,6 @@ def _fmt_rate(v: float, unit: str) -> str:
     return f"{v:.3g} {unit}"
 
 
-def _short(name: str) -> str:
-    """A demangled name without its parameter list: the chart's labels must fit beside a point."""
-    return name.split("(")[0]
-
-
 def _marker(level: str, cx: float, cy: float) -> tuple[str, str]:
     """One marker shape per memory level, so the points of one kernel read apart at a glance."""
     if level == "l2":
@@ -276,7 +272,7 @@ _BAR_W = 110  # px of a full bandwidth bar
 
 def _note(k: KernelRoofline) -> list[str]:
     """Why `k` (not memory-only, see `_bandwidth_row`) has no point, in lines that fit the plot's width."""
-    name = _short(k.name)
+    name = without_parameters(k.name)
     if k.precision == MEMORY_ONLY:
         return [f"{name}: no operations and", "no memory traffic modeled"]
     if not k.points:
@@ -294,7 +290,7 @@ def _bandwidth_row(k: KernelRoofline, y: float, width: int) -> str:
     frac = p.bandwidth / p.peak_bandwidth if p.peak_bandwidth else None
     value = (f"{100 * frac:.0f} % of {_fmt_rate(p.peak_bandwidth, 'B/s')}" if frac is not None  # type: ignore[arg-type]
              else f"{_fmt_rate(p.bandwidth, 'B/s')} (no slope)")
-    name = _short(k.name)
+    name = without_parameters(k.name)
     name = name if len(name) <= 22 else name[:21] + "…"
     tip = "; ".join(f"{_LABEL[MemoryLevel(q.level)]} {_fmt_rate(q.bandwidth, 'B/s')}"
                     + (f" = {100 * q.bandwidth / q.peak_bandwidth:.0f} %" if q.peak_bandwidth else "")
@@ -449,7 +445,7 @@ def roofline_svg(model: RooflineModel, kernels: Sequence[KernelRoofline] = (), *
         if named is not None:  # one name per kernel; the marker shape tells the level
             x, y = X(named.intensity), Y(named.performance) - 7
             # an integer kernel's point is its INT32 ops (floating-point first, see `dominant_precision`)
-            label = _short(k.name) + (" (INT32)" if k.precision == Precision.int32.value else "")
+            label = without_parameters(k.name) + (" (INT32)" if k.precision == Precision.int32.value else "")
             # left of the point when the name would run past the plot into the roofs' labels, and
             # inside the plot's left edge; moved down a line while it would cover an earlier name
             w = 0.62 * 15 * len(label)

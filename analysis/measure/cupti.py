@@ -24,11 +24,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
+from ..frontend.kernel_names import mangled_base_name
 from ..process import CancelToken
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Profile, Provenance, StallReason, aggregate_lines
 from .errors import CounterPermissionError, MeasurementError, ProgramCrashError, RemoteError, ToolNotFoundError
 from .ncu import classify_ncu_output
-from .ncu_report import mangled_base_name
 from .stalls import add_samples, is_not_issued
 from .target import ProfileTarget, execute, fetch_argv, last_lines, map_path, remote_report_path, run_on_target, tail
 

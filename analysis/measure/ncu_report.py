@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
-import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..frontend.kernel_names import base_name, mangled_base_name
 from ..process import CancelToken, ToolTimeout, run_tool
 from ..profile import (Assumption, KernelProfile, LaunchConfig, PCSample, Profile, Provenance, StallReason,
                        aggregate_lines)
@@ -90,54 +90,6 @@ def _seconds(act: Any, name: str) -> float | None:
     if m is None:
         return None
     return float(m.value()) * _TIME_UNITS.get((m.unit() or "ns").strip().lower(), 1e-9)
-
-
-# --- names -----------------------------------------------------------------------------------------
-
-
-def base_name(demangled: str) -> str:
-    """`void computeValue<float>(unsigned int*, ...)` -> `computeValue`; `ns::k<2>(int)` -> `k`."""
-    s = demangled.strip()
-    s = _strip_trailing_group(s, "(", ")")
-    s = _strip_trailing_group(s, "<", ">")
-    return re.split(r"[\s:*&]+", s)[-1] if s else demangled
-
-
-def _strip_trailing_group(s: str, open_: str, close: str) -> str:
-    if not s.endswith(close):
-        return s
-    depth = 0
-    for i in range(len(s) - 1, -1, -1):
-        depth += (s[i] == close) - (s[i] == open_)
-        if depth == 0:
-            return s[:i].rstrip()
-    return s
-
-
-def mangled_base_name(mangled: str) -> str:
-    """Base function name from an Itanium-mangled name (`_Z10naive_gemmPKf...` -> `naive_gemm`,
-    `_ZN2ns6kernelEv` -> `kernel`); an unmangled (extern "C") name is its own base name."""
-    if not mangled.startswith("_Z"):
-        return mangled
-    s = mangled[2:]
-    nested = s.startswith("N")
-    if nested:
-        s = s[1:]
-        while s[:1] in ("K", "V", "r"):  # cv-qualifiers of a nested member function
-            s = s[1:]
-    last = mangled
-    while s and s[0].isdigit():
-        n = re.match(r"\d+", s)
-        assert n is not None
-        length = int(n.group())
-        start = n.end()
-        last = s[start:start + length]
-        s = s[start + length:]
-        if not nested:
-            break
-        if s.startswith("I"):  # template args of an intermediate component: give up there
-            break
-    return last
 
 
 # --- functions and PCs ---------------------------------------------------------------------------

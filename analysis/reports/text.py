@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..emulator.launch import GIVE_A_LAUNCH
+from ..frontend.kernel_names import without_parameters
 from ..model_error import model_error
 from ..results import AnalysisResult, KernelReport
 
@@ -129,7 +130,7 @@ def assumed_launches(result: AnalysisResult) -> list[str]:
         dims = [word for name, word in (("grid", "grid"), ("block", "block"), ("dynamic_smem", "dynamic shared memory"))
                 if name in defaults]
         if dims:
-            out.append(f"{k.name.split('(')[0]} ({', '.join(dims)})")
+            out.append(f"{without_parameters(k.name)} ({', '.join(dims)})")
     return out
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelscope.analysis.capture.hints import scalar_value
+from kernelscope.analysis.options import scalar_value
 from kernelscope.analysis.capture.run import with_capture
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
