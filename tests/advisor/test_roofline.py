@@ -8,8 +8,8 @@ import pytest
 
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.machine.roofline import (LATENCY_FRACTION, MEMORY_ONLY, TrajectoryPoint, dominant_precision,
-                                           kernel_roofline, load_empirical, roofline_model, roofline_svg,
-                                           trajectory_points)
+                                           kernel_roofline, load_empirical, roofline_model, trajectory_points)
+from kernelscope.analysis.reports.chart import roofline_svg
 
 from .sassfrag import profile
 
