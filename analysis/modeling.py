@@ -16,7 +16,7 @@ from typing import Literal
 
 from .advisor.call_sites import call_sites
 from .advisor.ranking import advise
-from .advisor.static_facts import KernelFacts, kernel_facts
+from .advisor.static_facts import KernelFacts, executed_shapes, kernel_facts
 from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
 from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError, WaveCache,
@@ -158,8 +158,22 @@ def model_kernels(program: Program, arch: ArchSpec, device: DeviceSpec, options:
                                              len(program.kernels) - n)
         # Memory-access facts depend on which threads share a warp: the (measured or resolved) block.
         facts[fn.mangled] = kernel_facts(program, fn, arch, options.default_trip_count, block=study.launch.block,
-                                         values=resolved.values)
+                                         values=resolved.values, executed=_executed(program, fn, arch, device,
+                                                                                    options, study))
     return facts, studies
+
+
+def _executed(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
+              study: _Study) -> dict:
+    """The memory shapes the quick stage's walked warp gave (static_facts.executed_shapes): its
+    launch prepared again, the walk itself memoised (emulator/walk.py)."""
+    if study.modeled is None:
+        return {}
+    try:
+        return executed_shapes(prepare(fn, arch, device, options, program.source, program,
+                                       launch=study.launch if study.measured else None))
+    except EmulationError:
+        return {}
 
 
 def findings(program: Program, catalog, device: DeviceSpec, options: AnalysisOptions, text: str,

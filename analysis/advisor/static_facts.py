@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
+from ..emulator.decode import MemoryShape
 from ..emulator.memory import TX, AddressAnalysis, lane_addresses, memory_shapes, param_offsets
 from ..frontend import isa
 from ..frontend.program import FunctionProgram, Program, base_name, source_line_of
@@ -61,9 +62,12 @@ def _issue_cycles(instr, arch: ArchSpec) -> float:
 
 
 def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_trip: int = 64,
-                 block: tuple[int, int, int] | None = None, values: Mapping[str, int] | None = None) -> KernelFacts:
+                 block: tuple[int, int, int] | None = None, values: Mapping[str, int] | None = None,
+                 executed: Mapping[int, MemoryShape] | None = None) -> KernelFacts:
     """`block` is the launch's block shape (it decides which threads share a warp); without it
-    no memory-access facts are given. `values` are known kernel-argument values (by name)."""
+    no memory-access facts are given. `values` are known kernel-argument values (by name).
+    `executed`: pc -> the shape the emulator's walked warp gave an access (`executed_shapes`),
+    which wins over the address analysis's."""
     path = program.source_path
     mix: Counter[str] = Counter()
     flops: dict[str, float] = defaultdict(float)
@@ -100,11 +104,22 @@ def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_
                    bytes_per_execution=dict(e["bytes"]), sass=tuple(e["sass"]), static_cost=e["cost"])
         for ln, e in sorted(per_line.items()))
     return KernelFacts(instruction_mix=dict(mix), flops_per_thread=dict(flops), bytes_per_thread=dict(nbytes),
-                       facts=_patterns(program, fn, arch, block, values or {}), lines=lines)
+                       facts=_patterns(program, fn, arch, block, values or {}, executed or {}), lines=lines)
+
+
+def executed_shapes(prepared) -> dict[int, MemoryShape]:
+    """pc -> the shape of each of the kernel's own memory instructions whose every execution by the
+    emulator's walked warp had known lane addresses (`emulator.model.Prepared.lanes`): sectors and
+    wavefronts per request from the addresses the lanes computed, where the affine analysis stops at
+    a 64-bit index or a product of arguments (leimao's `lda`, a transpose's `gridDim.x * TILE_DIM`)."""
+    lanes, k = prepared.lanes, prepared.decoded
+    if lanes is None:
+        return {}
+    return {k.pc[s]: lanes.shapes[s] for s in lanes.followed if k.fn[s] == prepared.kernel.mangled}
 
 
 def _patterns(program: Program, fn: FunctionProgram, arch: ArchSpec, block: tuple[int, int, int] | None,
-              values: Mapping[str, int]) -> tuple[StaticFact, ...]:
+              values: Mapping[str, int], executed: Mapping[int, MemoryShape]) -> tuple[StaticFact, ...]:
     path = program.source_path
     src = program.source
     facts: list[StaticFact] = []
@@ -170,17 +185,17 @@ def _patterns(program: Program, fn: FunctionProgram, arch: ArchSpec, block: tupl
         facts.append(StaticFact(kind="local_memory", line=ln, count=count,
                                 detail=f"{count} local-memory access(es) (spills or a dynamically indexed private array)"))
     if block is not None:
-        facts += _memory_access_facts(program, fn, arch, block, values, line_of)
+        facts += _memory_access_facts(program, fn, arch, block, values, executed, line_of)
     return tuple(facts)
 
 
 def _memory_access_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, block: tuple[int, int, int],
-                         values: Mapping[str, int], line_of) -> list[StaticFact]:
-    """Uncoalesced global accesses and shared bank conflicts, from the emulator's address analysis.
-
-    The analysis follows each address back to an affine function of threadIdx/blockIdx and lays
-    the 32 lanes of a warp over `block`; an access it cannot follow is not reported (the
-    emulator assumes it coalesced).
+                         values: Mapping[str, int], executed: Mapping[int, MemoryShape], line_of) -> list[StaticFact]:
+    """Uncoalesced global accesses and shared bank conflicts: from the lanes' executed addresses
+    where the emulator walked the access (`executed`), else from the address analysis, which
+    follows each address back to an affine function of threadIdx/blockIdx and lays the 32 lanes of
+    a warp over `block`; an access neither can follow is not reported (the emulator assumes it
+    coalesced).
     """
     sfn = program.source.kernel(base_name(fn.name))
     params = param_offsets(arch.constant_bank.params, [(p.name, p.is_pointer, p.type_text) for p in sfn.params],
@@ -191,7 +206,8 @@ def _memory_access_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, 
     addresses = AddressAnalysis(instrs, params)
     worst: dict[tuple[int, str], tuple[float, int, str]] = {}  # (line, kind) -> (cost, count, detail)
     for x in instrs:
-        shape = shapes.get((fn.mangled, x.pc))
+        walked = x.pc in executed
+        shape = executed.get(x.pc) or shapes.get((fn.mangled, x.pc))
         ln = line_of(x)
         if shape is None or ln is None:
             continue
@@ -200,7 +216,7 @@ def _memory_access_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, 
         addr, _ = addresses.address(x)
         offsets = lane_addresses(addr, block, arch.warp_size) if addr is not None else None
         tx = addr.coeffs[TX] if addr is not None else None
-        stride = (f"consecutive threads are {tx} B apart" if tx else
+        stride = ("the lanes' executed addresses" if walked else f"consecutive threads are {tx} B apart" if tx else
                   f"lanes at byte offsets {', '.join(map(str, offsets[:4]))}, …" if offsets else "address not affine")
         what = {isa.Access.LOAD: "load", isa.Access.STORE: "store"}.get(isa.access_direction(x), "atomic")
         if space in ("global", "generic") and shape.pattern in ("strided", "uncoalesced"):

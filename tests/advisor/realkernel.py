@@ -58,8 +58,18 @@ def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arc
     arch_spec = cat.arch(options.arch)
     device = cat.default_device(arch_spec)
     launches = {fn.mangled: resolve_launch(fn.name, src, options, device.sm_count) for fn in program.kernels}
+    executed = {}
+    if emulate:  # the walked warp's memory shapes, as the pipeline gives the facts (modeling._executed)
+        from kernelscope.analysis.advisor.static_facts import executed_shapes
+        from kernelscope.analysis.emulator.model import EmulationError, prepare
+        for fn in program.kernels:
+            try:
+                executed[fn.mangled] = executed_shapes(prepare(fn, arch_spec, device, options, src, program))
+            except EmulationError:
+                pass
     facts = {fn.mangled: kernel_facts(program, fn, arch_spec, options.default_trip_count,
-                                      block=launches[fn.mangled].launch.block, values=launches[fn.mangled].values).facts
+                                      block=launches[fn.mangled].launch.block, values=launches[fn.mangled].values,
+                                      executed=executed.get(fn.mangled)).facts
              for fn in program.kernels}
     profiles, what_ifs = [], {}
     if emulate:

@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from lsprotocol import types
 
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
+from kernelscope.server.features.diagnostics import advice_severity
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = sorted([*(REPO / "examples").glob("*.cu"), *(REPO / "tests" / "emulator" / "kernels").glob("*.cu"),
@@ -70,7 +72,8 @@ def test_the_top_advice_names_the_next_step_of_a_public_series(toolchain):
 #: issue 34's corpus: the examples, the public programs under tests/data/real, the accuracy kernels
 _REAL = REPO / "tests" / "data" / "real"
 CORPUS = sorted([*(REPO / "examples").glob("*.cu"), *_REAL.rglob("*.cu"),
-                 *(REPO / "benchmarks" / "accuracy" / "kernels").rglob("*.cu")])
+                 *(REPO / "benchmarks" / "accuracy" / "kernels").rglob("*.cu"),
+                 *(REPO / "tests" / "advisor" / "programs").glob("*.cu")])  # a launch the model assumes
 
 
 def _flags(path: Path) -> tuple[str, ...]:
@@ -88,7 +91,8 @@ def violations(r) -> list[tuple]:
     lines it names, its own and its hotspots' ends (their own samples, in the profile, plus what their calls reach); (b) its estimate
     is within Amdahl's bound 1/(1 - share); (c) its T_now is the kernel's predicted time; and no
     estimate above 1.5x without a re-model (an emulator what-if or a verification) behind it; and no two
-    items of a kernel share an edit or change the same instructions.
+    items of a kernel share an edit or change the same instructions; and a launch-shape item on a
+    launch the model assumed names the assumption and is never a warning (issue 34 item 4).
     Launch-shape advice is about the whole kernel (its share is the kernel's)."""
     out = []
     for a in r.advice:
@@ -118,12 +122,23 @@ def violations(r) -> list[tuple]:
             out.append(("T_now", a.optimizer, a.lines, t_now, k.predicted_duration_s))
         if a.speedup > 1.5 and not a.estimate.formula.startswith("emulator") and a.verified_speedup is None:
             out.append(("not re-modeled", a.optimizer, a.lines, round(a.speedup, 3), a.estimate.formula))
+        # a launch-shape item on a launch the model assumed says so and is never a warning (or is withheld)
+        assumed = {x.name for x in profile.provenance.assumptions
+                   if x.name in ("grid", "block", "dynamic_smem") and x.source == "default"}
+        if a.optimizer in _LAUNCH_SHAPE and assumed and not set(a.assumed):
+            out.append(("assumed launch unsaid", a.optimizer, a.lines, sorted(assumed)))
+        if a.assumed and advice_severity(a) == types.DiagnosticSeverity.Warning:
+            out.append(("warning on an assumed launch", a.optimizer, a.lines, a.assumed))
     for i, a in enumerate(r.advice):  # one fix, one item
         for b in r.advice[i + 1:]:
             if a.kernel == b.kernel and ((a.fix and b.fix and set(a.fix.edits) & set(b.fix.edits))
                                          or (a.changes and a.changes == b.changes)):
                 out.append(("same fix", a.optimizer, b.optimizer, a.lines, b.lines))
     return out
+
+
+#: the items whose estimate is the launch's shape, waves or occupancy
+_LAUNCH_SHAPE = {"block_increase", "thread_increase", "occupancy_limit", "wave_tail", "thread_coarsening"}
 
 
 def _same(a: str, b: str) -> bool:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from .base import MatchContext, Optimizer
 from .latency import CodeReordering, FunctionInlining, LoopUnrolling
-from .parallel import BlockIncrease, OccupancyLimit, ThreadIncrease, WaveTail
+from .intensity import RegisterTiling, TensorCores
+from .parallel import BlockIncrease, OccupancyLimit, ThreadCoarsening, ThreadIncrease, WaveTail
 from .stall import (FastMath, FunctionSplit, MemoryTransactionReduction, RegisterReuse, StrengthReduction,
                     WarpBalance)
 from .starlight import ReducePrecision, SharedMemoryTiling
@@ -21,9 +22,11 @@ REGISTRY: tuple[Optimizer, ...] = (
     # GPA Table II — latency hiding (Eq. 4–5)
     LoopUnrolling(), CodeReordering(), FunctionInlining(),
     # GPA Table II — parallel (Eq. 6–10), and occupancy limits
-    BlockIncrease(), ThreadIncrease(), OccupancyLimit(), WaveTail(),
+    BlockIncrease(), ThreadIncrease(), OccupancyLimit(), WaveTail(), ThreadCoarsening(),
     # Starlight Table 1 — roofline-driven (Eq. 3)
     SharedMemoryTiling(), ReducePrecision(),
+    # Starlight Table 1 — arithmetic intensity of an inner loop (GPA Eq. 2 over the loads / FMAs it removes)
+    RegisterTiling(), TensorCores(),
     # Static source/SASS patterns
     DoublePrecisionConstant(), DoubleMathOnFloat(), MissingRestrict(), VectorizeLoads(), CoalescedAccess(),
     SharedBankConflicts(), ContendedAtomics(), DivergentBranch(),

@@ -180,7 +180,8 @@ class MatchContext:
     def function_model(self) -> Any:
         if self.source is None:
             return None
-        base = self.kernel_name.split("(")[0].split("<")[0].split("::")[-1]
+        # a template instance demangles with its return type: `void gemm_v01<float>(...)`
+        base = self.kernel_name.split("(")[0].split("<")[0].split("::")[-1].split()[-1]
         return next((f for f in self.source.functions if f.name == base and f.kind == "kernel"), None) or \
             self.source.function(base)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...machine.occupancy import Occupancy, occupancy
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
-from .base import MatchContext, Optimizer, insert_edit, pct, provenance_note
+from .base import MatchContext, Optimizer, insert_edit, kernel_line, pct, provenance_note
 
 #: R_I assumed when there is no profile at all (no emulation): a warp issues one slot in four.
 DEFAULT_ISSUE_RATIO = 0.25
@@ -295,3 +295,69 @@ class WaveTail(Optimizer):
                f". Est. {est.speedup:.2f}× ({est.formula.split(':')[0]}).")
         return [self.advice(ctx, lines=[site.span.start.line if site else line], estimate=est, message=msg,
                             importance=1 - estimators.wave_efficiency(blocks, per_wave))]
+
+
+#: the most elements a coarsened thread is asked to take on (how-to-optimize's reduce v6 and CUB's
+#: block reductions take 2-16 per thread)
+MAX_COARSENING = 8
+
+
+class ThreadCoarsening(Optimizer):
+    """Fewer blocks, more elements per thread: a kernel whose threads each load a fixed few elements
+    and whose blocks then combine them (a reduction or scan in shared memory, behind barriers) pays
+    that combining phase once per block; with k times the elements per thread (a grid-stride loop
+    over the input) the grid has k times fewer blocks and the phase runs k times fewer times.
+    Not GPA's (its parallel optimizers only increase blocks or threads); estimated by GPA Eq. 2 over
+    the phase's own cost."""
+
+    name, title = "thread_coarsening", "Fewer blocks, more elements per thread"
+    # a change of the work per thread, with its share of samples: a line-bounded item like the code
+    # optimizers, withheld where the launch (so the waves) is assumed
+    group = "code"
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        launch = _launch(ctx)
+        if launch is None or ctx.arch is None or ctx.device is None or ctx.assumed_launch or ctx.total <= 0:
+            return []
+        blocks, threads = launch
+        occ = _occ(ctx, threads)
+        if occ is None or occ.active_blocks_per_sm <= 0:
+            return []
+        per_wave = occ.active_blocks_per_sm * ctx.device.sm_count
+        k = 1
+        while k < MAX_COARSENING and blocks // (2 * k) >= per_wave:
+            k *= 2  # the grid keeps at least one full wave
+        if k < 2:
+            return []
+        ins = ctx.instructions
+        loads = [i for i in ins if i.opcode in ("LDG", "LD") and i.memory_space in ("global", "generic", None)]
+        barriers = [i for i in ins if i.opcode == "BAR"]
+        if not loads or not barriers or any(lp_has(ins, i) for i in loads):
+            return []  # no combining phase, or the threads already loop over their elements
+        last = max(i.index for i in loads)
+        phase = [i for i in ins[last + 1:] if i.opcode not in ("EXIT", "RET", "BRA")]
+        if not any(b.index > last for b in barriers):
+            return []
+        m = ctx.weight(phase)
+        share = m / ctx.total
+        if share < 0.1:
+            return []
+        est = estimators.stall_elimination(ctx.total, m, 1.0 - 1.0 / k)
+        if est.speedup < 1.05:
+            return []
+        lines = sorted({ln for i in phase if (ln := kernel_line(i))}) or [0]
+        msg = (f"Each of the {blocks} blocks ({blocks / per_wave:.0f} waves of {per_wave}) loads a fixed few elements per "
+               f"thread, then combines them behind {len(barriers)} barrier{'s' if len(barriers) != 1 else ''}: "
+               f"{pct(share)} of this kernel's samples ({provenance_note(ctx)}) are in that per-block phase (lines "
+               f"{', '.join(map(str, lines[:4]))}{', …' if len(lines) > 4 else ''}). Launch fewer blocks with more elements per "
+               f"thread: {blocks} -> {blocks // k} blocks, each thread adding {k}× the elements in a grid-stride loop "
+               f"before the block combines them, so the phase runs {k}× less often. Est. {est.speedup:.2f}× (GPA Eq. 2: "
+               f"{k - 1} of {k} of the phase's cost removed).")
+        return [self.advice(ctx, lines=lines, importance=share, estimate=est, message=msg, changes=phase)]
+
+
+def lp_has(instructions, ins) -> bool:
+    """Whether `ins` lies in a SASS loop (under a branch back to an earlier PC)."""
+    index_of = {i.pc: i.index for i in instructions}
+    return any(b.opcode == "BRA" and b.branch_target is not None and index_of.get(b.branch_target, b.index) <= ins.index
+               < b.index for b in instructions)
