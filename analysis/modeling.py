@@ -39,7 +39,7 @@ from .machine.roofline import TrajectoryPoint, kernel_roofline, roofline_model, 
 from .options import AnalysisOptions
 from .process import CancelToken
 from .profile import Assumption, KernelProfile, LaunchConfig, Profile
-from .results import AnalysisResult, KernelReport, Message, OccupancyReport
+from .results import AnalysisResult, KernelReport, MemoryLevel, MemoryReport, Message, OccupancyReport
 
 #: default processes of the second stage: beyond a few, the fork and the base run dominate
 MAX_PROCESSES = 4
@@ -335,6 +335,21 @@ def _kernel_report(program: Program, fn: FunctionProgram, facts: KernelFacts, st
                 below[loc[1]] = below.get(loc[1], 0.0) + c.total
         lines = tuple(lr.model_copy(update={
             "share": sampled[lr.line].total / total if lr.line in sampled else 0.0,
+def memory_report(profile: KernelProfile | None, binding_level: str | None) -> MemoryReport | None:
+    """Bytes and hit rate per level of a modeled profile: what L1 passed on is L2's traffic, what L2
+    passed on is DRAM's (emulator/caches.py)."""
+    if profile is None or not profile.bytes:
+        return None
+    b = profile.bytes
+    l1, l2, dram = b.get("l1", 0.0), b.get("l2", 0.0), b.get("dram", 0.0)
+    levels = {"l1": MemoryLevel(bytes=l1, hit_rate=max(0.0, 1.0 - l2 / l1) if l1 > 0 else None),
+              "l2": MemoryLevel(bytes=l2, hit_rate=max(0.0, 1.0 - dram / l2) if l2 > 0 else None),
+              "dram": MemoryLevel(bytes=dram)}
+    if "shared" in b:
+        levels["shared"] = MemoryLevel(bytes=b["shared"])
+    return MemoryReport(levels=levels, binding_level=binding_level)
+
+
             "callee_share": below.get(lr.line, 0.0) / total,
             "samples": {r.value: v for r, v in sampled[lr.line].samples.items()} if lr.line in sampled else {},
             "modeled_share": (modeled[lr.line].total / modeled_total if lr.line in modeled else 0.0)
@@ -357,3 +372,5 @@ def _kernel_report(program: Program, fn: FunctionProgram, facts: KernelFacts, st
         measured_duration_s=profile.duration_s if profile is not None and study.measured else None,
         assumptions=study.assumptions,
     )
+        memory=memory_report(study.modeled, roofline.binding_level
+                             if roofline is not None and roofline.provenance == "modeled" else None),

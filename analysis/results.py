@@ -89,6 +89,26 @@ class LineReport(BaseModel):
     static_cost: float = 0.0  # issue-cycle estimate without a profile, for ranking when none exists
 
 
+class MemoryLevel(BaseModel):
+    """One level of the modeled memory hierarchy (emulator/caches.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    bytes: float  # moved at this level over the whole launch
+    #: of the bytes requested at this level, the share it served (l1: of the global sectors
+    #: requested; l2: of those L1 passed on); None for DRAM, which serves everything it is sent
+    hit_rate: float | None = None
+
+
+class MemoryReport(BaseModel):
+    """The memory hierarchy as the model sees the launch: bytes and hit rate per level."""
+
+    model_config = ConfigDict(frozen=True)
+
+    levels: dict[str, MemoryLevel] = Field(default_factory=dict)  # "l1", "l2", "dram", "shared"
+    binding_level: str | None = None  # the level whose bandwidth binds the model's time (roofline)
+
+
 class KernelReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -109,6 +129,7 @@ class KernelReport(BaseModel):
     roofline_fraction: float | None = None  # achieved / attainable at this intensity
     predicted_duration_s: float | None = None  # from the model
     measured_duration_s: float | None = None  # from a measured profile matching this source
+    memory: MemoryReport | None = None  # the modeled hierarchy (a measured profile's bytes are in `profile`)
     assumptions: tuple[Assumption, ...] = ()
 
     def line_report(self, line: int) -> LineReport | None:

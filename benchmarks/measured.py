@@ -97,7 +97,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     rows: list[dict] = []
-    print(f"{'set':8} {'program':40} {'kernel':34} {'measured':>11} {'predicted':>11} {'ratio':>7}  {'lines':>5}  grid x block")
+    print(f"{'set':8} {'program':40} {'kernel':34} {'measured':>11} {'predicted':>11} {'ratio':>7}  {'lines':>5} {'dram':>7}  grid x block")
     for group, src, flags in programs(args.only):
         if args.match not in src.relative_to(REPO).as_posix():
             continue
@@ -125,20 +125,27 @@ def main() -> int:
             print(f"{group:8} {rel:44} failed after {time.monotonic() - started:.0f} s: {why}")
             rows.append({"set": group, "program": rel, "error": why})
             continue
+        measured_bytes = {mk["kernel"]: mk.get("bytes", {}) for mk in (result.get("profile") or {}).get("kernels", [])}
         for k in result["kernels"]:
             m, p = k.get("measured_duration_s"), k.get("predicted_duration_s")
             if not m:
                 continue  # compiled but not launched by the program (or not profiled)
             ratio = p / m if p else None
+            # DRAM bytes: the report's dram__bytes against the modeled hierarchy's (issue 33)
+            md = measured_bytes.get(k["mangled"], {}).get("dram")
+            pd = ((k.get("memory") or {}).get("levels") or {}).get("dram", {}).get("bytes")
+            dram_ratio = pd / md if md and pd else None
             # per-line hotspots: the report's line shares against the model's, over lines either samples
             pairs = [(ln["modeled_share"], ln["share"]) for ln in k.get("lines", [])
                      if ln.get("modeled_share") is not None and (ln["share"] > 0 or ln["modeled_share"] > 0)]
             rho = spearman([a for a, _ in pairs], [b for _, b in pairs]) if len(pairs) >= 3 else None
             rows.append({"set": group, "program": rel, "kernel": k["name"], "measured_s": m, "predicted_s": p,
                          "ratio": ratio, "line_rho": rho, "lines": len(pairs), "launch": k.get("launch"),
+                         "dram_measured": md, "dram_predicted": pd, "dram_ratio": dram_ratio,
                          "device": result.get("device")})
             shown = f"{ratio:7.2f}" if ratio else "      -"
             shown += f"  {rho:5.2f}" if rho is not None and rho == rho else "      -"
+            shown += f"  {dram_ratio:6.2f}" if dram_ratio else "       -"
             lc = k.get("launch") or {}
             print(f"{group:8} {rel.removeprefix('tests/data/real/'):40} {k['name'][:34]:34} {m * 1e6:9.1f}us "
                   f"{(p or 0) * 1e6:9.1f}us {shown}  {lc.get('grid')} x {lc.get('block')}", flush=True)
@@ -152,6 +159,13 @@ def main() -> int:
             med = f", per-line hotspot rank correlation median {rhos[len(rhos) // 2]:.2f} over {len(rhos)} kernels" \
                 if rhos else ""
             print(f"{group}: {len(logs)} kernels, geomean error {g:.2f}x, {within2:.0%} within 2x{med}")
+            dl = [abs(math.log(r["dram_ratio"])) for r in rows if r.get("set") == group and r.get("dram_ratio")]
+            if dl:
+                print(f"{group}: DRAM bytes, predicted/measured over {len(dl)} kernels with DRAM traffic: geomean "
+                      f"error {math.exp(sum(dl) / len(dl)):.2f}x, {sum(x <= math.log(1.3) for x in dl) / len(dl):.0%} "
+                      f"within 1.3x")
+    print("L2 hit rate: not compared; the reports hold no lts__t_sector_hit_rate (ncu's MemoryWorkloadAnalysis "
+          "sections were not collected)")
     if args.profile:
         (out / "results.json").write_text(json.dumps({"arch": arch, "rows": rows}, indent=1))
     return 0

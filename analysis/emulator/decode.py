@@ -62,14 +62,26 @@ class MemoryShape:
     """What one warp-level execution of a memory instruction costs (from `memory.py`)."""
 
     wavefronts: float = 1.0  # LSU / shared admissions (128 B each; shared: conflict replays)
-    requests: float = 1.0  # 128 B units sent to L2 (sectors × 32 / 128)
-    l2_hit_rate: float = 0.0
+    requests: float = 1.0  # 128 B units of the sectors the warp requests (sectors × 32 / 128)
+    l2_hit_rate: float = 0.0  # of the sectors that reach L2 (stores: those not written back to DRAM)
+    l1_hit_rate: float = 0.0  # of the sectors, served by L1 (caches.py)
+    l1_miss_rate: float = 1.0  # of the executions, those with a sector from L2
+    #: DRAM bytes per byte of L2 miss: above 1 where a miss fetches more than the sectors asked
+    #: for (the L2 fetch granularity, caches.py)
+    dram_scale: float = 1.0
     bytes_l1: float = 0.0  # bytes the warp requests at L1 / shared
     pattern: str = "coalesced"  # "coalesced", "strided", "broadcast", "uncoalesced", "unknown"
     #: an atomic whose address is the same for every thread of the grid: the lanes of one warp
     #: that update it, averaged over the block's warps (all serialize at the L2 slice owning the
     #: word; `memory.active_lanes`); 0 otherwise
     same_address_lanes: float = 0
+
+    @property
+    def l2_requests(self) -> float:
+        """128 B units one execution that misses L1 sends to L2."""
+        if self.l1_miss_rate <= 0:
+            return 0.0
+        return self.requests * (1.0 - self.l1_hit_rate) / self.l1_miss_rate
 
 
 @dataclass

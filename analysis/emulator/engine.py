@@ -412,7 +412,8 @@ class Engine:
         pipes = self.ctx_pipes[ctx]
         memory = self.ctx_memory[ctx]
         if mem == M_GLOBAL:
-            fin = memory.global_access(t, shp.wavefronts, shp.requests, shp.l2_hit_rate, slot)
+            fin = memory.global_access(t, shp.wavefronts, shp.l2_requests, shp.l2_hit_rate, slot, shp.l1_miss_rate,
+                                       shp.dram_scale)
         elif mem == M_SHARED:
             fin = pipes[_SHARED].accept(t, shp.wavefronts)
         elif mem == M_CONSTANT:

@@ -150,8 +150,9 @@ def resource_units(k: DecodedKernel, s: int) -> list[tuple[int, float]]:
         return [(k.pipe[s], 1.0)]
     if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
         hit = 1.0 if mem == M_ATOMIC_GLOBAL else shp.l2_hit_rate
-        out = [(RES_ID["lsu"], shp.wavefronts), (RES_ID["l2"], shp.requests),
-               (RES_ID["dram"], shp.requests * (1.0 - hit))]
+        to_l2 = shp.requests * (1.0 - shp.l1_hit_rate)
+        out = [(RES_ID["lsu"], shp.wavefronts), (RES_ID["l2"], to_l2),
+               (RES_ID["dram"], to_l2 * (1.0 - hit) * shp.dram_scale)]
         if mem == M_ATOMIC_GLOBAL:
             out.append((RES_ID["l2_atomic"], float(shp.same_address_lanes)) if shp.same_address_lanes
                        else (RES_ID["atomic"], 1.0))
@@ -183,8 +184,9 @@ class TrafficCounter(_CountView):
             if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
                 hit = 1.0 if mem == M_ATOMIC_GLOBAL else shp.l2_hit_rate
                 byts["l1"] = byts.get("l1", 0.0) + e * shp.bytes_l1
-                byts["l2"] = byts.get("l2", 0.0) + e * shp.requests * 128.0
-                byts["dram"] = byts.get("dram", 0.0) + e * shp.requests * 128.0 * (1.0 - hit)
+                to_l2 = e * shp.requests * 128.0 * (1.0 - shp.l1_hit_rate)
+                byts["l2"] = byts.get("l2", 0.0) + to_l2
+                byts["dram"] = byts.get("dram", 0.0) + to_l2 * (1.0 - hit) * shp.dram_scale
             elif mem in (M_SHARED, M_ATOMIC_SHARED) and k.instr[s].opcode != "SHFL":
                 byts["shared"] = byts.get("shared", 0.0) + e * shp.bytes_l1
         self.flops = flops

@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..frontend import isa
 from ..frontend.isa import call_is_jump, math_slow_path
 from ..frontend.program import FunctionProgram, Program, base_name
 from ..frontend.source import SourceModel
@@ -32,7 +33,8 @@ from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from . import sampling, staging
 from .budget import Ledger, StudyShape
-from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, REASONS, DecodedKernel, LoopSpec, callee_name, decode, reachable
+from .caches import CacheGeometry, hierarchy
+from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_GLOBAL, REASONS, DecodedKernel, LoopSpec, callee_name, decode, reachable
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
@@ -334,9 +336,11 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
         values_source = next((x for x in ("default", "settings", "annotation", "launch_site", "captured")
                               if x in {given.get(n) for n in ("grid", "block", *(p.name for p in sfn.params))}),
                              "launch_site") if sfn is not None else "default"
-        assumptions[:], lanes = _walk_lanes(decoded, Launch(cfg_launch.block, cfg_launch.grid, middle, 0, bank0),
-                                            Launch(cfg_launch.block, cfg_launch.grid, middle, last_warp, bank0),
+        first = Launch(cfg_launch.block, cfg_launch.grid, middle, 0, bank0)
+        assumptions[:], lanes = _walk_lanes(decoded, first, Launch(cfg_launch.block, cfg_launch.grid, middle,
+                                                                   last_warp, bank0),
                                             assumptions, trip_assumption, values_source)
+        assumptions[:] = _with_caches(decoded, first, occ, arch, device, hit, assumptions)
     else:
         lanes = None
     unknown = [s for s, sh in enumerate(decoded.shape) if sh.pattern == "unknown"]
@@ -437,6 +441,60 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
                    + f"accesses {who} did not execute keep the address analysis's shape"
                    + (": " + "; ".join(sorted({_where(decoded.instr[s]) for s in unreached})[:8]) if unreached else "")))
     return out, lanes
+
+
+#: trips of each loop entry the neighbour walks run: they only measure warp-to-warp and
+#: block-to-block translations (caches.translation), over the executions both walks made
+DELTA_TRIPS = 2
+
+
+def _with_caches(decoded: DecodedKernel, first: Launch, occ, arch: ArchSpec, device: DeviceSpec,
+                 l2_given: float | None, assumptions: list[Assumption]) -> list[Assumption]:
+    """L1 and L2 hit rates of the global accesses the walk followed (caches.py), set in their
+    shapes; the L2 rate the user gave wins over the modeled one."""
+    if first.ctaid != (0, 0, 0) and not (w := walk(decoded, first)).accesses and not w.trips:
+        first = replace(first, ctaid=(0, 0, 0))  # as _walk_lanes: the middle block's warp left at once
+    w0 = walk(decoded, first)
+    warps = max(1, math.ceil(math.prod(first.block) / arch.warp_size))
+
+    def neighbour(d: int):
+        if first.grid[d] <= 1:
+            return None
+        c = list(first.ctaid)
+        c[d] = c[d] + 1 if c[d] + 1 < first.grid[d] else c[d] - 1
+        return walk(decoded, replace(first, ctaid=tuple(c)), max_iterations=DELTA_TRIPS)
+
+    smem = occ.shared_memory_per_block * occ.active_blocks_per_sm
+    geo = CacheGeometry(
+        l1_bytes=arch.l1.l1_bytes(smem) if arch.l1 is not None else 0,
+        line_bytes=arch.l1.line_bytes if arch.l1 is not None else 128,
+        sector_bytes=arch.l1.sector_bytes if arch.l1 is not None else 32,
+        l2_bytes=(device.l2_size_kib or 0) * 1024, warps_per_block=warps,
+        blocks_per_sm=occ.active_blocks_per_sm, resident_blocks=occ.active_blocks_per_sm * device.sm_count,
+        grid=first.grid)
+    h = hierarchy(decoded, w0, walk(decoded, replace(first, warp=1), max_iterations=DELTA_TRIPS) if warps > 1 else None,
+                  neighbour(0), neighbour(1), geo, lambda s: max(1, isa.access_bytes(decoded.instr[s]) or 4))
+    for s, r in h.rates.items():
+        decoded.shape[s] = replace(decoded.shape[s], l1_hit_rate=r.l1_hit, l1_miss_rate=r.l1_miss,
+                                   l2_hit_rate=r.l2_hit if l2_given is None else decoded.shape[s].l2_hit_rate,
+                                   dram_scale=r.dram_scale if l2_given is None else 1.0)
+    out = list(assumptions)
+    if not h.rates:
+        return out
+    n_global = sum(1 for s, m in enumerate(decoded.mem) if m == M_GLOBAL)
+    left = n_global - len(h.rates)
+    i = next((j for j, a in enumerate(out) if a.name == "l2_hit_rate"), None)
+    l1 = "no L1 data cache in the arch file" if arch.l1 is None else \
+        f"L1 {geo.l1_bytes // 1024} KiB per SM (the unified array less the shared-memory carve-out)"
+    detail = (f"modeled from the lanes' addresses: {l1}, {geo.l2_bytes // (1 << 20)} MiB L2 shared by the grid, "
+              f"{h.warps} warps of the block simulated in L1, reuse across blocks along "
+              f"{', '.join(h.shared_dims) or 'no grid dimension'}"
+              + (f"; {left} global accesses not followed keep the address analysis's rate, with no L1 reuse"
+                 if left > 0 else ""))
+    if i is not None and out[i].source == "default":
+        out[i] = Assumption(name="l2_hit_rate", value="modeled per access (L1 and L2 reuse)",
+                            source="default" if left > 0 else "sass", detail=detail)
+    return out
 
 
 def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) -> tuple[list[int], list[int]]:

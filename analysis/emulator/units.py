@@ -226,36 +226,47 @@ class BlockBarrier:
 class MemoryHierarchy:
     """Routes a memory instruction through its pipes (SAAKE §4.4).
 
-    Global/local: LSU (one admission per 128 B wavefront) then L2 (per 128 B of sectors); a miss
-    continues to DRAM. SAAKE assigns each access to L2 or DRAM at random with the given hit
-    probability; we do the same deterministically with error diffusion, one accumulator per
-    instruction, so each instruction's misses match its own rate (one accumulator shared by
-    instructions of different rates would send the wrong share to DRAM, and the DRAM pipe would
-    then see fewer or more bytes than the traffic report counts).
+    Global/local: LSU (one admission per 128 B wavefront, the L1 hit latency); an execution with a
+    sector L1 does not hold continues to L2 (per 128 B of the sectors it misses); an L2 miss
+    continues to DRAM. The rates come from the cache model (`caches.py`). SAAKE assigns each access
+    to L2 or DRAM at random with the given hit probability; we do the same deterministically with
+    error diffusion, one accumulator per instruction and level, so each instruction's misses match
+    its own rates (one accumulator shared by instructions of different rates would send the wrong
+    share on, and the pipes would see fewer or more bytes than the traffic report counts).
     Shared: the shared pipe, replayed once per bank-conflict wavefront. Constant: the constant
     cache. Atomics: the atomic unit after the LSU.
     """
 
-    __slots__ = ("pipes", "_hit_acc")
+    __slots__ = ("pipes", "_hit_acc", "_l1_acc")
 
     def __init__(self, pipes: list[Pipe]) -> None:
         self.pipes = pipes
         self._hit_acc: dict[int, float] = {}
 
-    def l2_hit(self, rate: float, key: int = -1) -> bool:
-        acc = self._hit_acc.get(key, 0.0) + rate
+        self._l1_acc: dict[int, float] = {}
+    @staticmethod
+    def _diffuse(acc_of: dict[int, float], rate: float, key: int) -> bool:
+        acc = acc_of.get(key, 0.0) + rate
         hit = acc >= 1.0 - 1e-9
-        self._hit_acc[key] = acc - 1.0 if hit else acc
+        acc_of[key] = acc - 1.0 if hit else acc
         return hit
 
-    def global_access(self, t: float, wavefronts: float, requests: float, hit_rate: float, key: int = -1) -> float:
+    def l2_hit(self, rate: float, key: int = -1) -> bool:
+        return self._diffuse(self._hit_acc, rate, key)
+
+    def global_access(self, t: float, wavefronts: float, requests: float, hit_rate: float, key: int = -1,
+                      l1_miss_rate: float = 1.0, dram_scale: float = 1.0) -> float:
+        """`requests`: the 128 B units an execution that misses L1 sends to L2; DRAM moves
+        `dram_scale` times what misses L2 (its fetch granularity)."""
         p = self.pipes
         lsu, l2, dram = p[RES_ID["lsu"]], p[RES_ID["l2"]], p[RES_ID["dram"]]
         fin_lsu = lsu.accept(t, wavefronts)
         start_l2 = fin_lsu - lsu.latency
+        if l1_miss_rate < 1.0 and not self._diffuse(self._l1_acc, l1_miss_rate, key):
+            return fin_lsu  # every sector in L1
         fin = l2.accept(start_l2, requests)
         if requests > 0 and not self.l2_hit(hit_rate, key):
-            fin = dram.accept(fin - l2.latency, requests)
+            fin = dram.accept(fin - l2.latency, requests * dram_scale)
         return fin
 
 

@@ -45,6 +45,7 @@ class Access:
     addresses: tuple[int, ...] | None  # their byte addresses; None where any is not known
     relative: bool = False  # the addresses hold an unknown uniform part: differences exact
     reason: str = ""  # why the addresses are not known
+    step: int = 0  # the walk's step at which it ran: the order of the warp's accesses (caches.py)
 
 
 @dataclass
@@ -351,9 +352,9 @@ def _memory(ws: WarpState, x, s: int, at: np.ndarray, out: WalkResult, local: di
         addr, st, reason = _address(ws, x, mask)
         a, s_ = addr[mask], st[mask]
         if (s_ == UNKNOWN).any():
-            acc = Access(int(mask.sum()), None, False, reason or "the address is not known")
+            acc = Access(int(mask.sum()), None, False, reason or "the address is not known", out.steps)
         else:
-            acc = Access(int(mask.sum()), tuple(int(v) for v in a), bool((s_ == UNIFORM).any()))
+            acc = Access(int(mask.sum()), tuple(int(v) for v in a), bool((s_ == UNIFORM).any()), "", out.steps)
         out.accesses.setdefault(s, []).append(acc)
         uniform = acc.addresses is not None and len(set(acc.addresses)) == 1
     else:

@@ -133,6 +133,29 @@ class ICacheSpec(Sourced):
     l1_miss_latency: float = Field(gt=0)
 
 
+    prefetch_lines: int = Field(0, ge=0)
+
+
+class DataCacheSpec(Sourced):
+    """The SM's unified L1 data cache / shared memory array, in the sizes the Programming Guide gives.
+
+    What is not carved out for shared memory caches global and local data (CC 7.0+: one array).
+    `carveouts_kib` are the shared-memory capacities the driver can configure; it picks the smallest
+    that holds the resident blocks' shared memory and at least `min_carveout_kib`.
+    """
+
+    unified_bytes: int = Field(gt=0)
+    line_bytes: int = Field(128, gt=0)  # tags are per 128 B line, valid bits per 32 B sector
+    sector_bytes: int = Field(32, gt=0)
+    carveouts_kib: tuple[int, ...]
+    min_carveout_kib: int = Field(0, ge=0)
+
+    def l1_bytes(self, shared_per_sm: int) -> int:
+        """Bytes left to L1 when the resident blocks need `shared_per_sm` bytes of shared memory."""
+        need = max(shared_per_sm, self.min_carveout_kib * 1024)
+        carve = next((c * 1024 for c in sorted(self.carveouts_kib) if c * 1024 >= need),
+                     max(self.carveouts_kib) * 1024)
+        return max(0, self.unified_bytes - carve)
 class ConstantBank(Sourced):
     """Where bank 0 holds what the SASS reads as `c[0x0][offset]`: blockDim.xyz, gridDim.xyz and the
     first kernel argument. The layout is the compiler's, and it moved on sm_100 (CUDA 13)."""
@@ -176,6 +199,7 @@ class ArchSpec(Sourced):
     icache: ICacheSpec | None = None  # None: fetch is not modeled (a user file without the table)
 
     @field_validator("instructions")
+    l1: DataCacheSpec | None = None  # None: no L1 data cache is modeled (every load goes to L2)
     @classmethod
     def _all_classes(cls, v: dict[Resource, InstructionSpec]) -> dict[Resource, InstructionSpec]:
         missing = [c.value for c in Resource if c not in v]
@@ -454,3 +478,5 @@ def _sourced_groups(catalog: ArchCatalog):
             yield f"arch.{key}.icache", arch.icache
     for key, dev in catalog.devices.items():
         yield f"device.{key}", dev
+        if arch.l1 is not None:
+            yield f"arch.{key}.l1", arch.l1

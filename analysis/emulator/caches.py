@@ -1,0 +1,357 @@
+"""The memory hierarchy with reuse (issue #33): L1 and L2 hit rates of each global memory
+instruction, from the addresses the lanes really compute (`walk.py`).
+
+Before this, every request went to DRAM: DRAM bytes equalled L2 bytes, so a naive SGEMM that gets
+10x reuse in hardware, or a reduction reading 12 consecutive ints per thread, were modeled as
+streaming everything from DRAM. The hierarchy here is fed by the walked warp's address stream:
+
+* **L1 (per SM): a sector cache simulated over the block's warps.** The walked warp's accesses,
+  in the order it made them, are the stream of warp 0; warp w's is the same stream moved by the
+  per-instruction warp-to-warp translation that a second walk (warp 1) measured. A loop whose
+  addresses step evenly is run on to `ITERATIONS` trips, so a lane stepping 4 B through a 32 B
+  sector shows its one miss in eight. `SIM_WARPS` warps are interleaved in lock step through an
+  LRU cache of 128 B lines with 32 B sector valid bits (tags per line, fills per sector: the
+  Fermi-to-Hopper L1 organisation, Jia et al. 2018), of the L1 capacity the block's share of the
+  SM leaves: the unified array less the shared-memory carve-out (`DataCacheSpec.l1_bytes`),
+  divided among the resident warps. Loads allocate; stores are written through and allocate
+  nothing (they update sectors already present); `.STRONG.GPU/.SYS` loads bypass L1. The hit
+  rate of a loop's instruction is its steady state (the later half of the simulated trips) over
+  the trips not simulated.
+* **L2 (one per GPU): reuse across blocks, by launch order.** A third and fourth walk (the next
+  block along x, along y) give each instruction's block-to-block translation; the block's
+  footprint F (every warp's sectors, all simulated trips) and its translate overlap by
+  |F ∩ (F+Δ)| / |F|. Blocks along a dimension share that overlap when the reuse fits: they are
+  resident at once (closer in launch order than one wave) or the data every block between them
+  touches fits in L2. The distinct sectors a block contributes are then its footprint times,
+  per dimension, (1 + (g-1)(1-overlap)) / g; a loop's footprint grows by the distinct sectors
+  per trip of the simulated trips' later half; instructions reading the same data share it.
+  An instruction's L2 misses are its distinct sectors, never more than the sectors it sends to
+  L2: that is its hit rate.
+* **DRAM = L2 misses + write-backs.** L2 is write-back: written sectors reach DRAM during the
+  kernel only as far as the kernel's whole footprint overflows L2 (the fraction that does not
+  fit); a kernel whose data fits writes nothing back before it ends (as the H100 reports measure).
+
+What is not modeled: reuse in L1 between different blocks resident on one SM; L2's set
+associativity and its two partitions (taken as one LRU of its full size); accesses whose addresses
+the walk could not compute (data-dependent: no reuse, one sector per lane) and local memory
+(interleaved per thread and kept in L1/L2 as before). docs/emulator.md, "Memory hierarchy".
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..frontend import isa
+from .decode import M_GLOBAL, DecodedKernel
+from .lanes import SHARED_WINDOW_HI
+
+#: trips a loop whose addresses step evenly runs in the simulation: a lane stepping 4 B crosses a
+#: 32 B sector four times and a 128 B line once
+ITERATIONS = 32
+#: warps of one block interleaved in the L1 simulation (a block's warps are translates of warp 0)
+SIM_WARPS = 8
+#: warps whose translates make a block's footprint (numpy, no LRU: cheap)
+FOOTPRINT_WARPS = 32
+#: trips of each loop entry the walk runs (walk.MAX_ITERATIONS)
+WALKED_TRIPS = 4
+
+
+@dataclass(frozen=True)
+class CacheGeometry:
+    l1_bytes: int  # L1 data capacity of one SM: the unified array less the shared-memory carve-out
+    line_bytes: int
+    sector_bytes: int
+    l2_bytes: int
+    warps_per_block: int
+    blocks_per_sm: int
+    resident_blocks: int  # blocks resident on the whole GPU at once (one wave)
+    grid: tuple[int, int, int]
+    #: bytes one L2 miss fetches from DRAM: the L2 fetch granularity (CUDA's
+    #: cudaLimitMaxL2FetchGranularity, a hint of 0-128 B); 64 B is what the H100 examples measure
+    #: (strided_access: one 4 B lane per 128 B line moves twice its distinct sectors)
+    granule_bytes: int = 64
+
+
+@dataclass(frozen=True)
+class SlotRates:
+    l1_hit: float  # fraction of the instruction's sectors served by L1
+    l1_miss: float  # fraction of its executions with at least one sector from L2
+    l2_hit: float  # fraction of the sectors it sends to L2 that L2 serves (stores: not written back)
+    dram_scale: float = 1.0  # DRAM bytes per missed byte (a 64 B fetch for a lone 32 B sector)
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    rates: dict[int, SlotRates]  # slot -> rates, for the global accesses the walk followed
+    warps: int  # warps interleaved in the L1 simulation
+    footprint_bytes: float  # distinct bytes the followed accesses touch over the grid
+    written_back: float  # fraction of written sectors evicted to DRAM during the kernel
+    shared_dims: tuple[str, ...]  # grid dimensions whose block-to-block translation was executed
+
+
+@dataclass
+class _Stream:
+    """One global instruction's executions by warp 0, run on where its addresses step evenly."""
+
+    slot: int
+    load: bool
+    l1: bool  # allocates in L1
+    times: list[float]
+    addrs: list[np.ndarray]  # int64 byte addresses of the active lanes
+    trip: int  # executions one entry of its loop makes (1 outside loops)
+    extended: bool
+
+
+def _is_shared_window(addrs) -> bool:
+    return all(int(v) >> 32 == SHARED_WINDOW_HI for v in addrs)
+
+
+def _streams(k: DecodedKernel, accesses: dict) -> dict[int, _Stream]:
+    out: dict[int, _Stream] = {}
+    for s, execs in accesses.items():
+        if k.mem[s] != M_GLOBAL or not execs:
+            continue
+        ins = k.instr[s]
+        info = isa.opcode_info(ins.opcode)
+        if info.memory_space not in ("global", "generic") or any(a.addresses is None for a in execs):
+            continue
+        if _is_shared_window(execs[0].addresses):
+            continue
+        addrs = [np.asarray(a.addresses, dtype=np.int64) for a in execs]
+        times = [float(a.step) for a in execs]
+        L = k.loop_of[s]
+        trip = max(1, k.loops[L].trip) if L >= 0 else 1
+        load = info.access is isa.Access.LOAD
+        bypass = any(m in ins.opcode for m in (".STRONG.GPU", ".STRONG.SYS", ".MMIO"))
+        out[s] = _Stream(s, load, load and not bypass, times, addrs, trip, False)
+    return out
+
+
+def _extend(streams: dict[int, _Stream]) -> None:
+    """Run on each loop instruction whose lanes step evenly to `ITERATIONS` trips, and stretch the
+    warp's time line so that what followed its walked trips follows the added ones."""
+    runs: list[tuple[_Stream, float, int]] = []  # (stream, step per trip, trips walked)
+    for st in streams.values():
+        n = len(st.addrs)
+        if n < 3 or st.trip <= n or any(a.shape != st.addrs[0].shape for a in st.addrs):
+            continue
+        d = st.addrs[1] - st.addrs[0]
+        p = st.times[1] - st.times[0]
+        if p <= 0 or any(not np.array_equal(st.addrs[j + 1] - st.addrs[j], d) or st.times[j + 1] - st.times[j] != p
+                         for j in range(n - 1)):
+            continue
+        st.addrs += [st.addrs[0] + j * d for j in range(n, min(st.trip, ITERATIONS))]
+        st.extended = True
+        runs.append((st, p, n))
+    # one loop's instructions end their walked trips within one trip of each other: one stretch each
+    ends: list[tuple[float, float, float]] = []  # (end of the walked trips, step per trip, time added)
+    for st, p, n in runs:
+        end, added = st.times[-1], (len(st.addrs) - n) * p
+        same = next((i for i, (e, q, _) in enumerate(ends) if abs(e - end) <= max(p, q)), None)
+        if same is None:
+            ends.append((end, p, added))
+        else:
+            e, q, a = ends[same]
+            ends[same] = (max(e, end), q, max(a, added))
+
+    def moved(t: float) -> float:
+        return t + sum(a for e, _, a in ends if e < t)
+
+    for st in streams.values():
+        st.times = [moved(t) for t in st.times]
+    for st, p, n in runs:
+        last = st.times[-1]
+        st.times += [last + (j - n + 1) * p for j in range(n, len(st.addrs))]
+
+
+def translation(a: list, b: list) -> int | None:
+    """The byte offset that moves every lane of every execution of `a` onto `b`, if one does."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return None
+    delta = None
+    for x, y in zip(a[:n], b[:n]):
+        if x.addresses is None or y.addresses is None or len(x.addresses) != len(y.addresses):
+            return None
+        d = set(int(v) - int(u) for u, v in zip(x.addresses, y.addresses))
+        if len(d) != 1:
+            return None
+        (dv,) = d
+        if delta is None:
+            delta = dv
+        elif dv != delta:
+            return None
+    return delta
+
+
+class _L1:
+    """LRU over 128 B lines, each with its 32 B sectors' valid bits."""
+
+    __slots__ = ("lines", "capacity")
+
+    def __init__(self, capacity_lines: int) -> None:
+        self.lines: OrderedDict[int, int] = OrderedDict()
+        self.capacity = max(1, capacity_lines)
+
+    def access(self, masks: list[tuple[int, int]], shift: int, allocate: bool) -> tuple[int, int]:
+        """(sectors, sectors that hit) of one warp-instruction: its (line, sector bits), lines moved by `shift`."""
+        total = hit = 0
+        lines = self.lines
+        for ln, bits in masks:
+            ln += shift
+            total += bits.bit_count()
+            have = lines.get(ln)
+            if have is not None:
+                hit += (have & bits).bit_count()
+                lines.move_to_end(ln)
+                if allocate:
+                    lines[ln] = have | bits
+            elif allocate:
+                lines[ln] = bits
+                if len(lines) > self.capacity:
+                    lines.popitem(last=False)
+        return total, hit
+
+
+def _line_masks(addrs: np.ndarray, width: int, geo: CacheGeometry) -> list[tuple[int, int]]:
+    """(128 B line, bit per 32 B sector) of the sectors the lanes' `width`-byte accesses touch."""
+    sec = np.unique(np.concatenate([addrs // geo.sector_bytes, (addrs + width - 1) // geo.sector_bytes]))
+    per_line = geo.line_bytes // geo.sector_bytes
+    lines = sec // per_line
+    bits = np.left_shift(1, sec % per_line)
+    starts = np.flatnonzero(np.r_[True, lines[1:] != lines[:-1]])
+    return list(zip(lines[starts].tolist(), np.bitwise_or.reduceat(bits, starts).tolist()))
+
+
+def _steady(per_trip: list[tuple[int, int]], trip: int, extended: bool) -> tuple[float, float]:
+    """(sectors, hits) of all `trip` executions from the simulated ones: the later half of a run-on
+    loop stands for the trips not simulated."""
+    tot = sum(t for t, _ in per_trip)
+    hit = sum(h for _, h in per_trip)
+    m = len(per_trip)
+    if not extended or trip <= m or m < 2:
+        return float(tot), float(hit)
+    tail = per_trip[m // 2:]
+    scale = (trip - m) / len(tail)
+    return tot + scale * sum(t for t, _ in tail), hit + scale * sum(h for _, h in tail)
+
+
+def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheGeometry,
+              width_of) -> Hierarchy:
+    """The hit rates of every global instruction the walk followed (module docstring).
+
+    `walk0` is warp 0's walk in the sampled block; `walk_warp1` warp 1's in the same block (None
+    for a one-warp block); `walk_bx`/`walk_by` warp 0's in the next block along x/y (None where
+    the grid has one block along it). `width_of(slot)` is the bytes one lane moves."""
+    streams = _streams(k, walk0.accesses)
+    if not streams:
+        return Hierarchy({}, 0, 0.0, 0.0, ())
+    _extend(streams)
+    dw = {s: translation(walk0.accesses[s], walk_warp1.accesses.get(s, [])) if walk_warp1 is not None else None
+          for s in streams}
+    translated = geo.warps_per_block > 1 and all(d is not None for d in dw.values())
+    sim = min(SIM_WARPS, geo.warps_per_block) if translated else 1
+    resident_warps = max(1, geo.warps_per_block * geo.blocks_per_sm)
+    cap_lines = int(geo.l1_bytes / geo.line_bytes * sim / resident_warps)
+
+    # ---- L1: the block's first `sim` warps in lock step
+    events = sorted((t, w, s, i) for s, st in streams.items() for i, t in enumerate(st.times) for w in range(sim))
+    l1 = _L1(cap_lines)
+    per: dict[int, list[list[int]]] = {s: [[0, 0, 0] for _ in st.times] for s, st in streams.items()}
+    masks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    for _, w, s, i in events:
+        st = streams[s]
+        offset = w * dw[s] if w else 0
+        shift, rest = divmod(offset, geo.line_bytes)
+        key = (s, i, rest)  # a warp moved by whole lines reuses warp 0's masks
+        if key not in masks:
+            masks[key] = _line_masks(st.addrs[i] + rest, width_of(s), geo)
+        allocate = st.l1 and geo.l1_bytes > 0
+        tot, hit = l1.access(masks[key], shift, allocate)
+        row = per[s][i]
+        row[0] += tot
+        row[1] += hit if allocate else 0
+        row[2] += int(not allocate or hit < tot)
+
+    # ---- L2: footprints, reuse across blocks
+    db = {"x": walk_bx, "y": walk_by}
+    shared_dims = tuple(d for d, wk in db.items() if wk is not None)
+    gx, gy, gz = geo.grid
+    n_blocks = max(1, gx * gy * gz)
+    wf = min(FOOTPRINT_WARPS, geo.warps_per_block) if translated else 1
+    foot: dict[int, np.ndarray] = {}
+    half: dict[int, int] = {}
+    for s, st in streams.items():
+        a = np.concatenate(st.addrs)
+        offs = (np.arange(wf, dtype=np.int64) * dw[s])[:, None] if translated else np.zeros((1, 1), np.int64)
+        foot[s] = np.unique((a[None, :] + offs) // geo.granule_bytes)
+        m = len(st.addrs)
+        h = np.concatenate(st.addrs[:max(1, m // 2)])
+        half[s] = len(np.unique((h[None, :] + offs) // geo.granule_bytes))
+    rates: dict[int, SlotRates] = {}
+    per_block_unique: dict[int, float] = {}
+    per_block_requests: dict[int, float] = {}
+    l1rates: dict[int, tuple[float, float]] = {}
+    for s, st in streams.items():
+        rows = per[s]
+        m = len(rows)
+        tot, hit = _steady([(r[0], r[1]) for r in rows], st.trip, st.extended)
+        l1_hit = hit / tot if tot else 0.0
+        miss_exec = sum(r[2] for r in rows) / max(1, sim * m)
+        l1rates[s] = (l1_hit, miss_exec if l1_hit < 1.0 else 0.0)
+        # executions of warp 0 over the whole run: a run-on loop's trip count; a loop walked for
+        # its first trips only (walk.MAX_ITERATIONS of each entry) scales by its trip count
+        represented = st.trip if st.extended else m
+        full_execs = float(st.trip if st.extended else m * max(1.0, st.trip / WALKED_TRIPS))
+        per_exec = tot / max(1.0, sim * represented)
+        per_block_requests[s] = per_exec * full_execs * geo.warps_per_block * (1.0 - l1_hit)
+        # the block's distinct sectors over the whole run: a loop adds its later trips' new ones
+        f, h0 = len(foot[s]), half[s]
+        grow = max(0.0, (f - h0) / max(1, m - max(1, m // 2)))
+        per_block_unique[s] = ((f + grow * max(0.0, full_execs - m)) * geo.warps_per_block / wf
+                               * geo.granule_bytes / geo.sector_bytes)  # in sectors
+    # instructions that read the same data share it (a stencil's neighbours, a reloaded operand)
+    loads = [s for s in streams if streams[s].load]
+    for group in (loads, [s for s in streams if not streams[s].load]):
+        if len(group) > 1:
+            union = len(np.unique(np.concatenate([foot[s] for s in group])))
+            c = union / max(1, sum(len(foot[s]) for s in group))
+            for s in group:
+                per_block_unique[s] *= c
+    block_bytes = sum(per_block_unique.values()) * geo.sector_bytes
+    strides = {"x": 1, "y": gx}
+    for s, st in streams.items():
+        factor = 1.0
+        for d, wk in db.items():
+            g = gx if d == "x" else gy
+            if wk is None or g <= 1:
+                continue
+            delta = translation(walk0.accesses[s], wk.accesses.get(s, []))
+            if delta is None:
+                continue
+            moved = np.unique((np.concatenate(st.addrs)[None, :] + delta
+                               + ((np.arange(wf, dtype=np.int64) * dw[s])[:, None] if translated
+                                  else np.zeros((1, 1), np.int64))) // geo.granule_bytes)
+            overlap = len(np.intersect1d(foot[s], moved, assume_unique=True)) / max(1, len(foot[s]))
+            fits = strides[d] < geo.resident_blocks or strides[d] * block_bytes <= geo.l2_bytes
+            if fits:
+                factor *= (1 + (g - 1) * (1 - overlap)) / g
+        per_block_unique[s] *= factor
+    footprint = sum(per_block_unique.values()) * geo.sector_bytes * n_blocks
+    written_back = min(1.0, max(0.0, 1.0 - geo.l2_bytes / footprint)) if footprint > 0 else 0.0
+    # L2 misses are the distinct sectors, never more than L2 is sent. Which instruction brings a
+    # sector to L2 first is L1's choice (a reloaded operand hits L1 in one instruction and misses
+    # in another), so the rate is one per direction: loads, and stores (misses: write-backs)
+    for group, keep in ((loads, 1.0), ([s for s in streams if not streams[s].load], written_back)):
+        sent = sum(per_block_requests[s] for s in group)
+        distinct = sum(per_block_unique[s] for s in group) * keep
+        miss = distinct / sent if sent > 0 else 0.0
+        for s in group:
+            l1_hit, l1_miss = l1rates[s]
+            # more distinct DRAM bytes than sectors sent: every sector misses, each fetching a granule
+            rates[s] = SlotRates(l1_hit=l1_hit, l1_miss=l1_miss, l2_hit=1.0 - min(1.0, miss),
+                                 dram_scale=max(1.0, miss))
+    return Hierarchy(rates, sim, footprint, written_back, shared_dims)

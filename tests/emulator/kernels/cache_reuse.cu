@@ -1,0 +1,60 @@
+// Kernels whose cache behaviour follows from their indexing alone (tests/emulator/test_caches.py).
+// Sizes are the launch's; every test derives its expected bytes from them.
+
+#define N (1 << 22)        // elements per array
+#define PER_THREAD 12      // consecutive ints each thread of sum_runs reads
+#define M 1024             // matrix side of gemm_naive
+
+// Each thread sums 12 consecutive ints: lanes are 48 B apart, so one warp-instruction touches
+// ~48 sectors, but the next 7 of every 8 trips read sectors L1 already holds.
+// kernelscope: block=256 grid=1366
+__global__ void sum_runs(const int* in, int* out)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= N / PER_THREAD)
+        return;
+    int s = 0;
+    for (int j = 0; j < PER_THREAD; ++j)
+        s += in[t * PER_THREAD + j];
+    out[t] = s;
+}
+
+// a[i] is read twice (the compiler keeps both loads: `volatile`-free but separated by a store
+// through another pointer it cannot prove distinct); the second read hits L1.
+// kernelscope: block=256 grid=16384
+__global__ void reload(const float* a, const float* b, float* c, float* d)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    c[i] = a[i] + b[i];
+    d[i] = a[i] * 2.0f;
+}
+
+// One 4 B lane per 128 B line: no reuse anywhere, and each DRAM fetch brings 64 B.
+// kernelscope: block=256 grid=512
+__global__ void stride32(const float* in, float* out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = in[(size_t)i * 32];
+}
+
+// Textbook SGEMM: each A row is read by every block along x, each B column by every block along
+// y; DRAM sees each matrix about once.
+// kernelscope: block=16x16 grid=64x64
+__global__ void gemm_naive(const float* A, const float* B, float* C)
+{
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (int k = 0; k < M; ++k)
+        acc += A[row * M + k] * B[k * M + col];
+    C[row * M + col] = acc;
+}
+
+// A copy far larger than L2 (2 x 256 MiB): everything streams, and the written lines are
+// written back during the kernel.
+// kernelscope: block=256 grid=262144
+__global__ void big_copy(const float* in, float* out)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = in[i];
+}

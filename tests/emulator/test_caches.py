@@ -1,0 +1,102 @@
+"""The memory hierarchy with reuse (emulator/caches.py, issue 33) on real nvcc output: L1 and L2
+hit rates and DRAM bytes, against what each kernel's indexing says they must be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelscope.analysis.emulator import emulate_detailed
+from kernelscope.analysis.machine.arch import load_arch_specs
+from kernelscope.analysis.options import AnalysisOptions
+
+from _build import build_example
+
+KERNELS = Path(__file__).parent / "kernels" / "cache_reuse.cu"
+N = 1 << 22
+M = 1024
+
+
+@pytest.fixture(scope="module")
+def runs(toolchain):
+    prog = build_example(KERNELS, toolchain)
+    cat = load_arch_specs()
+    arch = cat.arch("sm_90")
+    dev = cat.default_device(arch)
+    out = {}
+    for fn in prog.kernels:
+        name = fn.name.split("(")[0]
+        out[name] = emulate_detailed(prog, fn, arch, dev, AnalysisOptions())
+    return out, dev
+
+
+def _bytes(runs, name):
+    return runs[0][name].profile.bytes
+
+
+def _within(pred: float, want: float, factor: float) -> bool:
+    return want / factor <= pred <= want * factor
+
+
+def test_consecutive_runs_per_thread_hit_l1_and_stream_once_from_dram(runs):
+    b = _bytes(runs, "sum_runs")
+    threads = N // 12
+    touched = threads * 12 * 4  # every int once
+    # lanes 48 B apart: ~1.5 sectors per lane per trip, reused by the next trips from L1
+    assert b["l2"] < 0.35 * b["l1"], b
+    assert _within(b["dram"], touched + threads * 4, 1.3), (b["dram"], touched)
+
+
+def test_a_reloaded_operand_hits_l1(runs):
+    prof = runs[0]["reload"].profile
+    b = prof.bytes
+    # three distinct arrays read or written once each plus d: a and b read, c and d written
+    assert _within(b["dram"], 2 * N * 4, 1.3) or b["dram"] <= 2 * N * 4 * 1.3, b
+    # the second load of a[i] is served by L1: L2 sees fewer bytes than L1 was asked for
+    assert b["l2"] < b["l1"], b
+
+
+def test_one_lane_per_line_moves_64_bytes_per_lane_from_dram(runs):
+    b = _bytes(runs, "stride32")
+    lanes = 512 * 256
+    reads = lanes * 64  # the L2 fetch granularity: 64 B for each 4 B lane
+    assert b["l2"] >= lanes * 32, b  # no L1 reuse: one 32 B sector per lane reaches L2
+    assert _within(b["dram"], reads, 1.3), (b["dram"], reads)
+
+
+def test_naive_gemm_reads_each_matrix_about_once_from_dram(runs):
+    b = _bytes(runs, "gemm_naive")
+    matrices = 2 * M * M * 4
+    assert _within(b["dram"], matrices, 1.3), (b["dram"], matrices)
+    # and far less than what L2 serves: the blocks along x share A's rows, along y B's columns
+    assert b["l2"] > 8 * b["dram"], b
+
+
+def test_a_footprint_larger_than_l2_writes_back_during_the_kernel(runs):
+    b = _bytes(runs, "big_copy")
+    size = (1 << 26) * 4
+    l2 = runs[1].l2_size_kib * 1024
+    # reads stream once; the writes that do not fit in L2 are evicted before the kernel ends
+    assert _within(b["dram"], size + size * (1 - l2 / (2 * size)), 1.15), (b["dram"], size)
+
+
+def test_a_user_l2_hit_rate_still_wins(toolchain):
+    prog = build_example(KERNELS, toolchain)
+    cat = load_arch_specs()
+    arch = cat.arch("sm_90")
+    dev = cat.default_device(arch)
+    fn = next(f for f in prog.kernels if f.name.startswith("stride32"))
+    lo = emulate_detailed(prog, fn, arch, dev, AnalysisOptions(l2_hit_rate=0.0)).profile.bytes
+    hi = emulate_detailed(prog, fn, arch, dev, AnalysisOptions(l2_hit_rate=0.9)).profile.bytes
+    assert hi["dram"] == pytest.approx(0.1 * lo["dram"], rel=0.05)
+
+
+def test_shared_memory_carveout_leaves_l1_the_rest():
+    arch = load_arch_specs().arch("sm_90")
+    assert arch.l1 is not None
+    # no shared memory: the driver's smallest carveout (32 KiB on H100) still comes out of 256 KiB
+    assert arch.l1.l1_bytes(0) == (256 - 32) * 1024
+    # 100 KiB of resident shared memory takes the 100 KiB configuration
+    assert arch.l1.l1_bytes(100 * 1024) == (256 - 100) * 1024
+    assert arch.l1.l1_bytes(229 * 1024) == (256 - 228) * 1024  # capped at the largest carveout
