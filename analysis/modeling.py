@@ -17,7 +17,7 @@ from typing import Literal
 from .advisor.call_sites import call_sites
 from .advisor.ranking import advise
 from .advisor.static_facts import KernelFacts, executed_shapes, kernel_facts
-from .emulator.budget import BudgetSpent, Ledger, plan_second_stage, quick_run_budget
+from .emulator.budget import BudgetSpent, FileSize, Ledger, plan_second_stage, quick_run_budget
 from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError, WaveCache,
                              SensitivityReport, WhatIfReport, emulate_detailed, prepare, run_studies,
@@ -55,10 +55,13 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
     t = time.perf_counter()
     text = data.decode("utf-8", errors="replace")
     measured = _measured_profile(measured_report, source) if measured_report else None
-    ledger = Ledger.start(options.budget, cancel)  # one budget for the quick stage and the second (docs/emulator.md)
+    # one budget for the quick stage and the second, proportional to nvcc's time on the file (docs/emulator.md)
+    ledger = Ledger.start(options.budget, cancel)
+    ledger.fit(options.budget, FileSize.of(inputs.module, data))
     if taken is not None:
         program, facts, studies = taken.program, taken.facts, taken.studies
-        ledger.spent, ledger.runs = taken.spent, taken.runs
+        ledger.kernels = len(taken.program.kernels)
+        ledger.charge_quick_stage(taken.spent, taken.runs, sum(s.modeled is not None for s in taken.studies.values()))
         timings["program"] = 0.0
         timings["model_ahead"] = taken.seconds
     else:
@@ -97,7 +100,11 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
                                       len(program.kernels) - n)
     timings["sensitivity"] = time.perf_counter() - t
     t = time.perf_counter()
-    found = findings(program, catalog, device, options, text, facts, studies, measured)
+    # the advice reads the studies' sensitivity and what-if: where the budget left every kernel
+    # without them (a file of many kernels), it is the quick result's, not made again
+    deepened = any(s.sensitivity is not None or s.what_if is not None for s in studies.values())
+    found = findings(program, catalog, device, options, text, facts, studies, measured,
+                     advice=None if deepened else found["advice"])
     timings["advise"] = time.perf_counter() - t
     return AnalysisResult(**common, **found, timings=timings, depth="full")
 
@@ -150,6 +157,7 @@ def model_kernels(program: Program, arch: ArchSpec, device: DeviceSpec, options:
     """The quick stage's facts and study of each kernel (one emulation each)."""
     facts: dict[str, KernelFacts] = {}
     studies: dict[str, _Study] = {}
+    ledger.kernels = len(program.kernels)  # every kernel's facts and advice, emulated or not (STATIC_COST)
     for n, fn in enumerate(program.kernels):
         cancel.check()
         report(f"model {without_parameters(fn.name)}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
@@ -177,17 +185,20 @@ def _executed(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Dev
 
 
 def findings(program: Program, catalog, device: DeviceSpec, options: AnalysisOptions, text: str,
-             facts: dict[str, KernelFacts], studies: dict[str, _Study], measured: Profile | None) -> dict:
+             facts: dict[str, KernelFacts], studies: dict[str, _Study], measured: Profile | None,
+             advice: tuple | None = None) -> dict:
     """What a result says of the file's kernels, as `AnalysisResult` fields: their reports, the
-    advice, the profile and the rooflines."""
+    advice (`advice`: already made from the same profiles, facts and studies), the profile and
+    the rooflines."""
     arch = catalog.arch(options.arch)
     roofline = roofline_model(catalog, device)
     profiles = tuple(s.profile for s in studies.values() if s.profile is not None)
     rooflines = {m: kernel_roofline(s.profile, roofline, s.trajectory) for m, s in studies.items() if s.profile}
-    advice = advise(program, profiles, facts={m: f.facts for m, f in facts.items()}, source_text=text, arch=arch,
-                    device=device, roofline_model=roofline,
-                    sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
-                    what_if={m: s.what_if for m, s in studies.items() if s.what_if})
+    if advice is None:
+        advice = advise(program, profiles, facts={m: f.facts for m, f in facts.items()}, source_text=text, arch=arch,
+                        device=device, roofline_model=roofline,
+                        sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
+                        what_if={m: s.what_if for m, s in studies.items() if s.what_if})
     kernels = tuple(_kernel_report(program, fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled),
                                    device.sm_count) for fn in program.kernels)
     profile = None
@@ -230,15 +241,22 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
     smem = fn.resources.static_smem if fn.resources else 0
     occ = occupancy(arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)
     modeled = None
-    if options.emulate and occ.active_blocks_per_sm > 0:
+    run_budget = quick_run_budget(ledger, kernels_left, DEFAULT_SETTINGS.issue_budget)
+    if run_budget is None and options.emulate and occ.active_blocks_per_sm > 0:
+        # the kernels before it in the file spent the budget (a file of many kernels)
+        resolved = replace(resolved, assumptions=(*resolved.assumptions, Assumption(
+            name="budget", value="not emulated", source="default",
+            detail=f"no emulation: the file's {ledger.runs:,} engine runs before this kernel spent its budget of "
+                   f"{ledger.issues:,} warp-instructions (about {options.budget.nvcc_multiple:g}x nvcc's time on "
+                   f"the file; AnalysisOptions.budget)")))
+    elif options.emulate and occ.active_blocks_per_sm > 0:
         # With a measurement too, the model still runs: hover shows both (the honesty check).
         launch_used = measured_kernel.launch if measured_kernel is not None else None
-        run_budget = quick_run_budget(ledger, kernels_left, DEFAULT_SETTINGS.issue_budget)
         waves: WaveCache = {}
         emulation = emulate_detailed(program, fn, arch, device, options, program.source, launch=launch_used,
                                      settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget}),
                                      cache=waves)
-        ledger.charge(emulation.issues)
+        ledger.charge_quick(emulation.issues, 1)
         modeled = emulation.profile
         if run_budget < DEFAULT_SETTINGS.issue_budget:
             modeled = _with_assumption(modeled, Assumption(
@@ -284,7 +302,7 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
         base = prepare(fn, arch, device, options, program.source, program, settings=SENSITIVITY_SETTINGS)
     except EmulationError:
         return study
-    plan = plan_second_stage(study_shape(base), ledger.left / max(1, kernels_left),
+    plan = plan_second_stage(study_shape(base), ledger.second_stage_allowance(kernels_left),
                              SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
     sens = wi = None
     stopped = ""

@@ -65,6 +65,11 @@ class AnalysisBudget(BaseModel):
         "Warp-instructions the emulator may issue for one file: the quick stage, sensitivity and what-if "
         "together. Past it the second stage degrades (coarser sweeps, smaller runs, fewer perturbations) "
         "and the result lists what was cut."))
+    nvcc_multiple: float = Field(4.0, gt=0, le=1_000, description=(
+        "The emulator's work on one file (runs, their set-up, each kernel's preparation) may take about this many "
+        "times nvcc's own time on the file, estimated from its size (functions, SASS instructions, bytes of "
+        "source) so that the result stays a function of its inputs; at most `issues`. Kernels past it get no "
+        "emulation, and the result lists what was cut."))
     seconds: float = Field(30.0, gt=0, le=600, description=(
         "Wall-clock backstop for one file's second stage; when it binds the result depends on the "
         "machine's speed, and says so."))

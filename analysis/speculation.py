@@ -107,7 +107,7 @@ class Speculation:
             if cubin is None:
                 return
             from .frontend.disassembly import decoded_sass
-            from .emulator.budget import Ledger
+            from .emulator.budget import FileSize, Ledger
             from .modeling import ProgramInputs, QuickStage, findings, model_kernels, program_of
 
             module = decoded_sass(cubin.cubin, cancel=self._cancel)
@@ -119,6 +119,7 @@ class Speculation:
             text = data.decode("utf-8", errors="replace")
             program = program_of(source, source, text, options, toolchain, inputs)
             ledger = Ledger.start(options.budget, self._cancel)
+            ledger.fit(options.budget, FileSize.of(module, data))  # as modeling.model_file
             facts, studies = model_kernels(program, catalog.arch(options.arch), device, options, None, ledger,
                                            self._cancel, lambda stage, fraction: None)
             self._cancel.check()

@@ -195,15 +195,67 @@ def _shapes(repeat: int) -> int:
     return 0
 
 
+def _long_kernels(tmp: Path, kernels: int, unroll: int) -> Path:
+    """`kernels` kernels of `unroll` fully unrolled multiply-adds each: SASS instructions without
+    more functions or more source."""
+    f = tmp / f"long_{kernels}x{unroll}.cu"
+    f.write_text("".join(f"__global__ void l{i}(const float *a, float *b, int n) {{\n"
+                         "    int t = blockIdx.x * blockDim.x + threadIdx.x;\n    float s = 0.0f;\n"
+                         f"#pragma unroll\n    for (int j = 0; j < {unroll}; ++j) s = s * a[t + j * n] + {i}.5f;\n"
+                         "    b[t] = s;\n}\n" for i in range(kernels)))
+    return f
+
+
+def _nvcc_size(repeat: int) -> int:
+    """nvcc's own time against the file's size measures that the analysis's budget reads
+    (`emulator/budget.FileSize`: functions and SASS instructions of the cubin, bytes of source),
+    on generated files only, and the least-squares fit whose coefficients `budget.nvcc_seconds` holds."""
+    import numpy as np
+
+    from kernelscope.analysis.emulator.budget import FileSize, nvcc_seconds
+    from kernelscope.analysis.frontend.compile import compile_cuda
+    from kernelscope.analysis.frontend.sass import disassemble
+    from kernelscope.analysis.frontend.toolchain import locate_toolchain
+
+    tc = locate_toolchain()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        files = [*(_many_kernels(t, n) for n in (1, 50, 200, 500, 1_000)),
+                 *(_long_file(t, n) for n in (500, 1_500, 3_000, 5_000)),
+                 *(_long_kernels(t, k, u) for k, u in ((1, 256), (4, 512), (16, 256), (8, 1_024)))]
+        print(f"{'file':24} {'functions':>9} {'instructions':>12} {'source B':>9} {'nvcc s':>7} {'model s':>7}")
+        for f in files:
+            res = compile_cuda(f, arch="sm_90", user_flags=(), toolchain=tc, workdir=t)
+            module = disassemble(res.cubin_path, tc.nvdisasm)
+            size = FileSize.of(module, f.read_bytes())
+            bare = [str(tc.nvcc), "-arch=sm_90", "-cubin", "-o", str(t / "x.cubin"), str(f)]
+            nv = min(_time(bare, tc.env) for _ in range(repeat))
+            rows.append((size, nv))
+            print(f"{f.stem:24} {size.functions:9} {size.instructions:12} {size.source_bytes:9} {nv:7.2f} "
+                  f"{nvcc_seconds(size):7.2f}")
+    a = np.array([[1.0, s.functions, s.instructions, s.source_bytes] for s, _ in rows])
+    y = np.array([nv for _, nv in rows])
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    worst = max(max(nvcc_seconds(s) / nv, nv / nvcc_seconds(s)) for s, nv in rows)
+    print(f"\nfit: {coef[0]:.3f} s + {coef[1] * 1e3:.3f} ms/function + {coef[2] * 1e6:.2f} us/instruction + "
+          f"{coef[3] * 1e9:.1f} ns/source byte; budget.nvcc_seconds's worst error over these files {worst:.2f}x; "
+          f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--part", choices=("loops", "shapes"), default="loops",
-                    help="loops: trip counts per loop shape (issue 13); shapes: whole files of costly shapes (issue 35)")
+    ap.add_argument("--part", choices=("loops", "shapes", "nvcc"), default="loops",
+                    help="loops: trip counts per loop shape (issue 13); shapes: whole files of costly shapes (issue 35); "
+                         "nvcc: nvcc's time against the size measures of the analysis's budget")
     args = ap.parse_args()
     byte_compile()  # as installed (benchmarks/installed.py)
     if args.part == "shapes":
         return _shapes(args.repeat)
+    if args.part == "nvcc":
+        return _nvcc_size(max(3, args.repeat))
     from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
     tc = locate_toolchain()

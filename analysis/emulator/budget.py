@@ -1,5 +1,12 @@
-"""One budget per analysis (issue 13): the quick stage, sensitivity and what-if draw on one count
-of warp-instructions the engine may issue, with a wall-clock backstop.
+"""One budget per analysis (issues 13, 35): the quick stage, sensitivity and what-if draw on one
+count of warp-instructions the engine may issue, with a wall-clock backstop.
+
+The count is proportional to nvcc's own time on the file, estimated from the file's size (its
+functions and SASS instructions, the bytes of its source: `nvcc_seconds`), so that a file nvcc
+compiles fast is analysed fast, whatever its shape, and the result stays a function of its inputs.
+An engine run is charged its issues and its fixed set-up (`RUN_COST`), a kernel the quick stage
+models its prepare and profile (`KERNEL_COST`): for a file of many small kernels those, not the
+issues, are the cost. A kernel the budget cannot model gets no emulation, and says so.
 
 The quick stage is the product and always runs; under a tight budget its runs sample fewer loop
 iterations. The second stage is planned per kernel against what is left: when the full study
@@ -22,6 +29,58 @@ from ..process import CancelToken
 #: smallest per-run issue budget: below it a loop's sampled window is warm-up plus one iteration
 MIN_RUN_ISSUES = 3_000
 
+# What the budget counts is the engine's warp-instruction, ~3 µs of one core here (2.8 µs in
+# sgemm_naive's runs, 3.3 µs in a warp-shuffle softmax's; benchmarks/emulate.py); the fixed costs
+# are in the same unit, measured on the same machine (docs/performance.md, "The whole-file budget").
+SECONDS_PER_ISSUE = 3e-6
+#: an engine run's set-up besides its issues (the engine, its listeners, the wave's bookkeeping,
+#: a what-if point's prepare): a one-line kernel's 256-issue run takes ~3.9 ms
+RUN_COST = 1_000
+#: what the quick stage spends on a kernel besides its run: prepare (decode, memory shapes, the
+#: lanes' walk; ~3.5 ms for a one-line kernel), the profile and the static facts
+KERNEL_COST = 2_000
+#: what every kernel of the file costs, emulated or not: its SASS decoded into the program, its
+#: static facts and its part of the advice (~3 ms for a one-line kernel)
+STATIC_COST = 1_000
+#: the second stage's runs are spread over the cores (workers.fan_out), the quick stage's are not:
+#: a second-stage run is charged at 1/this, the cores of the smallest machine the project runs on.
+#: Fewer cores make an analysis slower, never different.
+SECOND_STAGE_CORES = 2
+#: nvcc's time on a file from its size: seconds, per function, per SASS instruction and per byte
+#: of source (host code too: cudafe++ and the host compiler read it). Fitted to the unloaded figures
+#: of docs/performance.md (one-line kernels, the generated solver files; the wheels' nvcc 13.5) and
+#: kept below nvcc's time where nvcc grows faster than linearly (long unrolled kernels, thrust's
+#: headers), so that the budget errs on the fast side (`python benchmarks/scaling.py --part nvcc`).
+NVCC_BASE_S, NVCC_PER_FUNCTION_S, NVCC_PER_INSTRUCTION_S, NVCC_PER_BYTE_S = 0.25, 1.2e-3, 5e-6, 3.2e-6
+
+
+@dataclass(frozen=True)
+class FileSize:
+    """What nvcc's time on a file is estimated from: deterministic, read from the compile's output."""
+
+    functions: int
+    instructions: int
+    source_bytes: int
+
+    @classmethod
+    def of(cls, module, source: bytes) -> FileSize:
+        """`module`: the file's `SassModule`."""
+        return cls(functions=len(module.functions), instructions=sum(len(f.instructions) for f in module.functions),
+                   source_bytes=len(source))
+
+
+def nvcc_seconds(size: FileSize) -> float:
+    return (NVCC_BASE_S + NVCC_PER_FUNCTION_S * size.functions + NVCC_PER_INSTRUCTION_S * size.instructions
+            + NVCC_PER_BYTE_S * size.source_bytes)
+
+
+def file_issues(budget: AnalysisBudget, size: FileSize | None) -> int:
+    """The issues one file's analysis may spend: `nvcc_multiple` times nvcc's estimated time, in the
+    engine's unit, never more than `budget.issues` (no size: `budget.issues`, as before issue 35)."""
+    if size is None:
+        return budget.issues
+    return int(min(budget.issues, budget.nvcc_multiple * nvcc_seconds(size) / SECONDS_PER_ISSUE))
+
 
 class BudgetSpent(Exception):
     """The analysis ran out of wall-clock time before a second-stage run."""
@@ -30,7 +89,11 @@ class BudgetSpent(Exception):
 @dataclass
 class Ledger:
     """What is left of one analysis's budget. Mutable on purpose, like a `CancelToken`: one
-    object is handed down to every engine run of the analysis, which charges it."""
+    object is handed down to every engine run of the analysis, which charges it.
+
+    `spent` and `runs` count every engine run (a forked worker's come back through
+    `workers.fan_out`); the quick stage's share of them, the kernels it modeled and the file's
+    kernels are kept apart, for what each costs of the budget (`cost`)."""
 
     issues: int
     deadline: float
@@ -38,22 +101,55 @@ class Ledger:
     spent: int = 0
     runs: int = 0
     cancel: CancelToken | None = None  # a newer save stops the second stage between two runs
+    quick: int = 0  # of `spent`, the quick stage's
+    quick_runs: int = 0
+    modeled: int = 0  # kernels the quick stage emulated (KERNEL_COST each)
+    kernels: int = 0  # the file's kernels (STATIC_COST each)
 
     @classmethod
     def start(cls, budget: AnalysisBudget, cancel: CancelToken | None = None) -> Ledger:
         return cls(issues=budget.issues, deadline=time.monotonic() + budget.seconds, seconds=budget.seconds,
                    cancel=cancel)
 
+    def fit(self, budget: AnalysisBudget, size: FileSize) -> None:
+        """The file's own budget, once its size is known (`file_issues`)."""
+        self.issues = file_issues(budget, size)
+
+    @property
+    def cost(self) -> float:
+        """What was charged, in warp-instructions of one core's time."""
+        second = self.spent - self.quick + (self.runs - self.quick_runs) * RUN_COST
+        return (self.quick + self.quick_runs * RUN_COST + self.modeled * KERNEL_COST + self.kernels * STATIC_COST
+                + second / SECOND_STAGE_CORES)
+
     @property
     def left(self) -> int:
-        return max(0, self.issues - self.spent)
+        return max(0, int(self.issues - self.cost))
+
+    def second_stage_allowance(self, kernels_left: int) -> float:
+        """A kernel's share of what is left, in the issues of its second stage's runs (the unit of
+        `plan_second_stage`'s estimates: they run on the cores together)."""
+        return SECOND_STAGE_CORES * self.left / max(1, kernels_left)
 
     def expired(self) -> bool:
         return time.monotonic() > self.deadline
 
     def charge(self, issues: int) -> None:
+        """One engine run of the second stage (`model.run_wave`)."""
         self.spent += issues
         self.runs += 1
+
+    def charge_quick(self, issues: int, runs: int = 1) -> None:
+        """A kernel the quick stage emulated, in `runs` engine runs."""
+        self.charge_quick_stage(issues, runs, 1)
+
+    def charge_quick_stage(self, issues: int, runs: int, modeled: int) -> None:
+        """The quick stage's charges, also as a whole (a quick stage run ahead of nvcc, taken)."""
+        self.spent += issues
+        self.runs += runs
+        self.quick += issues
+        self.quick_runs += runs
+        self.modeled += modeled
 
     def check(self) -> None:
         """Called before a second-stage run: a cancelled analysis stops here (`Cancelled`)."""
@@ -63,10 +159,14 @@ class Ledger:
             raise BudgetSpent(f"the wall-clock budget of {self.seconds:g} s was spent")
 
 
-def quick_run_budget(ledger: Ledger, kernels_left: int, default: int) -> int:
+def quick_run_budget(ledger: Ledger, kernels_left: int, default: int) -> int | None:
     """Per-run issue budget of a kernel's quick emulation: the default while the file's kernels
     fit in what is left, else an equal share of it (never below the floor). Most quick runs use a
-    fraction of their budget, so the second stage keeps what they did not."""
+    fraction of their budget, so the second stage and the later kernels keep what they did not.
+    None: what is left would not pay for the kernel's prepare and one run's set-up, so it is not
+    emulated (the kernels before it took the budget: a file's kernels are modeled in file order)."""
+    if ledger.left < KERNEL_COST + RUN_COST:
+        return None
     share = ledger.left / max(1, kernels_left)
     return int(max(MIN_RUN_ISSUES, min(default, share)))
 
@@ -132,14 +232,14 @@ def plan_second_stage(shape: StudyShape, allowance: float, sensitivity_budget: i
     def estimate() -> float:
         # Runs that the studies skip or share are not counted: a gap run only for a unit busy
         # ≥ 1 % of the time (about half of those used), and the current block size and all-SMs
-        # point repeat the base run (WaveCache).
+        # point repeat the base run (WaveCache). Each run pays its set-up too (RUN_COST).
         total = 0.0
         if with_sens:
             n = resources if resources is not None else shape.resources
-            total += (1 + 1.5 * n) * shape.cost(sens_b)
+            total += (1 + 1.5 * n) * (shape.cost(sens_b) + RUN_COST)
         if with_what_if:
             runs = len(sizes) + len(counts) + max(0, len(mults) - 1) - 2 + shape.staged_loops
-            total += max(1, runs) * shape.cost(wi_b)
+            total += max(1, runs) * (shape.cost(wi_b) + RUN_COST)
         return total
 
     def coarse_trajectory():

@@ -3,7 +3,7 @@ analysis's budget, cut in a fixed order, every cut named. Pure functions over a 
 
 from __future__ import annotations
 
-from kernelscope.analysis.emulator.budget import (MIN_RUN_ISSUES, Ledger, StudyShape, coarse_sm_counts,
+from kernelscope.analysis.emulator.budget import (MIN_RUN_ISSUES, FileSize, Ledger, StudyShape, coarse_sm_counts,
                                                   neighbour_block_sizes, plan_second_stage, quick_run_budget)
 from kernelscope.analysis.emulator.model import GRID_MULTIPLIERS, sm_count_sweep
 from kernelscope.analysis.options import AnalysisBudget
@@ -50,7 +50,7 @@ def test_the_quick_stage_shares_what_is_left_when_a_file_has_many_kernels():
     ledger = Ledger.start(AnalysisBudget(issues=400_000))
     assert quick_run_budget(ledger, 1, 40_000) == 40_000
     assert quick_run_budget(ledger, 30, 40_000) == int(400_000 / 30)
-    ledger.charge(400_000)
+    ledger.charge_quick(390_000)  # and its run's and kernel's fixed costs: 7,000 left
     assert quick_run_budget(ledger, 5, 40_000) == MIN_RUN_ISSUES
 
 
@@ -76,8 +76,14 @@ def test_the_default_budget_leaves_every_example_uncut(toolchain, examples_dir):
         program = build_example(path, toolchain)
         for k in program.kernels:
             prep = prepare(k, arch, device, AnalysisOptions(), program.source, program, settings=SENSITIVITY_SETTINGS)
-            n = len(program.kernels)  # what the quick stage may take at most, then an equal share
-            allowance = (AnalysisBudget().issues - DEFAULT_SETTINGS.issue_budget * n) / n
-            plan = plan_second_stage(study_shape(prep), allowance,
+            # the file's budget (proportional to nvcc's time on it), less what the quick stage may
+            # take at most, then an equal share
+            n = len(program.kernels)
+            ledger = Ledger.start(AnalysisBudget())
+            ledger.fit(AnalysisBudget(), FileSize.of(program.module, path.read_bytes()))
+            ledger.kernels = n
+            for _ in range(n):
+                ledger.charge_quick(DEFAULT_SETTINGS.issue_budget)
+            plan = plan_second_stage(study_shape(prep), ledger.second_stage_allowance(n),
                                      SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
             assert plan.cuts == (), (path.name, k.name, plan.cuts)

@@ -1,0 +1,109 @@
+"""The whole-file budget (issue 35, emulator/budget.py): proportional to nvcc's time on the file,
+estimated from the file's size, so a file of many kernels costs a bounded multiple of its compile;
+kernels past it are not emulated and say so. Real nvcc output, real analyses."""
+
+from __future__ import annotations
+
+import threading
+
+from kernelscope.analysis.emulator import budget as B
+from kernelscope.analysis.emulator.budget import (KERNEL_COST, RUN_COST, SECOND_STAGE_CORES, STATIC_COST, FileSize,
+                                                  Ledger, file_issues, nvcc_seconds, quick_run_budget)
+from kernelscope.analysis.options import AnalysisBudget, AnalysisOptions
+
+
+def _kernels(n: int) -> str:
+    return "".join(f"__global__ void k{i}(float *x, int n) {{ int i = blockIdx.x * blockDim.x + threadIdx.x; "
+                   f"if (i < n) x[i] = x[i] * {i}.0f + 1.0f; }}\n" for i in range(n))
+
+
+def test_the_budget_grows_with_the_file_and_never_past_its_ceiling():
+    small = FileSize(functions=1, instructions=30, source_bytes=200)
+    large = FileSize(functions=2_000, instructions=64_000, source_bytes=250_000)
+    assert nvcc_seconds(large) > 10 * nvcc_seconds(small)
+    b = AnalysisBudget()
+    assert file_issues(b, small) < file_issues(b, large) <= b.issues
+    # twice the multiple, twice the budget, until the ceiling
+    once, twice = (file_issues(AnalysisBudget(nvcc_multiple=m * b.nvcc_multiple, issues=20_000_000), large)
+                   for m in (1, 2))
+    assert abs(twice - 2 * once) <= 2
+    assert file_issues(b, None) == b.issues  # no size: the ceiling, as before the file budget
+
+
+def test_runs_and_kernels_are_charged_their_fixed_costs_and_the_second_stage_its_share():
+    ledger = Ledger.start(AnalysisBudget())
+    ledger.charge_quick(256)  # a quick run: one core
+    assert ledger.cost == 256 + RUN_COST + KERNEL_COST
+    ledger.charge(1_000)  # a second-stage run: its runs go over the cores
+    assert ledger.cost == 256 + RUN_COST + KERNEL_COST + (1_000 + RUN_COST) / SECOND_STAGE_CORES
+    ledger.kernels = 3  # every kernel's static facts and advice
+    assert ledger.cost == 256 + RUN_COST + KERNEL_COST + (1_000 + RUN_COST) / SECOND_STAGE_CORES + 3 * STATIC_COST
+    assert ledger.spent == 1_256 and ledger.runs == 2  # the engine's own count, as before
+    assert ledger.left == int(ledger.issues - ledger.cost)
+    assert ledger.second_stage_allowance(2) == SECOND_STAGE_CORES * ledger.left / 2
+
+
+def test_the_quick_stage_stops_where_the_budget_would_not_pay_for_a_kernel():
+    ledger = Ledger.start(AnalysisBudget(issues=100_000))
+    assert quick_run_budget(ledger, 1, 40_000) == 40_000
+    ledger.charge_quick(100_000 - 2 * (KERNEL_COST + RUN_COST))  # what is left pays for one more kernel
+    assert quick_run_budget(ledger, 10, 40_000) == B.MIN_RUN_ISSUES  # at the floor
+    ledger.charge(2)
+    assert quick_run_budget(ledger, 10, 40_000) is None
+
+
+def test_a_file_of_many_kernels_models_what_its_budget_pays_for(toolchain, tmp_path):
+    """A file of 60 one-line kernels under a budget of about 1x nvcc's time: the first kernels are
+    emulated, the rest are not and say why; the engine's work (and its fixed costs) stays within the
+    budget but for the last kernel's overshoot; no kernel gets a second stage it cannot pay for, and
+    the full result keeps every kernel's report and the static advice."""
+    from kernelscope.analysis.pipeline import analyze
+
+    src = tmp_path / "many.cu"
+    src.write_text(_kernels(60))
+    ledgers = []
+    start = B.Ledger.start.__func__
+    here = threading.current_thread()
+
+    def spy(cls, b, cancel=None):
+        ledger = start(cls, b, cancel)
+        if threading.current_thread() is here:  # the analysis's own, not a run ahead's
+            ledgers.append(ledger)
+        return ledger
+
+    B.Ledger.start = classmethod(spy)
+    try:
+        r = analyze(src, AnalysisOptions(budget=AnalysisBudget(nvcc_multiple=1.0, run_ahead=False)),
+                    toolchain=toolchain)
+    finally:
+        B.Ledger.start = classmethod(start)
+    (ledger,) = ledgers
+    assert len(r.kernels) == 60
+    assert ledger.issues < AnalysisBudget().issues  # the file's budget (Ledger.fit), not the ceiling
+    per_kernel = KERNEL_COST + RUN_COST + B.MIN_RUN_ISSUES  # the last kernel's overshoot at most
+    assert 0 < ledger.cost <= ledger.issues + per_kernel, (ledger.cost, ledger.issues)
+    modeled = [k for k in r.kernels if k.predicted_duration_s is not None]
+    skipped = [k for k in r.kernels if k.predicted_duration_s is None]
+    assert modeled and skipped
+    # file order: the kernels that were modeled come first
+    assert [k.name for k in r.kernels[:len(modeled)]] == [k.name for k in modeled]
+    for k in skipped:
+        (cut,) = [a for a in k.assumptions if a.name == "budget"]
+        assert cut.value == "not emulated" and "AnalysisOptions.budget" in cut.detail and cut.source == "default"
+        assert k.lines and k.resources.registers > 0  # the static report is still there
+    # a larger multiple pays for more kernels: the budget, not a fixed count, decides
+    more = analyze(src, AnalysisOptions(budget=AnalysisBudget(nvcc_multiple=3.0, run_ahead=False)),
+                   toolchain=toolchain, depth="quick")
+    assert sum(k.predicted_duration_s is not None for k in more.kernels) > len(modeled)
+
+
+def test_the_same_file_gets_the_same_budget(toolchain, tmp_path):
+    """Deterministic: the budget is read from the file's size, not from a clock."""
+    from kernelscope.analysis.pipeline import analyze
+
+    src = tmp_path / "few.cu"
+    src.write_text(_kernels(30))
+    opts = AnalysisOptions(budget=AnalysisBudget(nvcc_multiple=1.0, run_ahead=False))
+    a, b = (analyze(src, opts, toolchain=toolchain, depth="quick") for _ in range(2))
+    assert [(k.name, k.predicted_duration_s, k.assumptions) for k in a.kernels] == \
+        [(k.name, k.predicted_duration_s, k.assumptions) for k in b.kernels]
