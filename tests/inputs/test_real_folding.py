@@ -1,8 +1,9 @@
 """Static folding on the real programs of tests/data/real (an untrusted workspace: no capture).
 
-Each expected figure was read off the program's source by hand (the comment says where). Where
-the source does not fix a value (a size read from the command line, a function parameter), the
-value is a default that says so, why, and how to give the real one: never a silent default.
+Each expected figure was read off the program's source by hand (the comment says where). A size
+the command line may change is the program's own default when run without arguments, and says so;
+where the source does not fix a value at all, the value is a default that says so, why, and how
+to give the real one: never a silent default.
 """
 
 from __future__ import annotations
@@ -70,16 +71,21 @@ FOLDED = {
     "learn-cuda-programming/sgemm.cu": {"sgemm_gpu_kernel": ("(128, 128, 1)", "(16, 16, 1)", "0", {"M": "2048"})},
 }
 
-# file -> kernel -> (block folded from the source, text of the grid that does not fold): the
-# grid depends on a function parameter or on argv, so it is a default that says which launch
-PARTIAL = {
-    # dimGrid(size / dimBlock.x) in Operator::async_operation, size a parameter; dimBlock(256)
-    "learn-cuda-programming/cuda_pipelining.cu": {"vecAdd_kernel": ("(256, 1, 1)", "line 42 (`dimGrid`)")},
-    # nx, ny from get_argval(argv, "-nx", 16384); constexpr dim_block_x = dim_block_y = 32 in a
-    # braced block `{dim_block_x, dim_block_y, 1}`
+# file -> kernel -> (grid, block): sizes the command line may change, read as the program runs
+# without arguments (what launch capture runs), each labeled so in its detail
+WITHOUT_ARGUMENTS = {
+    # nx = ny = get_argval<int>(argv, argv + argc, "-nx", 16384): the helper returns its default
+    # unless the flag is given; dim_grid((nx + 31) / 32, (ny + 31) / 32); ny / 128 + 1 blocks
     "multi-gpu-programming-models/jacobi.cu": {
-        "jacobi_kernel": ("(32, 32, 1)", "line 254 (`dim_grid`)"),
-        "initialize_boundaries": ("(128, 1, 1)", "line 204 (`ny / 128 + 1`)")},
+        "jacobi_kernel": ("(512, 512, 1)", "(32, 32, 1)"),
+        "initialize_boundaries": ("(129, 1, 1)", "(128, 1, 1)")},
+    # dimsA(5 * 2 * block_size, ...) and dimsB(5 * 4 * block_size, ...) with block_size 32, changed
+    # only under `if (checkCmdLineFlag(argc, argv, "wA"))` and its like; grid(dimsB.x / 32, dimsA.y / 32)
+    "cuda-samples/matrixMul.cu": {"MatrixMulCUDA": ("(20, 10, 1)", "(32, 32, 1)")},
+    # dimGrid(size / dimBlock.x) in the member function Operator::async_operation, which main()
+    # calls as ls_operator[i].async_operation(..., size / num_operator, ...) with size 1 << 24 and
+    # num_operator 4 unless `if (argc > 1) num_operator = atoi(argv[1]);`; dimBlock(256)
+    "learn-cuda-programming/cuda_pipelining.cu": {"vecAdd_kernel": ("(16384, 1, 1)", "(256, 1, 1)")},
 }
 
 
@@ -92,17 +98,32 @@ def test_launches_fold_from_the_source(toolchain, name):
         assert {p: k[p] for p in args} == {p: (v, SITE) for p, v in args.items()}, kernel
 
 
-@pytest.mark.parametrize("name", sorted(PARTIAL))
-def test_a_block_that_folds_is_used_when_the_grid_does_not(toolchain, name):
+@pytest.mark.parametrize("name", sorted(WITHOUT_ARGUMENTS))
+def test_sizes_from_the_command_line_are_the_programs_defaults_and_say_so(toolchain, name):
     got = _resolved(name, toolchain)
-    for kernel, (block, where) in PARTIAL[name].items():
+    for kernel, (grid, block) in WITHOUT_ARGUMENTS[name].items():
         k = got[kernel]
-        assert k["block"] == (block, SITE), kernel
-        assert k["grid"][1] == "default"
-        assert f"the launch at {where} does not fold" in k["_detail"]["grid"] and GIVE_A_LAUNCH in k["_detail"]["grid"]
+        assert (k["grid"], k["block"]) == ((grid, SITE), (block, SITE)), kernel
+        assert "as the program runs without command-line arguments" in k["_detail"]["grid"], kernel
     # iy_start is `int iy_start = 1;` in main()
     if name.endswith("jacobi.cu"):
         assert got["jacobi_kernel"]["iy_start"] == ("1", SITE)
+
+
+def test_kernels_launched_through_an_array_of_pointers(toolchain):
+    """finite-difference.cu: `switch (dimension) { case 0: fpDeriv[0] = derivative_x; fpDeriv[1] =
+    derivative_x_lPencils; ... }` then `fpDeriv[fp]<<<grid[dimension][fp], block[dimension][fp]>>>` in
+    a loop over fp, with the file's `dim3 grid[3][2], block[3][2]` set element by element in
+    setDerivativeParameters() (mx = my = mz = 64, sPencils 4, lPencils 32)."""
+    got = _resolved("code-samples/finite-difference.cu", toolchain)
+    expected = {
+        "derivative_x": ("(16, 64, 1)", "(64, 4, 1)"), "derivative_x_lPencils": ("(2, 64, 1)", "(64, 4, 1)"),
+        "derivative_y": ("(16, 64, 1)", "(4, 64, 1)"), "derivative_y_lPencils": ("(2, 64, 1)", "(32, 8, 1)"),
+        "derivative_z": ("(16, 64, 1)", "(4, 64, 1)"), "derivative_z_lPencils": ("(2, 64, 1)", "(32, 8, 1)"),
+    }
+    assert {k: (got[k]["grid"], got[k]["block"]) for k in expected} == {
+        k: ((g, SITE), (b, SITE)) for k, (g, b) in expected.items()}
+    assert "without command-line arguments" not in got["derivative_x"]["_detail"]["grid"]  # main(void)
 
 
 def test_no_kernel_of_a_program_silently_uses_a_default(toolchain):

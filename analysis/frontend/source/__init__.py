@@ -28,7 +28,7 @@ from tree_sitter import Node
 
 from ..conditional import Macros, Passes, resolved
 from ..treesitter import parser as _parser
-from .declarations import _deduced_arguments, _definitions, _file_constants, _template_instances, _function, _function_scopes, _has_qualifier, _parameter_values
+from .declarations import _assigned_globals, _deduced_arguments, _definitions, _file_constants, _template_instances, _function, _function_scopes, _has_qualifier, _parameter_values
 from .folding import Definitions, _Env, _fold
 from .loops import _loop, _pragma_text
 from .model import (  # the records, for every stage that reads the source model
@@ -56,6 +56,8 @@ from .model import (  # the records, for every stage that reads the source model
     Span,
     UnrollPragma,
 )
+from .command_line import command_line_names, default_parameter, untaken, without_arguments
+from .pointers import pointed_kernels
 from .preprocessor import _annotation, _include
 from .statements import _branch, _call, _float_literal, _index_only, _is_cast, _launch, _power_of_two, _shared_decls
 from .syntax import _Locator, _squash, _text
@@ -101,20 +103,39 @@ def parse_source(text: str, passes: Passes | None = None, headers: Sequence[str]
     fold the file's expressions as the compiler sees them (`BLOCK_SIZE` from a `.h`)."""
     try:
         if passes is None:
-            return _parse(text, tuple(_header_definitions(_header_read(h, "")) for h in headers))
+            inherited = tuple(_header_definitions(_header_read(h, "")) for h in headers)
+            return _with_defaults(_parse(text, inherited), text, inherited)
         source = text.encode("utf-8", "surrogatepass")
         device, host = resolved(source, passes)
         device_headers = tuple(_header_read(h, passes.device.model_dump_json()) for h in headers)
         host_headers = tuple(_header_read(h, passes.host.model_dump_json()) for h in headers)
         model = _parse(device.decode("utf-8", "surrogatepass"), tuple(map(_header_definitions, device_headers)))
-        if host == device and host_headers == device_headers:
-            return model
-        launches = _parse(host.decode("utf-8", "surrogatepass"),
-                          tuple(map(_header_definitions, host_headers))).launch_sites
-        return model.model_copy(update={"launch_sites": launches})
+        host_text, host_inherited = host.decode("utf-8", "surrogatepass"), tuple(map(_header_definitions, host_headers))
+        if host != device or host_headers != device_headers:
+            model = model.model_copy(update={"launch_sites": _parse(host_text, host_inherited).launch_sites})
+        return _with_defaults(model, host_text, host_inherited)
     except Exception:  # noqa: BLE001 - an editor feeds us half-typed files; a bug here must not kill the server
         _log.exception("kernelscope: parsing the source structure failed")
         return SourceModel()
+
+
+def _with_defaults(model: SourceModel, host: str, inherited: tuple[Definitions, ...]) -> SourceModel:
+    """`model` with each launch whose configuration folds only as the program runs without
+    arguments read so, and marked `without_arguments` (command_line.py). The file is read a second
+    time only when its main() takes argc and argv and some launch does not fold."""
+    if command_line_names(list(model.functions)) is None or all(
+            s.launch_config() is not None for s in model.launch_sites):
+        return model
+    read = {(s.span.start_byte, s.kernel_text): s for s in _parse(host, inherited, no_arguments=True).launch_sites}
+
+    def better(site: LaunchSite) -> LaunchSite:
+        other = read.get((site.span.start_byte, site.kernel_text))
+        if other is None or site.launch_config() is not None or all(
+                a.dims == b.dims for a, b in zip(site.config, other.config)):
+            return site
+        return other.model_copy(update={"without_arguments": True, "live": site.live})
+
+    return model.model_copy(update={"launch_sites": tuple(map(better, model.launch_sites))})
 
 
 # Every analysis of a project reads its headers again: the same text read by the same pass gives
@@ -178,7 +199,9 @@ def _reached(node: Node, fn: int | None, env) -> bool:
     return True
 
 
-def _parse(text: str, inherited: tuple[Definitions, ...] = ()) -> SourceModel:
+def _parse(text: str, inherited: tuple[Definitions, ...] = (), no_arguments: bool = False) -> SourceModel:
+    """The source model; with `no_arguments`, read as the program runs without command-line
+    arguments (command_line.py): only its launch sites are the program's then."""
     if not text:
         return SourceModel()
     source = text.encode("utf-8", "surrogatepass")
@@ -192,8 +215,17 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = ()) -> SourceModel:
                  for i, f in enumerate(_function(node, loc, constants) for node in found.functions)]
     names = [f.name if f is not None else None for f in functions]
     device = [f is not None and f.is_device_code for f in functions]
-    scopes = _function_scopes(found, functions, constants)
+    command_line = command_line_names(functions) if no_arguments else None
+    skipped: tuple[tuple[int, int], ...] = ()
+    if command_line is not None:
+        constants.read_without_arguments(command_line, {
+            names[i]: at for i, node in enumerate(found.functions)  # type: ignore[misc]
+            if names[i] is not None and names.count(names[i]) == 1 and (at := default_parameter(node)) is not None},
+            without_arguments)
+        skipped = untaken(found, command_line, constants)
+    scopes = _function_scopes(found, functions, constants, skipped)
     _parameter_values(found, functions, scopes, constants)
+    _assigned_globals(found, functions, scopes, constants)
 
     def env(fn: int | None, at: Node) -> _Env:
         """The names visible at `at`: a function's parameters and locals in scope there."""
@@ -215,6 +247,7 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = ()) -> SourceModel:
     launches: list[LaunchSite] = []
     trips = {raw.node.start_byte: loop.trip_count for raw, loop in zip(found.loops, loops)}
     instances = _template_instances(found, functions, scopes, constants) if found.functions else {}
+    kernel_names = frozenset(f.name for f in functions if f is not None and f.is_kernel)
     for node, fn in found.calls:
         syntax = next((c for c in node.children if c.type == "kernel_call_syntax"), None)
         if syntax is not None:
@@ -227,7 +260,13 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = ()) -> SourceModel:
                     for values, types in instances.get(fn, []) if fn is not None and fn in scopes
                     if (v := _launch(node, syntax, loc, name(fn),
                                      scopes[fn].instance(values, types).at(node.start_byte))) is not None)
-                launches.append(launch.model_copy(update={**where, "variants": variants}))
+                pointed = pointed_kernels(node, found.functions[fn], kernel_names,
+                                          lambda at: env(fn, at)) if fn is not None and fn in scopes else []
+                launches.extend(
+                    _launch(node, syntax, loc, name(fn), scopes[fn].at(node.start_byte, bound)).model_copy(  # type: ignore[union-attr]
+                        update={**where, "kernel": kernel, "kernel_text": kernel}) for kernel, bound in pointed)
+                if not pointed:
+                    launches.append(launch.model_copy(update={**where, "variants": variants}))
         elif fn is not None and device[fn] and not _is_cast(node):
             call = _call(node, loc, names[fn] or "")
             if call is not None:

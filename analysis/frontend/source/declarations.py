@@ -10,8 +10,8 @@ from typing import Literal
 
 from tree_sitter import Node
 
-from .folding import (Definitions, Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold, _fold_text, _fold_value,
-                      _is_integral, _type_name)
+from .folding import (Definitions, Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold, _fold_local,
+                      _fold_text, _fold_value, _is_integral, _type_name, element_key)
 from .model import Function, FunctionKind, LaunchBounds, Parameter
 from .syntax import _Locator, _squash, _text
 from .walk import _Collected, assigning_statement
@@ -288,8 +288,9 @@ def _template_parameters(node: Node) -> tuple[str | None, ...]:
 
 
 def _function_scopes(found: _Collected, functions: list[Function | None],
-                     constants: _Env) -> dict[int, _FunctionLocals]:
-    """Each function's locals that fold, by the block each is declared in."""
+                     constants: _Env, untaken: Sequence[tuple[int, int]] = ()) -> dict[int, _FunctionLocals]:
+    """Each function's locals that fold, by the block each is declared in. A write inside one of
+    the `untaken` byte ranges (branches a run without arguments skips: command_line.py) is none."""
     declared: dict[int, list[_Local]] = {}
     for declaration, fn in found.declarations:
         if fn is None:
@@ -311,8 +312,8 @@ def _function_scopes(found: _Collected, functions: list[Function | None],
                 # are the types TILE and TILE (C++'s "most vexing parse").
                 value = declarator.child_by_field_name("parameters")
             local = _Local(_text(name), value, declarator.start_byte, scope)
-            _writes_of(local, declaration, foldable and len(chain) == 1, found.writes.get(fn, []),
-                       found.assignments.get(fn, []))
+            writes = [(n, at) for n, at in found.writes.get(fn, []) if not any(a <= at < b for a, b in untaken)]
+            _writes_of(local, declaration, foldable and len(chain) == 1, writes, found.assignments.get(fn, []))
             declared.setdefault(fn, []).append(local)
     return {
         fn: _FunctionLocals(constants, {p.name for p in function.params} | {
@@ -349,16 +350,24 @@ def _calls_by_name(found: _Collected, functions: list[Function | None]) -> dict[
     """The file's calls by callee name (`run<128>(x, n)` under `run`), kernel launches aside. A
     call through a function-pointer parameter that every call of its function passes the same
     function is that function's call (Learn-CUDA-Programming's `performance_estimation(sgemm_gpu,
-    ..., N, M, K)` calls `sgemm(A, B, C, N, M, K, ...)`: sgemm_gpu's call)."""
+    ..., N, M, K)` calls `sgemm(A, B, C, N, M, K, ...)`: sgemm_gpu's call). A member call
+    (`ls_operator[i].async_operation(...)`) is a call of the member function defined out of its
+    class under that name (`Operator::async_operation`; Learn-CUDA-Programming's cuda_pipelining.cu)."""
     calls: dict[str, list[tuple[Node, int | None]]] = {}
     for node, fn in found.calls:
         callee = node.child_by_field_name("function")
         if callee is not None and callee.type == "template_function":
             callee = callee.child_by_field_name("name")
+        if callee is not None and callee.type == "field_expression":
+            member = callee.child_by_field_name("field")
+            if member is not None:
+                calls.setdefault("::" + _text(member), []).append((node, fn))
         if callee is not None and callee.type == "identifier" and not any(
                 c.type == "kernel_call_syntax" for c in node.children):
             calls.setdefault(_text(callee), []).append((node, fn))
     names = [f.name if f is not None else None for f in functions]
+    for name in {n for n in names if n is not None and "::" in n}:
+        calls.setdefault(name, []).extend(calls.get("::" + name.rsplit("::", 1)[1], []))
     for index, function in enumerate(functions):
         if function is None or names.count(function.name) != 1:
             continue
@@ -587,3 +596,62 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
         locals_ = scopes.get(index)
         if function is not None and locals_ is not None and (function.params or function.template_params):
             locals_.parameter = resolver(index, function)
+
+
+def _assigned_globals(found: _Collected, functions: list[Function | None], scopes: dict[int, _FunctionLocals],
+                      constants: _FileConstants) -> None:
+    """File-scope integers and dim3s, and elements of file-scope arrays of them, that host code
+    assigns exactly once, each by a `name = expr;` or `name[0][1] = expr;` statement with indices
+    that fold, and writes nowhere else: they hold `expr` (folded where the statement is) from there
+    on (code-samples' finite-difference.cu sets `dim3 grid[3][2], block[3][2]` element by element
+    in setDerivativeParameters() before any launch reads them). A name handed to a call (which may
+    write it), declared `extern` (another file may write it) or written in device code gives nothing."""
+    declared: set[str] = set()
+    for declaration, fn in found.declarations:
+        if fn is not None or _has_qualifier(declaration, {"const", "constexpr", "extern"}):
+            continue
+        type_name = _type_name(declaration.child_by_field_name("type"))
+        if not (_is_integral(type_name) or type_name == "dim3"):
+            continue
+        for declarator in _declarators(declaration):
+            if declarator.type == "init_declarator":
+                continue  # it holds its initialiser until the assignment: which one a launch sees is order
+            chain = _declarator_chain(declarator)
+            name = _declared_name(chain)
+            if name is not None and all(d.type in ("array_declarator", "identifier") for d in chain):
+                declared.add(_text(name))
+    if not declared:
+        return
+    written: dict[str, list[tuple[int | None, int]]] = {}
+    for fn, writes in found.writes.items():
+        for name, at in writes:
+            if name in declared and not (fn is not None and fn in scopes and scopes[fn].visible(name, at)):
+                written.setdefault(name, []).append((fn, at))
+    for node, fn in found.calls:
+        args = node.child_by_field_name("arguments")
+        for a in args.named_children if args is not None else []:
+            if a.type == "identifier" and _text(a) in declared and not (
+                    fn is not None and fn in scopes and scopes[fn].visible(_text(a), a.start_byte)):
+                written.setdefault(_text(a), []).append((None, -1))  # handed on: anything may write it
+    statements = {node.start_byte: (node, fn) for node, fn in found.statements if node.type == "expression_statement"}
+    for name, writes in written.items():
+        values: dict[str, Callable[[_Env], Value | None]] = {}
+        for fn, at in writes:
+            function = functions[fn] if fn is not None else None
+            statement = statements.get(at, (None, None))[0]
+            assignment = statement.named_children[0] if statement is not None and statement.named_child_count else None
+            if function is None or function.is_device_code or assignment is None or \
+                    assignment.type != "assignment_expression" or assignment.start_byte != at or \
+                    _text(assignment.child_by_field_name("operator")) != "=":
+                break
+            scope = scopes[fn].at(assignment.start_byte)  # type: ignore[index]
+            target = assignment.child_by_field_name("left")
+            key = _text(target) if target is not None and target.type == "identifier" else \
+                element_key(target, scope) if target is not None and target.type == "subscript_expression" else None
+            value = assignment.child_by_field_name("right")
+            if key is None or key.partition("[")[0] != name or key in values or value is None:
+                break
+            values[key] = lambda env, value=value, scope=scope: _fold_local(value, scope)
+        else:
+            for key, thunk in values.items():
+                constants.assign(key, thunk)

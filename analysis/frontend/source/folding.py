@@ -32,6 +32,15 @@ class _Env(Protocol):
     # the type a template's type parameter stands for in the instance folded (`sizeof(T)`)
     def alias(self, name: str) -> str | None: ...
 
+    # where the file is read as its program runs without arguments (command_line.py): a function
+    # that returns a parameter unless a branch changes it, by the parameter's position, and the
+    # names of main's argc and argv; None otherwise
+    def command_line_default(self, name: str) -> tuple[int, tuple[str, str]] | None: ...
+
+    # a condition on the command line (`argc > 1`) as a run without arguments decides it; None
+    # where the file is not read so, or the condition does not read argc or argv
+    def command_line_condition(self, node: Node, env: _Env) -> int | None: ...
+
 
 #: a file's (or a header's) definitions before folding: constants by name (each folded on first
 #: use, in the scope of the whole translation unit), function-like macros, one-return helpers
@@ -48,6 +57,15 @@ class _FileConstants:
         self._raw = raw
         self._macros = macros
         self._helpers = helpers or {}
+        #: file-scope variables (and elements of file-scope arrays, `grid[0][1]`) that host code
+        #: assigns once (`assigned_globals`): what they hold at a launch, never constants of the
+        #: file (`folded`), since device code cannot read them
+        self._assigned: dict[str, Callable[[_Env], Value | None]] = {}
+        #: main's (argc, argv) and the default-returning helpers, where the file is read as its
+        #: program runs without arguments (`read_without_arguments`)
+        self._command_line: tuple[str, str] | None = None
+        self._defaults: dict[str, int] = {}
+        self._condition: Callable[[Node, tuple[str, str], _Env], int | None] | None = None
         self._done: dict[str, Value | None] = {}
         self._busy: set[str] = set()
 
@@ -58,10 +76,25 @@ class _FileConstants:
     def alias(self, name: str) -> str | None:
         return None
 
+    def read_without_arguments(self, names: tuple[str, str], defaults: dict[str, int],
+                               condition: Callable[[Node, tuple[str, str], _Env], int | None]) -> None:
+        self._command_line = names
+        self._defaults = defaults
+        self._condition = condition
+
+    def command_line_condition(self, node: Node, env: _Env) -> int | None:
+        if self._condition is None or self._command_line is None:
+            return None
+        return self._condition(node, self._command_line, env)
+
+    def command_line_default(self, name: str) -> tuple[int, tuple[str, str]] | None:
+        at = self._defaults.get(name)
+        return (at, self._command_line) if at is not None and self._command_line is not None else None
+
     def get(self, name: str) -> Value | None:
         if name in self._done:
             return self._done[name]
-        thunk = self._raw.get(name)
+        thunk = self._raw.get(name) or self._assigned.get(name)
         if thunk is None or name in self._busy:  # unknown, or a cycle like `#define A A`
             return None
         self._busy.add(name)
@@ -72,6 +105,11 @@ class _FileConstants:
 
     def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
         return self._macros.get(name)
+
+    def assign(self, name: str, thunk: Callable[[_Env], Value | None]) -> None:
+        """`name` (a variable, or an element as `grid[0][1]`) holds what `thunk` folds once assigned."""
+        if name not in self._raw:
+            self._assigned[name] = thunk
 
     def folded(self) -> tuple[Constant, ...]:
         out = []
@@ -111,9 +149,19 @@ class _Scope:
     def helper(self, name: str) -> tuple[tuple[str, ...], Node, _Env] | None:
         return self._parent.helper(name)
 
+    def command_line_default(self, name: str) -> tuple[int, tuple[str, str]] | None:
+        return self._parent.command_line_default(name)
+
+    def command_line_condition(self, node: Node, env: _Env) -> int | None:
+        return self._parent.command_line_condition(node, env)
+
     def alias(self, name: str) -> str | None:
         own = self._locals.types.get(name) if self._locals is not None else None
         return own if own is not None else self._parent.alias(name)
+
+    def shadows(self, name: str) -> bool:
+        """Whether a local of the function hides the file-scope `name` here."""
+        return self._locals is not None and self._at is not None and self._locals.visible(name, self._at) is not None
 
     def initializer(self, name: str) -> tuple[Node, _Env] | None:
         """A local's initialiser and the scope it reads, when the local is never written."""
@@ -209,8 +257,10 @@ class _FunctionLocals:
         self._done[key] = value
         return value
 
-    def at(self, position: int) -> _Scope:
-        return _Scope(self, self._parent, {}, self._params, position)
+    def at(self, position: int, bound: dict[str, Value] | None = None) -> _Scope:
+        """The scope at `position`; `bound` names hold those values there (the index and the switch
+        case a kernel pointer was picked under: `pointers.pointed_kernels`)."""
+        return _Scope(self, self._parent, dict(bound or {}), self._params, position)
 
 
 # Results past 64 bits cannot be launch sizes or trip counts; refusing them keeps `1 << 1000000`
@@ -291,6 +341,12 @@ def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
     if t == "parenthesized_expression":
         inner = [c for c in node.named_children if c.type != "comment"]
         return _fold_value(inner[0], env, d) if len(inner) == 1 else None
+    if t == "subscript_expression":
+        key = element_key(node, env, d)
+        shadows = getattr(env, "shadows", None)
+        if key is None or shadows is not None and shadows(key.partition("[")[0]):
+            return None  # a local array of the function, not the file's
+        return env.get(key)
     if t == "field_expression":
         # `block.x` of a dim3 the same function folded.
         base = env.get(_text(node.child_by_field_name("argument")))
@@ -316,6 +372,8 @@ def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
         return {"-": -arg, "+": arg, "~": ~arg, "!": int(not arg)}.get(op)
     if t == "conditional_expression":
         cond = _fold(node.child_by_field_name("condition"), env, d)
+        if cond is None:  # `argc > 1 ? atoi(argv[1]) : 1024` where the program runs without arguments
+            cond = env.command_line_condition(node.child_by_field_name("condition"), env)
         if cond is None:
             return None
         branch = "consequence" if cond else "alternative"
@@ -337,6 +395,24 @@ def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
     if t in ("initializer_list", "argument_list"):
         return _fold_dims(node, env, d)
     return None
+
+
+def element_key(node: Node, env: _Env, depth: int = 0) -> str | None:
+    """`grid[dimension][fp]` as the element it names, `grid[0][1]`, when every index folds."""
+    indices: list[int] = []
+    while node.type == "subscript_expression":
+        args = node.child_by_field_name("indices")
+        inner = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+        index = _fold(inner[0], env, depth + 1) if len(inner) == 1 else None
+        if index is None:
+            return None
+        indices.append(index)
+        node = node.child_by_field_name("argument")
+        if node is None:
+            return None
+    if node.type != "identifier":
+        return None
+    return _text(node) + "".join(f"[{i}]" for i in reversed(indices))
 
 
 def _fold_call(node: Node, env: _Env, depth: int) -> Value | None:
@@ -367,6 +443,13 @@ def _fold_call(node: Node, env: _Env, depth: int) -> Value | None:
         if len(values) != len(params) or any(v is None for v in values):
             return None
         return _fold_value(returned, _Scope(None, file_scope, dict(zip(params, values)), set()), depth)  # type: ignore[arg-type]
+    default = env.command_line_default(name) if name else None
+    if default is not None:
+        # `get_argval<int>(argv, argv + argc, "-nx", 16384)` with no arguments: its default
+        at, command_line = default
+        given = [c for c in args.named_children if c.type != "comment"]
+        if len(given) > at and any(_text(i) in command_line for i in _identifiers(args)):
+            return _fold_value(given[at], env, depth)
     if name.removeprefix("std::") in ("min", "max"):
         values = [_fold(c, env, depth) for c in args.named_children if c.type != "comment"]
         if len(values) == 2 and None not in values:

@@ -249,6 +249,9 @@ class LaunchSite(BaseModel):
     #: template argument list the file's calls name (`runTest<float>(argc, argv, 32)`): its
     #: `kernel_text` with the instance's arguments (`testKernel<float>`), its own config
     variants: tuple[LaunchSite, ...] = ()
+    #: the configuration folds only as the program runs without command-line arguments (the
+    #: defaults its source gives: `argc > 1 ? atoi(argv[1]) : 1024`; source/command_line.py)
+    without_arguments: bool = False
 
     @property
     def line(self) -> int:
