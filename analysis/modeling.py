@@ -392,3 +392,4 @@ def memory_report(profile: KernelProfile | None, binding_level: str | None) -> M
     )
         memory=memory_report(study.modeled, roofline.binding_level
                              if roofline is not None and roofline.provenance == "modeled" else None),
+        bound_level=roofline.binding_level if roofline and roofline.bound == "memory" else None,

@@ -89,6 +89,9 @@ class LineReport(BaseModel):
     static_cost: float = 0.0  # issue-cycle estimate without a profile, for ranking when none exists
 
 
+_LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1", "shared": "shared memory"}
+
+
 class MemoryLevel(BaseModel):
     """One level of the modeled memory hierarchy (emulator/caches.py)."""
 
@@ -125,12 +128,22 @@ class KernelReport(BaseModel):
     facts: tuple[StaticFact, ...] = ()
     lines: tuple[LineReport, ...] = ()
     bound: Literal["memory", "compute", "latency"] | None = None
+    #: where `bound` is "memory": the level whose bandwidth binds ("dram", "l2", "l1", "shared")
+    bound_level: str | None = None
     bottleneck: str | None = None  # the resource named by sensitivity analysis, e.g. "dram throughput", "l2 latency"
     roofline_fraction: float | None = None  # achieved / attainable at this intensity
     predicted_duration_s: float | None = None  # from the model
     measured_duration_s: float | None = None  # from a measured profile matching this source
     memory: MemoryReport | None = None  # the modeled hierarchy (a measured profile's bytes are in `profile`)
     assumptions: tuple[Assumption, ...] = ()
+
+    @property
+    def bound_label(self) -> str | None:
+        """"memory-bound (L2)", "compute-bound": the roofline's verdict as every front end words it."""
+        if self.bound is None:
+            return None
+        level = _LEVEL_NAMES.get(self.bound_level or "") if self.bound == "memory" else None
+        return f"{self.bound}-bound" + (f" ({level})" if level else "")
 
     def line_report(self, line: int) -> LineReport | None:
         return next((lr for lr in self.lines if lr.line == line), None)

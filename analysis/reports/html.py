@@ -55,7 +55,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
     if k.occupancy:  # the text report's words: theoretical, and how the grid fills the device
         rows.append(("occupancy", occupancy_text(k)))
     if k.bound:
-        rows.append(("bound", f"{k.bound}" + (f", {_pct(k.roofline_fraction)} of roofline" if k.roofline_fraction else "")
+        rows.append(("bound", f"{k.bound_label}" + (f", {_pct(k.roofline_fraction)} of roofline" if k.roofline_fraction else "")
                      + (" [measured]" if k.measured_duration_s is not None else " [modeled]")))
     if k.instruction_mix:
         rows.append(("instruction mix", ", ".join(f"{n} {c}" for n, c in sorted(k.instruction_mix.items(),

@@ -38,7 +38,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
         parts = []
         if k.bound:
             roof = f" at {_pct(k.roofline_fraction)} of the ceiling" if k.roofline_fraction is not None else ""
-            parts.append(f"roofline: {k.bound}-bound{roof}" + (" [measured]" if measured else ""))
+            parts.append(f"roofline: {k.bound_label}{roof}" + (" [measured]" if measured else ""))
         if k.bottleneck:
             parts.append(f"sensitivity: bottleneck {k.bottleneck}")
         if k.predicted_duration_s:

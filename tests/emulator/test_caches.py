@@ -100,3 +100,26 @@ def test_shared_memory_carveout_leaves_l1_the_rest():
     # 100 KiB of resident shared memory takes the 100 KiB configuration
     assert arch.l1.l1_bytes(100 * 1024) == (256 - 100) * 1024
     assert arch.l1.l1_bytes(229 * 1024) == (256 - 228) * 1024  # capped at the largest carveout
+
+
+def test_memory_bound_names_the_level_that_binds(tmp_path):
+    """The roofline reads the modeled hierarchy's bytes: a streaming copy far larger than L2 is
+    DRAM-bound, and every front end says so with the level."""
+    import json
+    import subprocess
+    import sys
+
+    src = tmp_path / "copy.cu"
+    src.write_text("// kernelscope: block=256 grid=262144\n"
+                   "__global__ void big_copy(const float* in, float* out)\n"
+                   "{ size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; out[i] = in[i]; }\n")
+    run = subprocess.run([sys.executable, "-m", "kernelscope.cli", "analyze", str(src), "--quick", "--json"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    k = json.loads(run.stdout)["kernels"][0]
+    assert (k["bound"], k["bound_level"]) == ("memory", "dram")
+    levels = k["memory"]["levels"]
+    assert levels["dram"]["bytes"] >= levels["l2"]["bytes"] * 0.9  # nothing reused: L2 passes it on
+    text = subprocess.run([sys.executable, "-m", "kernelscope.cli", "analyze", str(src), "--quick"],
+                          capture_output=True, text=True, timeout=600)
+    assert "memory-bound (DRAM)" in text.stdout, text.stdout
