@@ -14,8 +14,9 @@ not taken (guards are assumed to pass). CALL runs the callee's slots and RET ret
 `CALL.REL.NOINC` to a local label is decoded as the branch it is (`isa.call_is_jump`). BAR.SYNC holds a warp until the block's live warps arrived.
 
 Instruction fetch: a warp moving to a new 128 B code line fetches it through the
-`InstructionCache` (L0 per SMSP, L1 per SM); a line not resident holds the warp for the miss
-latency, a constraint with the reason `no_instruction` like any other dependence.
+`InstructionCache` (L0 per SMSP, L1 per SM, a stream buffer per SMSP prefetching the lines after
+a miss); a line not resident holds the warp until its fill completes, a constraint with the
+reason `no_instruction` like any other dependence.
 
 Loop sampling: a loop with a large trip count is run for `emul_trip` iterations only; every
 event carries the warp's *bucket* (the innermost sampled loop whose steady state it is in,

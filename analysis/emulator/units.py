@@ -76,6 +76,7 @@ class ICacheParams:
     instruction_bytes: int
     l0_miss_latency: float  # L0 miss, L1 hit
     l1_miss_latency: float  # both miss
+    prefetch_lines: int = 0  # the stream buffer's depth per SM sub-partition; 0: no prefetch
 
 
 @dataclass(frozen=True)
@@ -242,8 +243,8 @@ class MemoryHierarchy:
     def __init__(self, pipes: list[Pipe]) -> None:
         self.pipes = pipes
         self._hit_acc: dict[int, float] = {}
-
         self._l1_acc: dict[int, float] = {}
+
     @staticmethod
     def _diffuse(acc_of: dict[int, float], rate: float, key: int) -> bool:
         acc = acc_of.get(key, 0.0) + rate
@@ -261,9 +262,9 @@ class MemoryHierarchy:
         p = self.pipes
         lsu, l2, dram = p[RES_ID["lsu"]], p[RES_ID["l2"]], p[RES_ID["dram"]]
         fin_lsu = lsu.accept(t, wavefronts)
-        start_l2 = fin_lsu - lsu.latency
         if l1_miss_rate < 1.0 and not self._diffuse(self._l1_acc, l1_miss_rate, key):
             return fin_lsu  # every sector in L1
+        start_l2 = fin_lsu - lsu.latency
         fin = l2.accept(start_l2, requests)
         if requests > 0 and not self.l2_hit(hit_rate, key):
             fin = dram.accept(fin - l2.latency, requests * dram_scale)
@@ -271,22 +272,36 @@ class MemoryHierarchy:
 
 
 class InstructionCache:
-    """Instruction fetch: an LRU L0 per SM sub-partition over an LRU L1 per SM, in 128 B lines.
+    """Instruction fetch: an LRU L0 per SM sub-partition over an LRU L1 per SM, in 128 B lines, with
+    a stream buffer per sub-partition that prefetches the lines after a miss.
 
     Jia et al. (Volta 2018, Turing 2019) measured this hierarchy: a small L0 i-cache private to
-    each processing block and a larger L1 i-cache per SM. Each resident line carries the time its
-    fill completes, so a warp that needs a line another warp is already fetching waits for that
-    fill instead of paying a second miss (the miss is merged, as an MSHR would). `fetch` returns
-    when the line is available; a time after the warp's next cycle is a `no_instruction` stall.
+    each processing block and a larger L1 i-cache per SM. Huerta et al. (2025, §5.2) find that a
+    stream buffer prefetching the successive lines on a miss explains Ampere's fetch. Each line
+    carries the time its fill completes, so a warp that needs a line another warp (or the stream)
+    is already fetching waits for that fill instead of paying a second miss (the miss is merged, as
+    an MSHR would). `fetch` returns when the line is available; a time after the warp's next cycle
+    is a `no_instruction` stall.
+
+    The stream buffer (Jouppi 1990) holds up to `prefetch_lines` lines in flight or arrived, each
+    requested through L1 like a demand miss. An L0 miss that finds its line there takes it (the
+    fill already under way) and tops the stream up to `prefetch_lines` past it, so code that runs
+    straight on stays ahead of its warps; a miss elsewhere (a branch back to a loop head, another
+    warp far away in the code) restarts the stream after that line, dropping what it held.
     """
 
-    __slots__ = ("l0", "l1", "l0_lines", "l1_lines", "l0_miss", "l1_miss")
+    __slots__ = ("l0", "l1", "l0_lines", "l1_lines", "l0_miss", "l1_miss", "depth", "stream", "stream_end")
 
     def __init__(self, params: ICacheParams, n_smsp: int) -> None:
         self.l0: list[OrderedDict[int, float]] = [OrderedDict() for _ in range(n_smsp)]
         self.l1: OrderedDict[int, float] = OrderedDict()
         self.l0_lines, self.l1_lines = params.l0_lines, params.l1_lines
         self.l0_miss, self.l1_miss = params.l0_miss_latency, params.l1_miss_latency
+        self.depth = params.prefetch_lines
+        # per sub-partition: the prefetched lines not yet taken (line -> ready), oldest first, and
+        # the last line the stream requested
+        self.stream: list[OrderedDict[int, float]] = [OrderedDict() for _ in range(n_smsp)]
+        self.stream_end = [-1] * n_smsp
 
     def warm(self, lines: list[int]) -> None:
         """Fill with the code image in address order: the wave emulated is a steady one, and the
@@ -303,15 +318,34 @@ class InstructionCache:
         if ready is not None:
             l0.move_to_end(line)
             return ready
+        stream = self.stream[smsp]
+        ready = stream.pop(line, None)
+        if ready is None:  # not prefetched: a demand miss, and the stream restarts after it
+            ready = self._through_l1(line, t)
+            stream.clear()
+            self.stream_end[smsp] = line
+        self._fill(l0, line, ready, self.l0_lines)
+        depth = self.depth
+        if depth:
+            end = self.stream_end[smsp]
+            for nxt in range(end + 1, line + depth + 1):
+                if nxt not in l0:
+                    stream[nxt] = self._through_l1(nxt, t)
+                    if len(stream) > depth:  # lines the warps jumped over age out first
+                        stream.popitem(last=False)
+            if line + depth > end:
+                self.stream_end[smsp] = line + depth
+        return ready
+
+    def _through_l1(self, line: int, t: float) -> float:
+        """When a line requested at `t` reaches L0: from L1, or from beyond it (filling L1)."""
         l1 = self.l1
         r1 = l1.get(line)
         if r1 is not None:
             l1.move_to_end(line)
-            ready = (r1 if r1 > t else t) + self.l0_miss
-        else:
-            ready = t + self.l1_miss
-            self._fill(l1, line, ready, self.l1_lines)
-        self._fill(l0, line, ready, self.l0_lines)
+            return (r1 if r1 > t else t) + self.l0_miss
+        ready = t + self.l1_miss
+        self._fill(l1, line, ready, self.l1_lines)
         return ready
 
     @staticmethod
@@ -482,5 +516,5 @@ def machine_from_arch(arch, device) -> tuple[MachineModel, tuple[tuple[str, str,
     icache = None if ic is None else ICacheParams(
         l0_lines=ic.l0_bytes // ic.line_bytes, l1_lines=ic.l1_bytes // ic.line_bytes, line_bytes=ic.line_bytes,
         instruction_bytes=ic.instruction_bytes, l0_miss_latency=float(ic.l0_miss_latency),
-        l1_miss_latency=float(ic.l1_miss_latency))
+        l1_miss_latency=float(ic.l1_miss_latency), prefetch_lines=ic.prefetch_lines)
     return MachineModel(tuple(params), sched, arch.warp_size, icache=icache), tuple(used)

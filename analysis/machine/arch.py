@@ -123,6 +123,8 @@ class ICacheSpec(Sourced):
 
     Sizes in bytes; `l0_miss_latency` is the fetch of a line that misses L0 and hits L1,
     `l1_miss_latency` the fetch of a line that misses both (served from the GPC-level cache / L2).
+    `prefetch_lines` is the depth of the stream buffer each sub-partition prefetches the lines after
+    a miss with (Huerta et al. 2025); a table without it has no prefetcher.
     """
 
     l0_bytes: int = Field(gt=0)
@@ -131,8 +133,6 @@ class ICacheSpec(Sourced):
     instruction_bytes: int = Field(gt=0)  # 128-bit instruction words since Volta
     l0_miss_latency: float = Field(gt=0)
     l1_miss_latency: float = Field(gt=0)
-
-
     prefetch_lines: int = Field(0, ge=0)
 
 
@@ -156,6 +156,8 @@ class DataCacheSpec(Sourced):
         carve = next((c * 1024 for c in sorted(self.carveouts_kib) if c * 1024 >= need),
                      max(self.carveouts_kib) * 1024)
         return max(0, self.unified_bytes - carve)
+
+
 class ConstantBank(Sourced):
     """Where bank 0 holds what the SASS reads as `c[0x0][offset]`: blockDim.xyz, gridDim.xyz and the
     first kernel argument. The layout is the compiler's, and it moved on sm_100 (CUDA 13)."""
@@ -197,9 +199,9 @@ class ArchSpec(Sourced):
     instructions: dict[Resource, InstructionSpec]
     constant_bank: ConstantBank
     icache: ICacheSpec | None = None  # None: fetch is not modeled (a user file without the table)
+    l1: DataCacheSpec | None = None  # None: no L1 data cache is modeled (every load goes to L2)
 
     @field_validator("instructions")
-    l1: DataCacheSpec | None = None  # None: no L1 data cache is modeled (every load goes to L2)
     @classmethod
     def _all_classes(cls, v: dict[Resource, InstructionSpec]) -> dict[Resource, InstructionSpec]:
         missing = [c.value for c in Resource if c not in v]
@@ -476,7 +478,7 @@ def _sourced_groups(catalog: ArchCatalog):
             yield f"arch.{key}.instructions.{cls.value}", ins
         if arch.icache is not None:
             yield f"arch.{key}.icache", arch.icache
-    for key, dev in catalog.devices.items():
-        yield f"device.{key}", dev
         if arch.l1 is not None:
             yield f"arch.{key}.l1", arch.l1
+    for key, dev in catalog.devices.items():
+        yield f"device.{key}", dev
