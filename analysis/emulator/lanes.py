@@ -493,6 +493,7 @@ def execute(ws: WarpState, x: Instruction, active: np.ndarray) -> None:
         for d in x.defs:
             if d.startswith("P") or d.startswith("UP"):
                 ws.write_pred(d, np.zeros(WARP, bool), np.zeros(WARP, bool), mask | unsure)
+                ws.pred_reason[d] = float_decides(x, why)
             else:
                 ws.write(d, Value(_ZERO.copy(), np.full(WARP, UNKNOWN, np.int8), why), mask | unsure)
         return
@@ -508,13 +509,29 @@ def execute(ws: WarpState, x: Instruction, active: np.ndarray) -> None:
             ws.write_pred(name, v, k, mask | unsure)
             if not k[mask | unsure].all():
                 # why it is not known: its inputs' reason, so a guarded result can say it too
-                ws.pred_reason[name] = guard_why or _input_reason(ws, x) or \
+                why = guard_why or _input_reason(ws, x)
+                ws.pred_reason[name] = float_decides(x, why) if x.opcode in FLOAT_COMPARES else why or \
                     f"a predicate the datapath does not know ({x.opcode} at pc {x.pc:#x})"
         else:
             if unsure.any():
                 val = Value(val.v, np.where(unsure, UNKNOWN, val.st).astype(np.int8),
                             val.reason or guard_why or f"written under the unknown guard of {x.opcode} at pc {x.pc:#x}")
             ws.write(name, val, mask | unsure)
+
+
+#: compares of floating-point values (FCHK: whether a division needs its slow path): a predicate
+#: they leave unknown is a float deciding control flow
+FLOAT_COMPARES = frozenset({"FSETP", "DSETP", "HSETP2", "FCHK"})
+
+
+def float_decides(x: Instruction, why: str) -> str:
+    """The reason a floating-point compare's predicate is not known (issue #32: where a float
+    decides control flow, say so): the compare and its inputs' reason. An argument nobody gave
+    keeps its own reason, which says how to give it."""
+    if from_launch(why):
+        return why
+    where = f"line {x.line}" if x.line is not None else f"pc {x.pc:#x}"
+    return f"a floating-point value decides it ({x.opcode} at {where})" + (f"; {why}" if why else "")
 
 
 def _input_reason(ws: WarpState, x: Instruction) -> str:

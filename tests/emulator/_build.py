@@ -39,6 +39,7 @@ def _build(path: Path, toolchain, arch: str, flags: tuple[str, ...]) -> Program:
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "data" / "real"  # real programs from public repositories (README there)
+PUBLIC = ROOT / "tests" / "data" / "public-kernels"  # public kernels new to the model (README there)
 
 
 #: fixtures that are not kernels to model: made not to compile (broken.cu), made to take minutes
@@ -50,11 +51,13 @@ CORPUS = tuple(sorted((ROOT / "examples").glob("*.cu"))) + tuple(
 
 
 def real_flags(src: Path) -> tuple[str, ...]:
-    """The nvcc flags that build `src`: a program of tests/data/real with its build_flags.json
-    (minus link flags: a -cubin compile links nothing), other cuda-samples code under tests/data
-    with the samples' Common headers."""
-    if REAL not in src.parents:
+    """The nvcc flags that build `src`: a program of tests/data/real or a source of
+    tests/data/public-kernels with its folder's build_flags.json (minus link flags: a -cubin
+    compile links nothing), other cuda-samples code under tests/data with the samples' Common
+    headers."""
+    folder = next((f for f in (REAL, PUBLIC) if f in src.parents), None)
+    if folder is None:
         return (f"-I{REAL / 'cuda-samples' / 'Common'}",) if "cuda-samples" in src.parts else ()
-    table = json.loads((REAL / "build_flags.json").read_text())
-    named = (*table["*"], *table.get(src.relative_to(REAL).as_posix(), ()))
-    return tuple(f.format(real=REAL) for f in named if not f.startswith("-l"))
+    table = json.loads((folder / "build_flags.json").read_text())
+    named = (*table.get("*", ()), *table.get(src.relative_to(folder).as_posix(), ()))
+    return tuple(f.format(real=folder) for f in named if not f.startswith("-l"))

@@ -172,6 +172,8 @@ def _accesses_labeled(prep, name: str) -> int:
     for s in range(len(d)):
         if d.mem[s] not in (M_GLOBAL, M_SHARED) or d.instr[s].memory_space not in ("global", "shared", "generic"):
             continue
+        if d.instr[s].opcode in ("CCTL", "CCTLL"):
+            continue  # a cache invalidation (`__threadfence`'s CCTL.IVALL): no address, no access
         seen += 1
         where = f"{name} pc {d.instr[s].pc:#x} {d.instr[s].text}"
         if s in lanes.followed:
