@@ -61,15 +61,15 @@ class AnalysisBudget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    issues: int = Field(600_000, ge=10_000, le=20_000_000, description=(
-        "Warp-instructions the emulator may issue for one file: the quick stage, sensitivity and what-if "
-        "together. Past it the second stage degrades (coarser sweeps, smaller runs, fewer perturbations) "
-        "and the result lists what was cut."))
+    issues: int = Field(5_000_000, ge=10_000, le=20_000_000, description=(
+        "The most one file's analysis may spend, in the emulator's warp-instructions (the quick stage, "
+        "sensitivity and what-if together, with the fixed costs of runs and kernels), whatever the file's size; "
+        "below it the budget is `nvcc_multiple`. Past it the second stage degrades (coarser sweeps, smaller "
+        "runs, fewer perturbations, none), then kernels are not emulated, and the result lists what was cut."))
     nvcc_multiple: float = Field(4.0, gt=0, le=1_000, description=(
-        "The emulator's work on one file (runs, their set-up, each kernel's preparation) may take about this many "
-        "times nvcc's own time on the file, estimated from its size (functions, SASS instructions, bytes of "
-        "source) so that the result stays a function of its inputs; at most `issues`. Kernels past it get no "
-        "emulation, and the result lists what was cut."))
+        "The analysis's work on one file (engine runs and their set-up, each kernel's preparation, static "
+        "facts and advice) may take about this many times nvcc's own time on the file, estimated from its size "
+        "(functions, SASS instructions, bytes of source) so that the result stays a function of its inputs."))
     seconds: float = Field(30.0, gt=0, le=600, description=(
         "Wall-clock backstop for one file's second stage; when it binds the result depends on the "
         "machine's speed, and says so."))

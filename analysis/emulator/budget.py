@@ -51,7 +51,7 @@ SECOND_STAGE_CORES = 2
 #: of docs/performance.md (one-line kernels, the generated solver files; the wheels' nvcc 13.5) and
 #: kept below nvcc's time where nvcc grows faster than linearly (long unrolled kernels, thrust's
 #: headers), so that the budget errs on the fast side (`python benchmarks/scaling.py --part nvcc`).
-NVCC_BASE_S, NVCC_PER_FUNCTION_S, NVCC_PER_INSTRUCTION_S, NVCC_PER_BYTE_S = 0.25, 1.2e-3, 5e-6, 3.2e-6
+NVCC_BASE_S, NVCC_PER_FUNCTION_S, NVCC_PER_INSTRUCTION_S, NVCC_PER_BYTE_S = 0.25, 0.9e-3, 5e-6, 3.2e-6
 
 
 @dataclass(frozen=True)
