@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kernelscope.analysis.options import AnalysisBudget
 from kernelscope.server.settings import Origin, Settings, load_settings, merge_user_layers, read_workspace_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +135,7 @@ def test_a_workspace_file_cannot_make_an_analysis_unbounded(tmp_path):
     assert not problems
     settings, problems = load_settings(None, values)
     budget = settings.analysis.budget
-    assert (budget.processes, budget.seconds, budget.issues) == (None, 30.0, 600_000)
+    assert (budget.processes, budget.seconds, budget.issues) == (None, 30.0, AnalysisBudget().issues)
     assert settings.analysis.compile_timeout_s == 120.0
     for name in ("budget.processes", "budget.seconds", "budget.issues", "compileTimeoutS"):
         assert any(name in p for p in problems), (name, problems)
