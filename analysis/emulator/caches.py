@@ -57,6 +57,12 @@ SIM_WARPS = 8
 FOOTPRINT_WARPS = 32
 #: trips of each loop entry the walk runs (walk.MAX_ITERATIONS)
 WALKED_TRIPS = 4
+#: L2 slots a store of part of a 32 B sector takes, against one for a whole sector: with ECC on
+#: (the data-centre parts' default) L2 keeps a code per sector, so merging a partial write reads
+#: the sector, merges and writes it back. 4 is an assumption: a read and a write, each a whole
+#: 64 B slice access, is four 32 B sector slots; the H100's naive transposes (4-byte column
+#: stores) run about that much slower than their full-sector traffic.
+PARTIAL_WRITE_SLOTS = 4.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class SlotRates:
     l1_miss: float  # fraction of its executions with at least one sector from L2
     l2_hit: float  # fraction of the sectors it sends to L2 that L2 serves (stores: not written back)
     dram_scale: float = 1.0  # DRAM bytes per missed byte (a 64 B fetch for a lone 32 B sector)
+    l2_cost: float = 1.0  # L2 slots per sector sent, relative to a whole sector (partial writes)
 
 
 @dataclass(frozen=True)
@@ -226,6 +233,19 @@ def _line_masks(addrs: np.ndarray, width: int, geo: CacheGeometry) -> list[tuple
     return list(zip(lines[starts].tolist(), np.bitwise_or.reduceat(bits, starts).tolist()))
 
 
+def _partial_share(execs: list[np.ndarray], width: int, geo: CacheGeometry) -> float:
+    """Of the sectors a store's executions write, the share its lanes fill only in part."""
+    part = total = 0
+    for a in execs:
+        first = a // geo.sector_bytes
+        if ((a + width - 1) // geo.sector_bytes != first).any():
+            return 0.0  # a lane straddling sectors: not a pattern this rule describes
+        sec, counts = np.unique(first, return_counts=True)
+        total += len(sec)
+        part += int((counts * width < geo.sector_bytes).sum())
+    return part / total if total else 0.0
+
+
 def _steady(per_trip: list[tuple[int, int]], trip: int, extended: bool) -> tuple[float, float]:
     """(sectors, hits) of all `trip` executions from the simulated ones: the later half of a run-on
     loop stands for the trips not simulated."""
@@ -291,6 +311,8 @@ def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheG
         m = len(st.addrs)
         h = np.concatenate(st.addrs[:max(1, m // 2)])
         half[s] = len(np.unique((h[None, :] + offs) // geo.granule_bytes))
+    partial = {s: _partial_share(st.addrs[:len(walk0.accesses[s])], width_of(s), geo) for s, st in streams.items()
+               if not st.load}
     rates: dict[int, SlotRates] = {}
     per_block_unique: dict[int, float] = {}
     per_block_requests: dict[int, float] = {}
@@ -353,5 +375,6 @@ def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheG
             l1_hit, l1_miss = l1rates[s]
             # more distinct DRAM bytes than sectors sent: every sector misses, each fetching a granule
             rates[s] = SlotRates(l1_hit=l1_hit, l1_miss=l1_miss, l2_hit=1.0 - min(1.0, miss),
-                                 dram_scale=max(1.0, miss))
+                                 dram_scale=max(1.0, miss),
+                                 l2_cost=1.0 + (PARTIAL_WRITE_SLOTS - 1.0) * partial.get(s, 0.0))
     return Hierarchy(rates, sim, footprint, written_back, shared_dims)

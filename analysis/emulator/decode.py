@@ -69,6 +69,8 @@ class MemoryShape:
     #: DRAM bytes per byte of L2 miss: above 1 where a miss fetches more than the sectors asked
     #: for (the L2 fetch granularity, caches.py)
     dram_scale: float = 1.0
+    #: L2 slots per 128 B sent, relative to whole sectors: a partial-sector store costs more (caches.py)
+    l2_cost: float = 1.0
     bytes_l1: float = 0.0  # bytes the warp requests at L1 / shared
     pattern: str = "coalesced"  # "coalesced", "strided", "broadcast", "uncoalesced", "unknown"
     #: an atomic whose address is the same for every thread of the grid: the lanes of one warp

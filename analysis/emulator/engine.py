@@ -414,7 +414,7 @@ class Engine:
         memory = self.ctx_memory[ctx]
         if mem == M_GLOBAL:
             fin = memory.global_access(t, shp.wavefronts, shp.l2_requests, shp.l2_hit_rate, slot, shp.l1_miss_rate,
-                                       shp.dram_scale)
+                                       shp.dram_scale, shp.l2_cost)
         elif mem == M_SHARED:
             fin = pipes[_SHARED].accept(t, shp.wavefronts)
         elif mem == M_CONSTANT:

@@ -151,7 +151,7 @@ def resource_units(k: DecodedKernel, s: int) -> list[tuple[int, float]]:
     if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
         hit = 1.0 if mem == M_ATOMIC_GLOBAL else shp.l2_hit_rate
         to_l2 = shp.requests * (1.0 - shp.l1_hit_rate)
-        out = [(RES_ID["lsu"], shp.wavefronts), (RES_ID["l2"], to_l2),
+        out = [(RES_ID["lsu"], shp.wavefronts), (RES_ID["l2"], to_l2 * shp.l2_cost),
                (RES_ID["dram"], to_l2 * (1.0 - hit) * shp.dram_scale)]
         if mem == M_ATOMIC_GLOBAL:
             out.append((RES_ID["l2_atomic"], float(shp.same_address_lanes)) if shp.same_address_lanes

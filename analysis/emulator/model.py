@@ -477,7 +477,7 @@ def _with_caches(decoded: DecodedKernel, first: Launch, occ, arch: ArchSpec, dev
     for s, r in h.rates.items():
         decoded.shape[s] = replace(decoded.shape[s], l1_hit_rate=r.l1_hit, l1_miss_rate=r.l1_miss,
                                    l2_hit_rate=r.l2_hit if l2_given is None else decoded.shape[s].l2_hit_rate,
-                                   dram_scale=r.dram_scale if l2_given is None else 1.0)
+                                   dram_scale=r.dram_scale if l2_given is None else 1.0, l2_cost=r.l2_cost)
     out = list(assumptions)
     if not h.rates:
         return out

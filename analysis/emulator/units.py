@@ -256,7 +256,7 @@ class MemoryHierarchy:
         return self._diffuse(self._hit_acc, rate, key)
 
     def global_access(self, t: float, wavefronts: float, requests: float, hit_rate: float, key: int = -1,
-                      l1_miss_rate: float = 1.0, dram_scale: float = 1.0) -> float:
+                      l1_miss_rate: float = 1.0, dram_scale: float = 1.0, l2_cost: float = 1.0) -> float:
         """`requests`: the 128 B units an execution that misses L1 sends to L2; DRAM moves
         `dram_scale` times what misses L2 (its fetch granularity)."""
         p = self.pipes
@@ -265,7 +265,7 @@ class MemoryHierarchy:
         if l1_miss_rate < 1.0 and not self._diffuse(self._l1_acc, l1_miss_rate, key):
             return fin_lsu  # every sector in L1
         start_l2 = fin_lsu - lsu.latency
-        fin = l2.accept(start_l2, requests)
+        fin = l2.accept(start_l2, requests * l2_cost)
         if requests > 0 and not self.l2_hit(hit_rate, key):
             fin = dram.accept(fin - l2.latency, requests * dram_scale)
         return fin

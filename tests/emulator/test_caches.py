@@ -123,3 +123,11 @@ def test_memory_bound_names_the_level_that_binds(tmp_path):
     text = subprocess.run([sys.executable, "-m", "kernelscope.cli", "analyze", str(src), "--quick"],
                           capture_output=True, text=True, timeout=600)
     assert "memory-bound (DRAM)" in text.stdout, text.stdout
+
+
+def test_partial_sector_stores_cost_l2_more_than_whole_ones(runs):
+    rows, cols = runs[0]["copy_rows"], runs[0]["copy_columns"]
+    # the same data moves: 4 MiB read, 4 MiB written (kept in L2: the footprint fits)
+    assert cols.profile.bytes["dram"] == pytest.approx(rows.profile.bytes["dram"], rel=0.1)
+    # but each column store is 32 partial sectors, each merged by L2: a store-bound kernel
+    assert cols.profile.duration_s > 2.0 * rows.profile.duration_s

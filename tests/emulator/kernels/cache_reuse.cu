@@ -58,3 +58,21 @@ __global__ void big_copy(const float* in, float* out)
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     out[i] = in[i];
 }
+
+// The same 1024 x 1024 copy, stored along rows (each warp fills whole sectors) and along columns
+// (each lane writes 4 B of a different sector: a partial write L2 must merge).
+// kernelscope: block=32x8 grid=32x32
+__global__ void copy_rows(const float* in, float* out)
+{
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8)
+        out[(y + j) * 1024 + x] = in[(y + j) * 1024 + x];
+}
+
+// kernelscope: block=32x8 grid=32x32
+__global__ void copy_columns(const float* in, float* out)
+{
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8)
+        out[x * 1024 + (y + j)] = in[(y + j) * 1024 + x];
+}
