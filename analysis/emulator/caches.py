@@ -49,10 +49,10 @@ from .decode import M_GLOBAL, DecodedKernel
 from .lanes import SHARED_WINDOW_HI
 
 #: trips a loop whose addresses step evenly runs in the simulation: a lane stepping 4 B crosses a
-#: 32 B sector four times and a 128 B line once
-ITERATIONS = 32
+#: 32 B sector twice, so the steady state (the later half) holds one crossing
+ITERATIONS = 16
 #: warps of one block interleaved in the L1 simulation (a block's warps are translates of warp 0)
-SIM_WARPS = 8
+SIM_WARPS = 4
 #: warps whose translates make a block's footprint (numpy, no LRU: cheap)
 FOOTPRINT_WARPS = 32
 #: trips of each loop entry the walk runs (walk.MAX_ITERATIONS)
@@ -225,12 +225,13 @@ class _L1:
 
 def _line_masks(addrs: np.ndarray, width: int, geo: CacheGeometry) -> list[tuple[int, int]]:
     """(128 B line, bit per 32 B sector) of the sectors the lanes' `width`-byte accesses touch."""
-    sec = np.unique(np.concatenate([addrs // geo.sector_bytes, (addrs + width - 1) // geo.sector_bytes]))
-    per_line = geo.line_bytes // geo.sector_bytes
-    lines = sec // per_line
-    bits = np.left_shift(1, sec % per_line)
-    starts = np.flatnonzero(np.r_[True, lines[1:] != lines[:-1]])
-    return list(zip(lines[starts].tolist(), np.bitwise_or.reduceat(bits, starts).tolist()))
+    sb, per_line = geo.sector_bytes, geo.line_bytes // geo.sector_bytes
+    masks: dict[int, int] = {}
+    for a in addrs.tolist():  # 32 lanes: plain ints beat numpy's per-call overhead
+        for sec in {a // sb, (a + width - 1) // sb}:
+            ln = sec // per_line
+            masks[ln] = masks.get(ln, 0) | (1 << (sec % per_line))
+    return list(masks.items())
 
 
 def _partial_share(execs: list[np.ndarray], width: int, geo: CacheGeometry) -> float:
@@ -272,13 +273,16 @@ def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheG
     _extend(streams)
     dw = {s: translation(walk0.accesses[s], walk_warp1.accesses.get(s, [])) if walk_warp1 is not None else None
           for s in streams}
-    translated = geo.warps_per_block > 1 and all(d is not None for d in dw.values())
+    # an instruction whose warp-to-warp translation is not one offset (or was not reached by the
+    # second walk) is simulated for warp 0 alone, its other warps' data taken as distinct
+    translated = geo.warps_per_block > 1 and any(d is not None for d in dw.values())
     sim = min(SIM_WARPS, geo.warps_per_block) if translated else 1
     resident_warps = max(1, geo.warps_per_block * geo.blocks_per_sm)
     cap_lines = int(geo.l1_bytes / geo.line_bytes * sim / resident_warps)
 
     # ---- L1: the block's first `sim` warps in lock step
-    events = sorted((t, w, s, i) for s, st in streams.items() for i, t in enumerate(st.times) for w in range(sim))
+    events = sorted((t, w, s, i) for s, st in streams.items() for i, t in enumerate(st.times)
+                    for w in range(sim if dw[s] is not None else 1))
     l1 = _L1(cap_lines)
     per: dict[int, list[list[int]]] = {s: [[0, 0, 0] for _ in st.times] for s, st in streams.items()}
     masks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
@@ -301,12 +305,14 @@ def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheG
     shared_dims = tuple(d for d, wk in db.items() if wk is not None)
     gx, gy, gz = geo.grid
     n_blocks = max(1, gx * gy * gz)
-    wf = min(FOOTPRINT_WARPS, geo.warps_per_block) if translated else 1
+    # warps whose translates make each instruction's block footprint, and their offsets
+    wf = {s: min(FOOTPRINT_WARPS, geo.warps_per_block) if dw[s] is not None else 1 for s in streams}
+    warp_offs = {s: (np.arange(wf[s], dtype=np.int64) * (dw[s] or 0))[:, None] for s in streams}
     foot: dict[int, np.ndarray] = {}
     half: dict[int, int] = {}
     for s, st in streams.items():
         a = np.concatenate(st.addrs)
-        offs = (np.arange(wf, dtype=np.int64) * dw[s])[:, None] if translated else np.zeros((1, 1), np.int64)
+        offs = warp_offs[s]
         foot[s] = np.unique((a[None, :] + offs) // geo.granule_bytes)
         m = len(st.addrs)
         h = np.concatenate(st.addrs[:max(1, m // 2)])
@@ -322,18 +328,19 @@ def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheG
         m = len(rows)
         tot, hit = _steady([(r[0], r[1]) for r in rows], st.trip, st.extended)
         l1_hit = hit / tot if tot else 0.0
-        miss_exec = sum(r[2] for r in rows) / max(1, sim * m)
+        sim_s = sim if dw[s] is not None else 1
+        miss_exec = sum(r[2] for r in rows) / max(1, sim_s * m)
         l1rates[s] = (l1_hit, miss_exec if l1_hit < 1.0 else 0.0)
         # executions of warp 0 over the whole run: a run-on loop's trip count; a loop walked for
         # its first trips only (walk.MAX_ITERATIONS of each entry) scales by its trip count
         represented = st.trip if st.extended else m
         full_execs = float(st.trip if st.extended else m * max(1.0, st.trip / WALKED_TRIPS))
-        per_exec = tot / max(1.0, sim * represented)
+        per_exec = tot / max(1.0, sim_s * represented)
         per_block_requests[s] = per_exec * full_execs * geo.warps_per_block * (1.0 - l1_hit)
         # the block's distinct sectors over the whole run: a loop adds its later trips' new ones
         f, h0 = len(foot[s]), half[s]
         grow = max(0.0, (f - h0) / max(1, m - max(1, m // 2)))
-        per_block_unique[s] = ((f + grow * max(0.0, full_execs - m)) * geo.warps_per_block / wf
+        per_block_unique[s] = ((f + grow * max(0.0, full_execs - m)) * geo.warps_per_block / wf[s]
                                * geo.granule_bytes / geo.sector_bytes)  # in sectors
     # instructions that read the same data share it (a stencil's neighbours, a reloaded operand)
     loads = [s for s in streams if streams[s].load]
@@ -354,9 +361,7 @@ def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheG
             delta = translation(walk0.accesses[s], wk.accesses.get(s, []))
             if delta is None:
                 continue
-            moved = np.unique((np.concatenate(st.addrs)[None, :] + delta
-                               + ((np.arange(wf, dtype=np.int64) * dw[s])[:, None] if translated
-                                  else np.zeros((1, 1), np.int64))) // geo.granule_bytes)
+            moved = np.unique((np.concatenate(st.addrs)[None, :] + delta + warp_offs[s]) // geo.granule_bytes)
             overlap = len(np.intersect1d(foot[s], moved, assume_unique=True)) / max(1, len(foot[s]))
             fits = strides[d] < geo.resident_blocks or strides[d] * block_bytes <= geo.l2_bytes
             if fits:

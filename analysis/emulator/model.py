@@ -40,7 +40,7 @@ from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
 from .lanes import Launch, bank0_layout, signature_types
 from .memory import LaneShapes, memory_shapes, param_offsets, walked_shapes
-from .walk import walk
+from .walk import WalkResult, walk
 from .units import RES_ID, RESOURCES, MachineModel, machine_from_arch
 from .workers import fan_out
 
@@ -337,10 +337,10 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
                               if x in {given.get(n) for n in ("grid", "block", *(p.name for p in sfn.params))}),
                              "launch_site") if sfn is not None else "default"
         first = Launch(cfg_launch.block, cfg_launch.grid, middle, 0, bank0)
-        assumptions[:], lanes = _walk_lanes(decoded, first, Launch(cfg_launch.block, cfg_launch.grid, middle,
-                                                                   last_warp, bank0),
-                                            assumptions, trip_assumption, values_source)
-        assumptions[:] = _with_caches(decoded, first, occ, arch, device, hit, assumptions)
+        assumptions[:], lanes, walked = _walk_lanes(decoded, first, Launch(cfg_launch.block, cfg_launch.grid, middle,
+                                                                           last_warp, bank0),
+                                                    assumptions, trip_assumption, values_source)
+        assumptions[:] = _with_caches(decoded, walked, occ, arch, device, hit, assumptions)
     else:
         lanes = None
     unknown = [s for s, sh in enumerate(decoded.shape) if sh.pattern == "unknown"]
@@ -360,7 +360,8 @@ def _where(ins) -> str:
 
 
 def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions: list[Assumption],
-                trip_assumption: dict[int, int], values_source: str) -> tuple[list[Assumption], LaneShapes]:
+                trip_assumption: dict[int, int], values_source: str
+                ) -> tuple[list[Assumption], LaneShapes, tuple[Launch, WalkResult]]:
     """What the lanes' executed values change in the decoded kernel (walk.py), and the
     assumptions that follow:
 
@@ -440,21 +441,22 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
             detail=(f"{who} stopped at its step limit; " if lanes.truncated else "")
                    + f"accesses {who} did not execute keep the address analysis's shape"
                    + (": " + "; ".join(sorted({_where(decoded.instr[s]) for s in unreached})[:8]) if unreached else "")))
-    return out, lanes
+    return out, lanes, (first, result)
 
 
-#: trips of each loop entry the neighbour walks run: they only measure warp-to-warp and
-#: block-to-block translations (caches.translation), over the executions both walks made
+#: trips of each loop entry, and steps in all, the neighbour walks run: they only measure
+#: warp-to-warp and block-to-block translations (caches.translation), over the executions both
+#: walks made
 DELTA_TRIPS = 2
+DELTA_STEPS = 160
 
 
-def _with_caches(decoded: DecodedKernel, first: Launch, occ, arch: ArchSpec, device: DeviceSpec,
+def _with_caches(decoded: DecodedKernel, walked: tuple[Launch, WalkResult], occ, arch: ArchSpec, device: DeviceSpec,
                  l2_given: float | None, assumptions: list[Assumption]) -> list[Assumption]:
     """L1 and L2 hit rates of the global accesses the walk followed (caches.py), set in their
-    shapes; the L2 rate the user gave wins over the modeled one."""
-    if first.ctaid != (0, 0, 0) and not (w := walk(decoded, first)).accesses and not w.trips:
-        first = replace(first, ctaid=(0, 0, 0))  # as _walk_lanes: the middle block's warp left at once
-    w0 = walk(decoded, first)
+    shapes; the L2 rate the user gave wins over the modeled one. `walked`: the launch and walk
+    `_walk_lanes` made (its warp's stream)."""
+    first, w0 = walked
     warps = max(1, math.ceil(math.prod(first.block) / arch.warp_size))
 
     def neighbour(d: int):
@@ -462,7 +464,7 @@ def _with_caches(decoded: DecodedKernel, first: Launch, occ, arch: ArchSpec, dev
             return None
         c = list(first.ctaid)
         c[d] = c[d] + 1 if c[d] + 1 < first.grid[d] else c[d] - 1
-        return walk(decoded, replace(first, ctaid=tuple(c)), max_iterations=DELTA_TRIPS)
+        return walk(decoded, replace(first, ctaid=tuple(c)), max_iterations=DELTA_TRIPS, max_steps=DELTA_STEPS)
 
     smem = occ.shared_memory_per_block * occ.active_blocks_per_sm
     geo = CacheGeometry(
@@ -472,7 +474,8 @@ def _with_caches(decoded: DecodedKernel, first: Launch, occ, arch: ArchSpec, dev
         l2_bytes=(device.l2_size_kib or 0) * 1024, warps_per_block=warps,
         blocks_per_sm=occ.active_blocks_per_sm, resident_blocks=occ.active_blocks_per_sm * device.sm_count,
         grid=first.grid)
-    h = hierarchy(decoded, w0, walk(decoded, replace(first, warp=1), max_iterations=DELTA_TRIPS) if warps > 1 else None,
+    h = hierarchy(decoded, w0, walk(decoded, replace(first, warp=1), max_iterations=DELTA_TRIPS, max_steps=DELTA_STEPS)
+                  if warps > 1 else None,
                   neighbour(0), neighbour(1), geo, lambda s: max(1, isa.access_bytes(decoded.instr[s]) or 4))
     for s, r in h.rates.items():
         decoded.shape[s] = replace(decoded.shape[s], l1_hit_rate=r.l1_hit, l1_miss_rate=r.l1_miss,
