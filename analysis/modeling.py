@@ -334,6 +334,21 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
                    assumptions=assumptions, waves=None)
 
 
+def memory_report(profile: KernelProfile | None, binding_level: str | None) -> MemoryReport | None:
+    """Bytes and hit rate per level of a modeled profile: what L1 passed on is L2's traffic, what L2
+    passed on is DRAM's (emulator/caches.py)."""
+    if profile is None or not profile.bytes:
+        return None
+    b = profile.bytes
+    l1, l2, dram = b.get("l1", 0.0), b.get("l2", 0.0), b.get("dram", 0.0)
+    levels = {"l1": MemoryLevel(bytes=l1, hit_rate=max(0.0, 1.0 - l2 / l1) if l1 > 0 else None),
+              "l2": MemoryLevel(bytes=l2, hit_rate=max(0.0, 1.0 - dram / l2) if l2 > 0 else None),
+              "dram": MemoryLevel(bytes=dram)}
+    if "shared" in b:
+        levels["shared"] = MemoryLevel(bytes=b["shared"])
+    return MemoryReport(levels=levels, binding_level=binding_level)
+
+
 def _kernel_report(program: Program, fn: FunctionProgram, facts: KernelFacts, study: _Study, roofline,
                    sm_count: int) -> KernelReport:
     occ = study.occupancy
@@ -353,21 +368,6 @@ def _kernel_report(program: Program, fn: FunctionProgram, facts: KernelFacts, st
                 below[loc[1]] = below.get(loc[1], 0.0) + c.total
         lines = tuple(lr.model_copy(update={
             "share": sampled[lr.line].total / total if lr.line in sampled else 0.0,
-def memory_report(profile: KernelProfile | None, binding_level: str | None) -> MemoryReport | None:
-    """Bytes and hit rate per level of a modeled profile: what L1 passed on is L2's traffic, what L2
-    passed on is DRAM's (emulator/caches.py)."""
-    if profile is None or not profile.bytes:
-        return None
-    b = profile.bytes
-    l1, l2, dram = b.get("l1", 0.0), b.get("l2", 0.0), b.get("dram", 0.0)
-    levels = {"l1": MemoryLevel(bytes=l1, hit_rate=max(0.0, 1.0 - l2 / l1) if l1 > 0 else None),
-              "l2": MemoryLevel(bytes=l2, hit_rate=max(0.0, 1.0 - dram / l2) if l2 > 0 else None),
-              "dram": MemoryLevel(bytes=dram)}
-    if "shared" in b:
-        levels["shared"] = MemoryLevel(bytes=b["shared"])
-    return MemoryReport(levels=levels, binding_level=binding_level)
-
-
             "callee_share": below.get(lr.line, 0.0) / total,
             "samples": {r.value: v for r, v in sampled[lr.line].samples.items()} if lr.line in sampled else {},
             "modeled_share": (modeled[lr.line].total / modeled_total if lr.line in modeled else 0.0)
@@ -381,15 +381,25 @@ def memory_report(profile: KernelProfile | None, binding_level: str | None) -> M
                                   active_warps_per_sm=occ.active_warps_per_sm, max_warps_per_sm=occ.max_warps_per_sm,
                                   occupancy=occ.occupancy, limiter=occ.limiter.value, waves=waves,
                                   sm_count=sm_count if waves is not None else None),
-        instruction_mix=facts.instruction_mix, flops_per_thread=facts.flops_per_thread,
-        bytes_per_thread=facts.bytes_per_thread, facts=facts.facts, lines=lines,
+        instruction_mix=facts.instruction_mix, flops_per_thread=per_thread(profile, "flops"),
+        bytes_per_thread=per_thread(profile, "bytes"), facts=facts.facts, lines=lines,
         bound=roofline.bound if roofline else None,
+        bound_level=roofline.binding_level if roofline and roofline.bound == "memory" else None,
         bottleneck=f"{sens.bottleneck} {sens.bound}" if sens and sens.bottleneck else None,
         roofline_fraction=roofline.fraction if roofline else None,
         predicted_duration_s=study.modeled.duration_s if study.modeled else None,
+        memory=memory_report(study.modeled, roofline.binding_level
+                             if roofline is not None and roofline.provenance == "modeled" else None),
         measured_duration_s=profile.duration_s if profile is not None and study.measured else None,
         assumptions=study.assumptions,
     )
-        memory=memory_report(study.modeled, roofline.binding_level
-                             if roofline is not None and roofline.provenance == "modeled" else None),
-        bound_level=roofline.binding_level if roofline and roofline.bound == "memory" else None,
+
+
+def per_thread(profile: KernelProfile | None, counts: Literal["flops", "bytes"]) -> dict[str, float]:
+    """The profile's launch totals (FLOPs per precision, bytes per level) per thread of its launch:
+    what the emulated run executed (or a report measured), so that per thread x threads is the
+    profile's total and the roofline's point. Nothing ran without a profile: empty."""
+    if profile is None:
+        return {}
+    threads = profile.launch.blocks * profile.launch.threads_per_block
+    return {k: v / threads for k, v in getattr(profile, counts).items()} if threads else {}

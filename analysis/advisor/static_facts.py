@@ -18,7 +18,6 @@ from ..emulator.decode import MemoryShape
 from ..emulator.memory import TX, AddressAnalysis, lane_addresses, memory_shapes, param_offsets
 from ..frontend import isa
 from ..frontend.program import FunctionProgram, Program, base_name, source_line_of
-from ..machine import integer_work
 from ..machine.arch import ArchSpec
 from ..machine.arch import Resource
 from ..results import LineReport, StaticFact
@@ -30,16 +29,12 @@ DOUBLE_MATH = frozenset({
     "fabs", "floor", "ceil", "round", "fmod", "hypot", "fmax", "fmin", "lgamma", "tgamma",
 })
 
-_PRECISION = {isa.InstrClass.FP32: "fp32", isa.InstrClass.FP64: "fp64", isa.InstrClass.FP16: "fp16",
-              isa.InstrClass.TENSOR: "tensor"}
-
-
 class KernelFacts(BaseModel):
     model_config = ConfigDict(frozen=True)
 
+    #: static instruction counts by class; the executed FLOPs and bytes per thread are the
+    #: emulated run's (`modeling.per_thread`), not a sum over every path here
     instruction_mix: dict[str, int]
-    flops_per_thread: dict[str, float]  # per precision, one execution of the kernel, loops counted by trip
-    bytes_per_thread: dict[str, float]  # per memory space, likewise
     facts: tuple[StaticFact, ...]
     lines: tuple[LineReport, ...]
 
@@ -70,24 +65,14 @@ def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_
     which wins over the address analysis's."""
     path = program.source_path
     mix: Counter[str] = Counter()
-    flops: dict[str, float] = defaultdict(float)
-    nbytes: dict[str, float] = defaultdict(float)
     per_line: dict[int, dict] = {}
-    int_ops = integer_work.integer_ops(fn.sass.instructions)
     for ins in fn.sass.instructions:
         klass = isa.instruction_class(ins)
         mix[klass.value] += 1
         n = executions(fn, ins.index, default_trip)
         f = isa.flops(ins)
-        precision = _PRECISION.get(klass, "int" if klass == isa.InstrClass.INT else None)
-        if klass == isa.InstrClass.INT:
-            f = int_ops[ins.index]  # the INT32 roofline's work, as the emulator counts it
-        if precision and f:
-            flops[precision] += f * n
         space = ins.memory_space
         b = isa.access_bytes(ins) if space else 0
-        if space and b:
-            nbytes[space] += b * n
         loc = source_line_of(ins, path)
         if loc is None or loc[0] != path:
             continue
@@ -103,7 +88,7 @@ def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_
         LineReport(line=ln, share=0.0, instruction_mix=dict(e["mix"]), flops_per_execution=e["flops"],
                    bytes_per_execution=dict(e["bytes"]), sass=tuple(e["sass"]), static_cost=e["cost"])
         for ln, e in sorted(per_line.items()))
-    return KernelFacts(instruction_mix=dict(mix), flops_per_thread=dict(flops), bytes_per_thread=dict(nbytes),
+    return KernelFacts(instruction_mix=dict(mix),
                        facts=_patterns(program, fn, arch, block, values or {}, executed or {}), lines=lines)
 
 

@@ -231,6 +231,40 @@ def test_atomics_broadcast_and_coalesced(toolchain, target):
     assert atomics and all(_sectors(d.shape[s]) == 4 for s in atomics)
 
 
+def test_json_counts_are_the_executed_runs(toolchain):
+    """The JSON's per-thread FLOPs and bytes are the emulated run's totals per thread of its
+    launch: per thread x threads is the profile's total, and the roofline's point is made of
+    the same numbers. nbody-soa.cu at its default n = 30000 runs its j loop n times per thread,
+    17 FP32 operations each by its source (FMA = 2) plus the reciprocal square root's range
+    scaling (two multiplications under a predicate a denormal distance sets, counted as issued);
+    the update of v adds 6."""
+    from kernelscope.analysis.pipeline import analyze
+
+    folder = PUBLIC / "mini-nbody"
+    # the launch of main() without arguments: nBodies = 30000, (30000 + 255) / 256 blocks of 256
+    n = 30000
+    opts = AnalysisOptions(flags=real_flags(folder / "cuda" / "nbody-soa.cu"),
+                           launch_hints={"bodyForce": LaunchHint(grid=118, block=256, values={"n": n})})
+    result = json.loads(analyze(folder / "cuda" / "nbody-soa.cu", opts, depth="quick",
+                                toolchain=toolchain).model_dump_json())
+    (kernel,) = result["kernels"]
+    (profile,) = [p for p in result["profile"]["kernels"] if p["kernel"] == kernel["mangled"]]
+    launch = profile["launch"]
+    threads = launch["grid"][0] * launch["grid"][1] * launch["grid"][2] * \
+        launch["block"][0] * launch["block"][1] * launch["block"][2]
+    for counts, totals in ((kernel["flops_per_thread"], profile["flops"]), (kernel["bytes_per_thread"], profile["bytes"])):
+        assert counts and counts.keys() == totals.keys()
+        for key, total in totals.items():
+            assert counts[key] * threads == pytest.approx(total, rel=1e-12), key
+    assert 17 * n <= kernel["flops_per_thread"]["fp32"] <= 19 * n + 6
+    (roof,) = [r for r in result["rooflines"] if r["kernel"] == kernel["mangled"]]
+    assert roof["precision"] == "fp32" and roof["points"]
+    for point in roof["points"]:
+        per_byte = kernel["flops_per_thread"]["fp32"] / kernel["bytes_per_thread"][point["level"]]
+        assert point["intensity"] == pytest.approx(per_byte, rel=1e-9)
+        assert point["performance"] * profile["duration_s"] == pytest.approx(profile["flops"]["fp32"], rel=1e-9)
+
+
 @pytest.mark.parametrize("kernel", ["cn_pnpoly", "cn_pnpoly_naive"])
 def test_a_float_deciding_a_branch_is_labeled(toolchain, target, kernel):
     """pnpoly.cu: the edges' slope `(vk.x-vj.x) / (vk.y-vj.y)` is a float division, whose range
