@@ -17,7 +17,7 @@ from typing import Literal
 from .advisor.call_sites import call_sites
 from .advisor.ranking import advise
 from .advisor.static_facts import KernelFacts, executed_shapes, kernel_facts
-from .emulator.budget import BudgetSpent, FileSize, Ledger, plan_second_stage, quick_run_budget
+from .emulator.budget import BudgetSpent, FileSize, Ledger, plan_second_stage, quick_run_budget, run_cap
 from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError, WaveCache,
                              SensitivityReport, WhatIfReport, emulate_detailed, prepare, run_studies,
@@ -254,7 +254,8 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
         launch_used = measured_kernel.launch if measured_kernel is not None else None
         waves: WaveCache = {}
         emulation = emulate_detailed(program, fn, arch, device, options, program.source, launch=launch_used,
-                                     settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget}),
+                                     settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget,
+                                                                                  "max_issues": run_cap(ledger)}),
                                      cache=waves)
         ledger.charge_quick(emulation.issues, 1)
         modeled = emulation.profile

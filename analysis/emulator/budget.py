@@ -159,6 +159,16 @@ class Ledger:
             raise BudgetSpent(f"the wall-clock budget of {self.seconds:g} s was spent")
 
 
+#: the least `run_cap` gives a run: 3x the largest run over the examples and tests/data/real (32,608)
+RUN_CAP_FLOOR = 100_000
+
+
+def run_cap(ledger: Ledger) -> int:
+    """The most one engine run may issue: half the file's budget, so that a loop the model cannot
+    end (a persistent kernel's queue) stops well inside it rather than at the engine's own guard."""
+    return max(RUN_CAP_FLOOR, ledger.issues // 2)
+
+
 def quick_run_budget(ledger: Ledger, kernels_left: int, default: int) -> int | None:
     """Per-run issue budget of a kernel's quick emulation: the default while the file's kernels
     fit in what is left, else an equal share of it (never below the floor). Most quick runs use a

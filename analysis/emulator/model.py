@@ -62,6 +62,8 @@ class EmulationSettings(BaseModel):
     warmup: int = Field(1, ge=0)  # iterations before the steady state
     max_sampled_iterations: int = Field(8, ge=3)
     issue_budget: int = Field(40_000, ge=1000)  # target warp-instructions per engine run
+    #: a run stops here whatever its plan: half the file's budget (`budget.run_cap`, modeling._study)
+    max_issues: int | None = Field(None, ge=1000)
     representative_smsp: bool = True  # emulate one SM sub-partition (they are symmetric)
     unknown_access: Literal["coalesced", "uncoalesced"] = "coalesced"
     #: walk one warp through the integer datapath and take memory shapes from its lanes'
@@ -175,7 +177,8 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
             source: SourceModel | None = None, program: Program | None = None, *,
             launch: LaunchConfig | None = None, settings: EmulationSettings = DEFAULT_SETTINGS) -> Prepared:
     inputs = (kernel, arch, device, options, source, program)
-    key = (*map(id, inputs), launch, settings.model_copy(update={"issue_budget": DEFAULT_SETTINGS.issue_budget}))
+    key = (*map(id, inputs), launch,
+           settings.model_copy(update={"issue_budget": DEFAULT_SETTINGS.issue_budget, "max_issues": None}))
     hit = _PREPARED.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], inputs)):
         return hit[1] if hit[1].settings == settings else replace(hit[1], settings=settings)
@@ -564,7 +567,8 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
     # persistent kernel's loop exited only by data): stopped there, and said to be a lower bound,
     # so that no input makes one emulation cost more than 400k warp-instructions (~1 s); the
     # largest run over the examples and tests/data/real is 32,608
-    guard = min(EngineConfig.max_issues, max(RUN_GUARD_FLOOR, RUN_GUARD_FACTOR * st.issue_budget))
+    guard = min(EngineConfig.max_issues, max(RUN_GUARD_FLOOR, RUN_GUARD_FACTOR * st.issue_budget),
+                st.max_issues or EngineConfig.max_issues)
     cfg = EngineConfig(blocks=blocks_per_sm, warps_per_block=wpb, representative=st.representative_smsp,
                        policy=st.policy, warmup=st.warmup, cooldowns=tuple(cool), max_issues=guard)
     run = Engine(prep.decoded, m_eff, cfg, emul, [sampler, util, traffic, *(extra_listeners or [])]).run()

@@ -107,3 +107,38 @@ def test_the_same_file_gets_the_same_budget(toolchain, tmp_path):
     a, b = (analyze(src, opts, toolchain=toolchain, depth="quick") for _ in range(2))
     assert [(k.name, k.predicted_duration_s, k.assumptions) for k in a.kernels] == \
         [(k.name, k.predicted_duration_s, k.assumptions) for k in b.kernels]
+
+
+
+def test_no_run_takes_more_than_half_the_files_budget(toolchain, tmp_path):
+    """A loop the model cannot end stops at half the file's budget (budget.run_cap), inside it,
+    not at the engine's own guard of 10x its plan; the result says its time is a lower bound."""
+    from kernelscope.analysis.emulator.budget import run_cap
+    from kernelscope.analysis.emulator.model import DEFAULT_SETTINGS, RUN_GUARD_FACTOR
+    from kernelscope.analysis.pipeline import analyze
+    from test_bounded import PERSISTENT  # a persistent grid whose for (;;) only an atomic counter ends
+
+    src = tmp_path / "persistent.cu"
+    src.write_text(PERSISTENT)
+    ledgers = []
+    fit = B.Ledger.fit
+
+    def spy(self, budget, size):
+        fit(self, budget, size)
+        if threading.current_thread() is here:
+            ledgers.append(self)
+
+    here = threading.current_thread()
+    B.Ledger.fit = spy
+    try:
+        r = analyze(src, AnalysisOptions(budget=AnalysisBudget(run_ahead=False)), toolchain=toolchain)
+    finally:
+        B.Ledger.fit = fit
+    (ledger,) = ledgers
+    (k,) = r.kernels
+    got = {a.name: a for a in k.assumptions}
+    assert got["emulation"].value == "truncated"
+    cap = run_cap(ledger)
+    assert cap < RUN_GUARD_FACTOR * DEFAULT_SETTINGS.issue_budget  # the file's budget binds, not the engine's guard
+    assert cap < ledger.spent <= cap + 64  # stopped at the cap (a scheduler step may issue a few more)
+    assert ledger.cost <= ledger.issues
