@@ -198,7 +198,8 @@ def findings(program: Program, catalog, device: DeviceSpec, options: AnalysisOpt
         advice = advise(program, profiles, facts={m: f.facts for m, f in facts.items()}, source_text=text, arch=arch,
                         device=device, roofline_model=roofline,
                         sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
-                        what_if={m: s.what_if for m, s in studies.items() if s.what_if})
+                        what_if={m: s.what_if for m, s in studies.items() if s.what_if},
+                        memory={m: f.memory for m, f in facts.items()})
     kernels = tuple(_kernel_report(program, fn, facts[fn.mangled], studies[fn.mangled], rooflines.get(fn.mangled),
                                    device.sm_count) for fn in program.kernels)
     profile = None

@@ -37,7 +37,7 @@ def rank_key(a: Advice) -> tuple[float, float, str]:
 def kernel_context(program: Program, function: FunctionProgram, profile: KernelProfile | None, *,
                    facts: Sequence[StaticFact] = (), source_lines: Sequence[str] = (), arch: Any = None,
                    device: Any = None, roofline_model: RooflineModel | None = None, sensitivity: Any = None,
-                   what_if: Any = None) -> MatchContext:
+                   what_if: Any = None, memory: Mapping[int, Any] | None = None) -> MatchContext:
     """Everything the optimizers need about one kernel, computed once."""
     blamed: BlameResult | None = blame(function, profile) if profile is not None else None
     roof: KernelRoofline | None = None
@@ -47,7 +47,8 @@ def kernel_context(program: Program, function: FunctionProgram, profile: KernelP
         kernel=function.mangled, kernel_name=function.name, instructions=function.sass.instructions,
         source=program.source, source_lines=tuple(source_lines), profile=profile, blame=blamed, facts=tuple(facts),
         resources=function.resources, arch=arch, device=device, roofline=roof, sensitivity=sensitivity,
-        what_if=what_if, call_sites=call_sites(program, function, profile) if profile is not None else ())
+        what_if=what_if, call_sites=call_sites(program, function, profile) if profile is not None else (),
+        memory=dict(memory or {}))
 
 
 def _trajectory(what_if: Any) -> tuple[TrajectoryPoint, ...]:
@@ -134,11 +135,13 @@ def advise(program: Program, profiles: Profile | Sequence[KernelProfile] | None 
            facts: Mapping[str, Sequence[StaticFact]] | None = None, source_text: str | None = None, arch: Any = None,
            device: Any = None, roofline_model: RooflineModel | None = None,
            sensitivity: Mapping[str, Any] | None = None, what_if: Mapping[str, Any] | None = None,
+           memory: Mapping[str, Mapping[int, Any]] | None = None,
            optimizers: Iterable[Optimizer] = REGISTRY) -> tuple[Advice, ...]:
     """Ranked advice for every kernel of `program`.
 
-    `profiles` may be modeled or measured; `facts`, `sensitivity` and `what_if` are keyed by
-    the kernel's mangled name. Without `source_text` the file at `program.source_path` is read.
+    `profiles` may be modeled or measured; `facts`, `sensitivity`, `what_if` and `memory` (the
+    walked warp's memory shapes by pc, `static_facts.KernelFacts.memory`) are keyed by the kernel's
+    mangled name. Without `source_text` the file at `program.source_path` is read.
     """
     kprofs = profiles.kernels if isinstance(profiles, Profile) else tuple(profiles or ())
     if source_text is None:
@@ -154,7 +157,7 @@ def advise(program: Program, profiles: Profile | Sequence[KernelProfile] | None 
         ctx = kernel_context(program, fn, prof, facts=(facts or {}).get(fn.mangled, ()), source_lines=lines, arch=arch,
                              device=device, roofline_model=roofline_model,
                              sensitivity=(sensitivity or {}).get(fn.mangled),
-                             what_if=(what_if or {}).get(fn.mangled))
+                             what_if=(what_if or {}).get(fn.mangled), memory=(memory or {}).get(fn.mangled))
         for a in merge_same_fix(run_optimizers(ctx, optimizers), ctx):
             if a.estimate.speedup >= MIN_SPEEDUP:
                 found.setdefault(a.id, a)

@@ -37,6 +37,9 @@ class KernelFacts(BaseModel):
     instruction_mix: dict[str, int]
     facts: tuple[StaticFact, ...]
     lines: tuple[LineReport, ...]
+    #: pc -> the shape the emulator's walked warp gave each access it executed (`executed_shapes`):
+    #: the sectors per request the memory optimizers read
+    memory: dict[int, MemoryShape] = {}
 
 
 def executions(fn: FunctionProgram, index: int, default_trip: int) -> float:
@@ -89,7 +92,8 @@ def kernel_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, default_
                    bytes_per_execution=dict(e["bytes"]), sass=tuple(e["sass"]), static_cost=e["cost"])
         for ln, e in sorted(per_line.items()))
     return KernelFacts(instruction_mix=dict(mix),
-                       facts=_patterns(program, fn, arch, block, values or {}, executed or {}), lines=lines)
+                       facts=_patterns(program, fn, arch, block, values or {}, executed or {}), lines=lines,
+                       memory=dict(executed or {}))
 
 
 def executed_shapes(prepared) -> dict[int, MemoryShape]:

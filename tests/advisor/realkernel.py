@@ -27,7 +27,9 @@ class Analysed:
     source: str
 
     def by(self, optimizer: str) -> list[Advice]:
-        return [a for a in self.advice if a.optimizer == optimizer]
+        """The items `optimizer` found: its own, and those it shares with another's (one fix, one item:
+        `x[4 * i + j]` is both a strided access and four loads one float4 makes)."""
+        return [a for a in self.advice if a.optimizer == optimizer or optimizer in a.also]
 
     def line_of(self, marker: str) -> int:
         """1-based line holding `marker` in the source."""
@@ -82,5 +84,5 @@ def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arc
         if with_what_if:
             what_ifs = {fn.mangled: what_if(program, fn, arch_spec, device, options, src) for fn in program.kernels}
     adv = advise(program, profiles, facts=facts, source_text=source, arch=arch_spec, device=device,
-                 roofline_model=roofline_model(cat, device), what_if=what_ifs)
+                 roofline_model=roofline_model(cat, device), what_if=what_ifs, memory=executed)
     return Analysed(program=program, advice=adv, source=source)

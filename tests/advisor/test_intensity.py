@@ -194,6 +194,12 @@ def test_coalescing_from_the_lanes_executed_addresses(toolchain, tmp_path):
     (a,) = r.by("coalesced_access")
     assert a.lines == (r.line_of("// MARK"),)
     assert "32 32-byte sectors where a coalesced one touches 4 (the lanes' executed addresses" in a.message
+    # the estimate reads the sectors: a coalesced request keeps 4 of the 32, so 7/8 of the scattered
+    # loads' cost goes; `x[k]` on the same line (one address for the warp) is not counted
+    assert (a.estimate.inputs["sectors"], a.estimate.inputs["ideal_sectors"]) == (32, 4)
+    assert a.estimate.inputs["fraction"] == pytest.approx(1 - 4 / 32)
+    assert "accesses" in a.message and len(a.changes) < len(
+        [i for k in r.program.kernels for i in k.sass.instructions if i.opcode == "LDG" and i.line == a.lines[0]])
 
 
 def test_no_coalescing_where_lanes_read_neighbouring_words(toolchain, tmp_path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Literal
@@ -47,6 +47,9 @@ class MatchContext:
     what_if: Any = None
     #: the kernel's calls with the samples of what they call (call_sites.CallSite)
     call_sites: tuple[Any, ...] = ()
+    #: pc -> the memory shape (emulator.decode.MemoryShape) the emulator's walked warp gave an access
+    #: from its lanes' addresses (static_facts.executed_shapes): sectors per request, wavefronts
+    memory: Mapping[int, Any] = field(default_factory=dict)
 
     @property
     def what_if_block(self) -> dict[int, float]:

@@ -302,6 +302,32 @@ class CoalescedAccess(_FactStalls):
     def pick(self, i: Instruction) -> bool:
         return latency_class(i) == "l1tex"
 
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        if not ctx.memory or ctx.profile is None:
+            return super().match(ctx)  # no walked lanes: the line's global accesses, all of their cost
+        out = []
+        for line in sorted({f.line for f in ctx.facts if f.kind == self.fact_kind}):
+            fact = next(f for f in ctx.facts if f.kind == self.fact_kind and f.line == line)
+            # the line's scattered accesses as the walked lanes executed them: a coalesced one beside
+            # them (a broadcast `x[k]`) keeps its cost
+            scattered = [(i, sh) for i in _on_line(ctx, line, self.pick)
+                         if (sh := ctx.memory.get(i.pc)) is not None and sh.pattern in ("strided", "uncoalesced")]
+            if not scattered:
+                continue
+            rows = [(ctx.weight([i]), sh.bytes_l1 / 32, max(1.0, ctx.arch.warp_size * (isa.access_bytes(i) or 4) / 32
+                                                           if ctx.arch is not None else 4.0)) for i, sh in scattered]
+            est = estimators.fewer_sectors(ctx.denominator, rows)
+            share = sum(w for w, _, _ in rows) / ctx.denominator
+            if est.speedup <= 1.0:
+                continue
+            msg = (f"Line {line}: {fact.detail}. {pct(share)} of this kernel's samples ({provenance_note(ctx)}) "
+                   f"are on these {len(scattered)} accesses. {self.explain} Est. {est.speedup:.2f}× (GPA Eq. 2: {est.inputs.get('fraction', 1.0):.0%} of "
+                   f"their cost, the sectors a coalesced request does not move).")
+            cols = (fact.column, fact.end_column) if fact.column is not None and fact.end_column else None
+            out.append(self.advice(ctx, lines=[line], importance=share, estimate=est, message=msg, columns=cols,
+                                   detail=str(line), changes=[i for i, _ in scattered]))
+        return out
+
 
 class SharedBankConflicts(_FactStalls):
     """Shared-memory accesses whose lanes hit the same bank: the access is replayed per conflict."""
