@@ -9,8 +9,8 @@ streaming everything from DRAM. The hierarchy here is fed by the walked warp's a
   in the order it made them, are the stream of warp 0; warp w's is the same stream moved by the
   per-instruction warp-to-warp translation that a second walk (warp 1) measured. A loop whose
   addresses step evenly is run on to `ITERATIONS` trips, so a lane stepping 4 B through a 32 B
-  sector shows its one miss in eight. `SIM_WARPS` warps are interleaved in lock step through an
-  LRU cache of 128 B lines with 32 B sector valid bits (tags per line, fills per sector: the
+  sector shows its one miss in eight. `SIM_WARPS` warps are interleaved in lock step through a
+  cache of 128 B lines with 32 B sector valid bits (tags per line, fills per sector: the
   Fermi-to-Hopper L1 organisation, Jia et al. 2018), of the L1 capacity the block's share of the
   SM leaves: the unified array less the shared-memory carve-out (`DataCacheSpec.l1_bytes`),
   divided among the resident warps. Loads allocate; stores are written through and allocate
@@ -39,7 +39,6 @@ the walk could not compute (data-dependent: no reuse, one sector per lane) and l
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -195,13 +194,25 @@ def translation(a: list, b: list) -> int | None:
 
 
 class _L1:
-    """LRU over 128 B lines, each with its 32 B sectors' valid bits."""
+    """128 B lines, each with its 32 B sectors' valid bits, replaced at (pseudo-)random.
 
-    __slots__ = ("lines", "capacity")
+    Not LRU: a warp set whose lines cycle through a cache a little too small keeps none of them
+    under LRU (each line is evicted just before its reuse), a cliff the hardware does not show;
+    random replacement keeps about capacity/working-set of them. NVIDIA does not document L1's
+    policy; the deterministic generator keeps results reproducible.
+    """
+
+    __slots__ = ("lines", "order", "capacity", "seed")
 
     def __init__(self, capacity_lines: int) -> None:
-        self.lines: OrderedDict[int, int] = OrderedDict()
+        self.lines: dict[int, int] = {}
+        self.order: list[int] = []  # resident lines, for picking a victim
         self.capacity = max(1, capacity_lines)
+        self.seed = 0x9E3779B9
+
+    def _victim(self) -> int:
+        self.seed = (self.seed * 1103515245 + 12345) & 0x7FFFFFFF
+        return self.seed % len(self.order)
 
     def access(self, masks: list[tuple[int, int]], shift: int, allocate: bool) -> tuple[int, int]:
         """(sectors, sectors that hit) of one warp-instruction: its (line, sector bits), lines moved by `shift`."""
@@ -213,13 +224,16 @@ class _L1:
             have = lines.get(ln)
             if have is not None:
                 hit += (have & bits).bit_count()
-                lines.move_to_end(ln)
                 if allocate:
                     lines[ln] = have | bits
             elif allocate:
+                if len(self.order) >= self.capacity:
+                    i = self._victim()
+                    del lines[self.order[i]]
+                    self.order[i] = self.order[-1]
+                    self.order.pop()
                 lines[ln] = bits
-                if len(lines) > self.capacity:
-                    lines.popitem(last=False)
+                self.order.append(ln)
         return total, hit
 
 
