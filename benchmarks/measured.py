@@ -86,6 +86,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=90.0, help="seconds per program under ncu")
     ap.add_argument("--only", choices=("examples", "real"), default=None)
     ap.add_argument("--match", default="", help="only programs whose path contains this")
+    ap.add_argument("--markdown", action="store_true", help="also print the docs/accuracy.md table rows")
     ap.add_argument("--arch-file", type=Path, default=None,
                     help="device overrides for the model (e.g. launch_overhead_us = 0 to see the model without it)")
     args = ap.parse_args()
@@ -166,6 +167,19 @@ def main() -> int:
                       f"within 1.3x")
     print("L2 hit rate: not compared; the reports hold no lts__t_sector_hit_rate (ncu's MemoryWorkloadAnalysis "
           "sections were not collected)")
+    if args.markdown:
+        print("\n| set | program | kernel | measured | predicted | ratio | line ρ | DRAM measured | DRAM predicted | DRAM ratio |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            if "error" in r:
+                continue
+            name = r["kernel"].split("(")[0].removeprefix("void ").replace("<", "&lt;").replace(">", "&gt;")
+            rho = f"{r['line_rho']:.2f}" if r.get("line_rho") is not None and r["line_rho"] == r["line_rho"] else "-"
+            mb = (lambda v: f"{v / 1e6:.2f} MB" if v else "-")
+            dr = f"{r['dram_ratio']:.2f}" if r.get("dram_ratio") else "-"
+            print(f"| {r['set']} | {r['program'].removeprefix('tests/data/real/').removeprefix('examples/')} | `{name}` | "
+                  f"{r['measured_s'] * 1e6:.1f} µs | {r['predicted_s'] * 1e6:.1f} µs | {r['ratio']:.2f} | {rho} | "
+                  f"{mb(r.get('dram_measured'))} | {mb(r.get('dram_predicted'))} | {dr} |")
     if args.profile:
         (out / "results.json").write_text(json.dumps({"arch": arch, "rows": rows}, indent=1))
     return 0
