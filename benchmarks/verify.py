@@ -36,7 +36,8 @@ def main() -> int:
     from kernelscope.analysis.options import AnalysisOptions
     from kernelscope.analysis.pipeline import analyze
     from kernelscope.analysis.frontend.toolchain import locate_toolchain
-    from kernelscope.analysis.advisor.verify import VerificationCache, verify
+    from kernelscope.analysis.advisor.verify import VerificationCache
+    from kernelscope.analysis.application import verify_fix as verify
 
     tc = locate_toolchain()
     options = AnalysisOptions()

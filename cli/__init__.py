@@ -1,4 +1,5 @@
-"""`kernelscope`: the command line. The composition root over kernelscope.analysis and kernelscope.server.
+"""`kernelscope`: the command line. It parses, calls the application layer (analysis/application.py)
+and prints through the presenters (analysis/reports/); `serve` starts kernelscope.server.
 
 Exit codes (documented in docs/cli.md):
   0  analysed
@@ -125,7 +126,7 @@ def _version() -> str:
 
 
 def _options(args: argparse.Namespace, *, arch: str | None = None, device: str | None = None):
-    from kernelscope.analysis.options import AnalysisOptions
+    from kernelscope.analysis.application import AnalysisOptions
     from pydantic import ValidationError
 
     try:
@@ -142,21 +143,15 @@ def _options(args: argparse.Namespace, *, arch: str | None = None, device: str |
 
 def _report_device(args: argparse.Namespace, report: Path) -> tuple[str | None, str | None]:
     """(arch, device) of the GPU a report was captured on, unless the user named one: the report's
-    numbers belong to that GPU, so the model beside them must use its specs (a T4 is not a GTX 1660)."""
+    numbers belong to that GPU, so the model beside them must use its specs."""
     if args.arch or args.device:
         return None, None
-    from kernelscope.analysis.machine.arch import ArchSpecError, load_arch_specs
-    from kernelscope.analysis.measure.ncu_report import load_ncu_report
+    from kernelscope.analysis import application
 
-    prov = load_ncu_report(report, source=args.file).provenance  # as the analysis reads it: read once
-    catalog = load_arch_specs(args.arch_file)
-    try:
-        return prov.arch, catalog.device(prov.device).name
-    except ArchSpecError:  # a GPU the catalogue lacks: its arch's default device, and we say so
-        stand_in = catalog.default_device(prov.arch).name
-        print(f"kernelscope: the report's GPU ({prov.device}) is not in the device catalogue; the model uses the "
-              f"{stand_in}'s specs ({prov.arch}). Add the GPU with --arch-file (docs/arch-specs.md).", file=sys.stderr)
-        return prov.arch, None
+    arch, device, note = application.report_device(report, args.file, args.arch_file)
+    if note:  # a GPU the catalogue lacks: its arch's default device, and we say so
+        print(f"kernelscope: {note}", file=sys.stderr)
+    return arch, device
 
 
 def _progress(args: argparse.Namespace, label: str):
@@ -177,45 +172,31 @@ def _end_progress(show) -> None:
         sys.stderr.flush()
 
 
-def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, label: str | None = None,
-                  prelaunch=None):
-    from kernelscope.analysis.pipeline import analyze
-
-    arch, device = _report_device(args, report) if report else (None, None)
-    options = _options(args, arch=arch, device=device)
-    if getattr(args, "capture", False):  # the user's own command line: their program may run
-        from kernelscope.analysis.capture.run import with_capture
-
-        captured = with_capture(source, options, argv=shlex.split(args.capture_args))
-        if captured.message and not args.quiet:
-            print(f"kernelscope: {captured.message}", file=sys.stderr)
-        options = captured.options
-    show = _progress(args, label or source.name)
-    try:
-        result = analyze(source.resolve(), options, measured_report=report,
-                         depth="quick" if getattr(args, "quick", False) else "full", progress=show,
-                         prelaunch=prelaunch)
-        if getattr(args, "verify", False) and result.compiled:
-            result = _verified(source.resolve(), result, options, show)
-        return result
-    finally:
-        _end_progress(show)
-
-
 #: fixes re-modeled per file by `analyze --verify` (the server's default, `kernelscope.verify.maxFixes`)
 VERIFY_LIMIT = 8
 
 
-def _verified(source: Path, result, options, show):
-    """The result with every mechanical fix re-modeled (issue 15: the figure a user can trust)."""
-    from kernelscope.analysis.advisor.fixes import attach_fixes
-    from kernelscope.analysis.advisor.verify import verify_all, with_verifications
+def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, label: str | None = None,
+                  prelaunch=None):
+    from kernelscope.analysis import application
 
-    if show is not None:
-        show("verify", 1.0)
-    done = verify_all(source, result, options, limit=VERIFY_LIMIT)
-    advice = attach_fixes(result.advice, source.read_text(errors="replace"))
-    return result.model_copy(update={"advice": with_verifications(advice, done)})
+    arch, device = _report_device(args, report) if report else (None, None)
+    options = _options(args, arch=arch, device=device)
+    capture_argv = None
+    if getattr(args, "capture", False):  # the user's own command line: their program may run
+        try:
+            capture_argv = shlex.split(args.capture_args)
+        except ValueError as e:
+            raise UsageError(f"--capture-args: {e}") from None
+    show = _progress(args, label or source.name)
+    try:
+        return application.analyse_file(
+            source, options, capture_argv=capture_argv,
+            on_capture=None if args.quiet else lambda m: print(f"kernelscope: {m}", file=sys.stderr),
+            measured_report=report, depth="quick" if getattr(args, "quick", False) else "full",
+            verify_limit=VERIFY_LIMIT if getattr(args, "verify", False) else 0, progress=show, prelaunch=prelaunch)
+    finally:
+        _end_progress(show)
 
 
 def _print_messages(result) -> None:
@@ -249,27 +230,27 @@ def _analyze(args: argparse.Namespace) -> int:
     # imports (analysis/frontend/prelaunch.py); the compile step adopts it only if it is the same
     pre = None
     if not args.capture:
-        from kernelscope.analysis.frontend.prelaunch import Prelaunch, record_key
+        from kernelscope.analysis import application
 
-        pre = Prelaunch.start(record_key(source, args.command_line, Path.cwd()))
+        pre = application.start_compile(source, args.command_line, Path.cwd())
     try:
         result = _analyze_file(args, source, args.profile, prelaunch=pre)
     finally:
         if pre is not None:
             pre.close()
     if args.html:
-        from kernelscope.analysis.reports.html import render_html
+        from kernelscope.analysis.reports import render_html
 
         args.html.write_text(render_html(result), encoding="utf-8")
     if args.sarif:
-        from kernelscope.analysis.reports.sarif import render_sarif
+        from kernelscope.analysis.reports import render_sarif
 
         args.sarif.write_text(render_sarif(result, base=Path.cwd()), encoding="utf-8")
     _print_messages(result)
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
-        from kernelscope.analysis.reports.text import render_text
+        from kernelscope.analysis.reports import render_text
 
         print(render_text(result))
     return _exit_code(result)
@@ -277,11 +258,11 @@ def _analyze(args: argparse.Namespace) -> int:
 
 def _analyze_directory(args: argparse.Namespace, folder: Path) -> int:
     """Every .cu directly in `folder`, each reported as for one file, then one summary line per file."""
-    from kernelscope.analysis.reports.text import render_text
+    from kernelscope.analysis.application import MAX_SOURCE_BYTES, regular_size
+    from kernelscope.analysis.reports import render_text
 
     if args.html or args.sarif or args.profile:
         raise UsageError(f"{folder} is a directory: --html, --sarif and --profile take one file")
-    from kernelscope.analysis.files import MAX_SOURCE_BYTES, regular_size
 
     files = []
     for f in sorted(folder.glob("*.cu")):
@@ -315,33 +296,26 @@ def _analyze_directory(args: argparse.Namespace, folder: Path) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from kernelscope.analysis.advisor.fixes import attach_fixes
-    from kernelscope.analysis.pipeline import analyze
-    from kernelscope.analysis.advisor.verify import rank_actions, verify
+    from kernelscope.analysis import application
 
     source: Path = args.file
     _require_regular(source)
     options = _options(args)
     show = _progress(args, source.name)
-    try:
-        baseline = analyze(source.resolve(), options, progress=show)
-    finally:
-        _end_progress(show)
+    out = application.verify_advice(source, args.advice, options, fast_math=args.fast_math, progress=show,
+                                    on_analysed=lambda: _end_progress(show))
+    baseline, advice, v, plan = out.baseline, out.advice, out.verification, out.plan
     if not baseline.compiled:
         for m in baseline.messages:
             if m.severity == "error":
                 print(f"{m.file}:{m.line or ''}: error: {m.message}", file=sys.stderr)
         return EXIT_COMPILE_ERROR
-    advice = next((a for a in baseline.advice if a.id == args.advice), None)
-    if advice is None:
+    if advice is None or v is None or plan is None:
         ids = ", ".join(f"{a.id} ({a.title})" for a in baseline.advice) or "none"
         raise UsageError(f"no advice {args.advice} for {source}; the advice ids are: {ids}")
-    v = verify(source.resolve(), advice, options, baseline=baseline, fast_math=args.fast_math)
     if args.json:
         print(v.model_dump_json(indent=2))
     else:
-        text = source.read_text(encoding="utf-8", errors="replace")
-        plan = rank_actions(attach_fixes([advice], text, fast_math=args.fast_math), [v])[0]
         print(f"{advice.id}  {plan.title}  [{v.status.replace('_', ' ')}, {plan.kind}]")
         print(f"  {v.reason}")
         for e in v.compiler_errors:
@@ -355,10 +329,8 @@ def _profile(args: argparse.Namespace) -> int:
     alone): nothing here runs a command taken from a project's configuration files."""
     import tempfile
 
-    from kernelscope.analysis.measure.errors import ToolNotFoundError
-    from kernelscope.analysis.measure.fallback import hot_lines, measure_with_fallback
-    from kernelscope.analysis.measure.target import ProfileTarget
-    from kernelscope.analysis.reports.text import render_text
+    from kernelscope.analysis import application
+    from kernelscope.analysis.reports import render_text
 
     source: Path = args.file
     _require_regular(source)
@@ -373,16 +345,16 @@ def _profile(args: argparse.Namespace) -> int:
         # srun writes the report on the shared filesystem, so it goes beside the program, not in /tmp
         shared = remote is not None and not remote.fetch
         report = args.output or (Path.cwd() / f"{source.stem}.ncu-rep" if shared else Path(work) / "profile.ncu-rep")
-        target = ProfileTarget(command=tuple(program), cwd=Path.cwd(), timeout_s=args.timeout,
-                               kernel_regex=args.kernel_regex, launch_count=args.launch_count,
-                               first_of_each=args.launch_count is None, remote=remote)
+        target = application.ProfileTarget(command=tuple(program), cwd=Path.cwd(), timeout_s=args.timeout,
+                                           kernel_regex=args.kernel_regex, launch_count=args.launch_count,
+                                           first_of_each=args.launch_count is None, remote=remote)
         try:
             # ncu; where the counters are refused, CUPTI PC sampling; else the model (measure/fallback.py)
-            measured = measure_with_fallback(
+            measured = application.profile(
                 target, ncu_path=args.ncu, report_path=report, source=source.resolve(), nvcc_path=args.nvcc,
                 on_warning=lambda w: print(f"kernelscope: {w}", file=sys.stderr),
                 on_progress=lambda p: print(f"kernelscope: {p}", file=sys.stderr))
-        except ToolNotFoundError as e:
+        except application.ToolNotFoundError as e:
             if remote is not None:  # ssh/srun missing here, or ncu on the GPU machine: the message says which
                 raise
             # the measured path needs a GPU; say what works without one (the analysis's hint names editor settings)
@@ -396,7 +368,7 @@ def _profile(args: argparse.Namespace) -> int:
             # the report below is the model's ([modeled])
             print(f"kernelscope: {measured.message}", file=sys.stderr)
             print(f"kernelscope: profile: {measured.label}", file=sys.stderr)
-            for line in hot_lines(measured.profile) if measured.profile is not None else ():
+            for line in application.hot_lines(measured.profile) if measured.profile is not None else ():
                 print(f"kernelscope: sampled by CUPTI: {line}", file=sys.stderr)
             report = None
         result = _analyze_file(args, source, report)
@@ -409,7 +381,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 def _remote(spec: str):
     """'ssh:HOST', 'srun:ARGS' or 'sbatch:ARGS' as a RemoteWrapper over a shared filesystem (same paths on both sides)."""
-    from kernelscope.analysis.measure.target import RemoteWrapper
+    from kernelscope.analysis.application import RemoteWrapper
 
     kind, _, rest = spec.partition(":")
     if kind == "ssh" and rest.strip():
@@ -427,27 +399,22 @@ def _remote(spec: str):
 
 def _build(args: argparse.Namespace, source: Path, work: Path) -> Path:
     """FILE.cu built alone (it needs a main()) with -lineinfo, so the report maps stalls to lines."""
-    from kernelscope.analysis.process import run_tool
-    from kernelscope.analysis.frontend.toolchain import locate_toolchain
+    from kernelscope.analysis import application
 
-    options = _options(args)
-    toolchain = locate_toolchain(options.nvcc_path)
-    exe = work / source.stem
-    argv = [str(toolchain.nvcc), f"-arch={options.arch}", "-lineinfo", *options.flags, "-o", str(exe), str(source)]
-    built = run_tool(argv, env=toolchain.env, timeout=300)
+    built = application.build_program(source, _options(args), work / source.stem)
     if built.returncode != 0:
         raise UsageError(f"{source} does not build as a program on its own (exit {built.returncode}):\n"
-                         f"{(built.stderr or built.stdout).strip()[-2000:]}\n"
+                         f"{built.output[-2000:]}\n"
                          "Give the program to run after `--`, e.g. kernelscope profile gemm.cu -- ./build/app")
-    return exe
+    return built.program
 
 
 def _import(args: argparse.Namespace) -> int:
-    from kernelscope.analysis.measure.ncu_report import load_ncu_report
+    from kernelscope.analysis import application
 
     if not args.report.is_file():
         raise UsageError(f"{args.report}: no such file")
-    profile = load_ncu_report(args.report, source=args.source)
+    profile = application.import_report(args.report, args.source)
     if args.json:
         print(profile.model_dump_json(indent=2))
     else:
@@ -474,9 +441,9 @@ def _serve(args: argparse.Namespace) -> int:
 def _known_errors() -> tuple[type[BaseException], ...]:
     """Errors that mean bad input or setup, not a bug; each carries an actionable message."""
     errors: list[type[BaseException]] = [UsageError]
-    from kernelscope.analysis import errors as analysis_errors
+    from kernelscope.analysis.application import USER_ERRORS
 
-    errors.extend(analysis_errors.USER_ERRORS)
+    errors.extend(USER_ERRORS)
     return tuple(errors)
 
 

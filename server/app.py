@@ -1,4 +1,7 @@
-"""The language server: state and wiring. Handlers are thin; features/ builds the LSP objects.
+"""The language server: state and wiring. Handlers are thin: they call the application layer
+(analysis/application.py) through the scheduler, the hooks of the stateful features
+(`LanguageFeature`s: code actions and verification, measured profiles), and features/' builders of
+LSP objects from the presenters of analysis/reports/.
 
 Custom protocol, for tests, benchmarks and clients that want it:
 - notification `kernelscope/analysisFinished` {uri, cache: "hit (memory)"|"hit (disk)"|"miss",
@@ -42,12 +45,15 @@ from pygls.exceptions import FeatureRequestError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from kernelscope.analysis.reports.chart import provenance_kind
-from kernelscope.analysis.advisor.verify import Verification
+from kernelscope.analysis import application
+from kernelscope.analysis.application import Verification
+from kernelscope.analysis.reports import markdown as render
+from kernelscope.analysis.reports import provenance_kind
 
 from . import progress, rpc
 from .cache import ResultCache
-from .features import actions, diagnostics, heat, hover, inlay, lens, measured, render, roofline
+from .feature import LanguageFeature
+from .features import actions, diagnostics, heat, hover, inlay, lens, measured, roofline
 from .scheduler import Outcome, Scheduler
 from .settings import SECTION, Settings, load_settings, merge_user_layers, read_workspace_file, refusal_message, screen
 from .tracking import ResultView, TrackedDocument
@@ -72,9 +78,14 @@ class KernelscopeServer(LanguageServer):
         self._shown: set[str] = set()
         self._republish: dict[str, asyncio.TimerHandle] = {}
         self._file_log: logging.Handler | None = None
-        self.measured = measured.MeasuredState()
-        self.scheduler = Scheduler(on_outcome=self.on_outcome, progress=self._begin_progress,
+        #: the client said the workspace is trusted: capture and profiling may run its programs
+        self.trusted = False
+        self.scheduler = Scheduler(on_outcome=self.on_outcome, progress=self.begin_progress,
                                    settings=lambda: self.settings, ready=self.settings_ready, cache=self.cache)
+        self.actions = actions.CodeActions(self)
+        self.measured = measured.MeasuredProfiles(self)
+        #: every stateful feature, in the order its hooks are called
+        self.features: tuple[LanguageFeature, ...] = (self.actions, self.measured)
 
     def start_io(self, stdin=None, stdout=None) -> None:
         if stdin is not None or stdout is not None:
@@ -84,8 +95,8 @@ class KernelscopeServer(LanguageServer):
     def stop_work(self) -> None:
         """Kill what the server started: compilers, and profiles (ncu and the user's program)."""
         self.scheduler.shutdown()
-        self.measured.cancel_all()
-        actions.VERIFIER.cancel_all()
+        for f in self.features:
+            f.shutdown()
 
     def report_server_error(self, error: Exception, source) -> None:
         # pygls shows a window/showMessage per failing notification; a broken client would flood the editor.
@@ -117,7 +128,7 @@ class KernelscopeServer(LanguageServer):
         self._shown.add(text)
         self.window_show_message(types.ShowMessageParams(type=kind, message=text))
 
-    async def _begin_progress(self, uri: str, title: str, on_cancel):
+    async def begin_progress(self, uri: str, title: str, on_cancel):
         return await progress.begin(self, uri, title, on_cancel)
 
     # -- settings ---------------------------------------------------------------------------
@@ -150,7 +161,7 @@ class KernelscopeServer(LanguageServer):
         if self._loaded is None:
             return  # trust came before the first load, which screens with it
         old = self.settings
-        new, refused = screen(self._loaded, self.measured.trusted)  # the trust model, in one place
+        new, refused = screen(self._loaded, self.trusted)  # the trust model, in one place
         if refused:
             self.show_once(refusal_message(refused), types.MessageType.Warning)
         self.settings = new
@@ -163,7 +174,7 @@ class KernelscopeServer(LanguageServer):
             self.scheduler.forget_toolchains()
         if self.settings_ready.is_set() and changed:
             for uri in self.docs:
-                self._analyse(uri, "settings")
+                self.analyse(uri, "settings")
         if not self.settings_ready.is_set() or changed:
             asyncio.get_running_loop().create_task(self.scheduler.warm_up())
         self.settings_ready.set()
@@ -189,7 +200,7 @@ class KernelscopeServer(LanguageServer):
 
     # -- analyses ---------------------------------------------------------------------------
 
-    def _analyse(self, uri: str, reason, **how: Any) -> asyncio.Future | None:
+    def analyse(self, uri: str, reason, **how: Any) -> asyncio.Future | None:
         """Schedule an analysis (with the file's report, if one is attached); `how`: Scheduler.request's
         `immediate`/`use_cache`. Returns the future of its final Outcome, or None when nothing was scheduled."""
         path = to_fs_path(uri)
@@ -201,7 +212,8 @@ class KernelscopeServer(LanguageServer):
             self.scheduler.cancel(uri)
             return
         attached = self.measured.report(uri)
-        actions.VERIFIER.cancel(uri)  # its fixes are verified again once the new result is in
+        for f in self.features:
+            f.analysis_requested(uri)
         return self.scheduler.request(uri, Path(path), reason, report=attached.path if attached else None,
                                       report_source=attached.source_sha256 if attached else None, **how)
 
@@ -209,7 +221,7 @@ class KernelscopeServer(LanguageServer):
         name = Path(to_fs_path(o.uri) or o.uri).name
         payload: dict[str, Any] = {"uri": o.uri, "reason": o.reason, "seconds": round(o.seconds, 4),
                                    "compilerRuns": self.scheduler.stats.compiler_runs}
-        publish = measured.review(self, o)  # a refused report: already shown, the model is on its way
+        publish = self.measured.review(o)  # a refused report: already shown, the model is on its way
         if o.error is not None:
             log.error("%s: %s", name, o.error)
             if not publish:
@@ -235,17 +247,22 @@ class KernelscopeServer(LanguageServer):
         self.protocol.notify("kernelscope/analysisFinished", {
             **payload, "cache": cache, "compiled": o.result.compiled, "diagnostics": n, "depth": o.result.depth,
             "kind": provenance_kind(o.result), "measuredKernels": len(measured.measured_kernels(o))})
+        self.refresh_lenses()
+        ws = self.client_capabilities.workspace
+        if ws is not None and ws.inlay_hint is not None and ws.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
+        for f in self.features:
+            f.result_shown(o.uri, o.result)
+
+    def refresh_lenses(self) -> None:
+        """Ask the client for the code lenses again (their titles carry verified figures)."""
         ws = self.client_capabilities.workspace
         if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)
-        if ws is not None and ws.inlay_hint is not None and ws.inlay_hint.refresh_support:
-            self.workspace_inlay_hint_refresh(None)
-        if o.result.depth == "full":  # verified by default, in the background (features/actions.py)
-            asyncio.get_running_loop().create_task(actions.verify_in_background(self, o.uri))
 
     def publish(self, uri: str) -> int:
         view = self.view(uri)
-        diags = diagnostics.build(view, uri, actions.VERIFIER.shown(view.result)) if view is not None else []
+        diags = diagnostics.build(view, uri, self.actions.shown(view.result)) if view is not None else []
         doc = self.docs.get(uri)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, diagnostics=diags, version=doc.doc.version if doc else None))
@@ -310,7 +327,7 @@ server = KernelscopeServer()
 def initialize(ls: KernelscopeServer, params: types.InitializeParams) -> None:
     ls.init_options = params.initialization_options
     if isinstance(ls.init_options, dict):
-        ls.measured.trusted = ls.init_options.get("workspaceTrusted") is True
+        ls.trusted = ls.init_options.get("workspaceTrusted") is True
 
 
 @server.feature(types.INITIALIZED)
@@ -352,7 +369,9 @@ def shutdown(ls: KernelscopeServer, params: None) -> None:
 def did_open(ls: KernelscopeServer, params: types.DidOpenTextDocumentParams) -> None:
     td = params.text_document
     ls.docs[td.uri] = TrackedDocument.open(td.uri, td.text, td.version, ls.workspace.position_codec)
-    ls._analyse(td.uri, "open")
+    for f in ls.features:
+        f.document_open(td.uri)
+    ls.analyse(td.uri, "open")
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -363,6 +382,8 @@ def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams)
     for change in params.content_changes:
         doc.change(change)
     doc.doc.version = params.text_document.version
+    for f in ls.features:
+        f.document_change(params.text_document.uri)
     if doc.view is not None:
         ls.schedule_republish(params.text_document.uri)
 
@@ -370,21 +391,18 @@ def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams)
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
 def did_save(ls: KernelscopeServer, params: types.DidSaveTextDocumentParams) -> None:
     uri = params.text_document.uri
-    profile = ls.settings.profile
-    if profile is not None and profile.on_save and uri in ls.docs:
-        # The new profile replaces the attached report, which described the file before this save.
-        ls.measured.reports.pop(uri, None)
-        asyncio.get_running_loop().create_task(measured.profile_now(ls, uri, quiet_refusal=True))
-    ls._analyse(uri, "save")
+    for f in ls.features:
+        f.document_save(uri)
+    ls.analyse(uri, "save")
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.scheduler.cancel(uri)
-    actions.VERIFIER.cancel(uri)
+    for f in ls.features:
+        f.document_close(uri)
     ls.docs.pop(uri, None)
-    ls.measured.forget(uri)
     if (h := ls._republish.pop(uri, None)) is not None:
         h.cancel()
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
@@ -406,7 +424,7 @@ def on_code_lens(ls: KernelscopeServer, params: types.CodeLensParams) -> list[ty
     view = ls.view(params.text_document.uri)
     if view is None or not ls.settings.code_lens:
         return []
-    return lens.build(view, params.text_document.uri)
+    return lens.build(view, params.text_document.uri, ls.actions.shown(view.result))
 
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
@@ -424,8 +442,8 @@ def on_code_action(ls: KernelscopeServer, params: types.CodeActionParams) -> lis
     doc = ls.docs.get(uri)
     if doc is None or doc.view is None:
         return []
-    return actions.build(doc.view, uri, doc.doc.version, params.range,
-                         actions.supports_snippets(ls.client_capabilities))
+    return ls.actions.build(doc.view, uri, doc.doc.version, params.range,
+                            actions.supports_snippets(ls.client_capabilities))
 
 
 @server.command(lens.SHOW_REPORT)
@@ -457,7 +475,7 @@ def _require_arguments(command: str, *args: Any) -> None:
 async def verify_advice(ls: KernelscopeServer, uri: str | None = None, advice_id: str | None = None
                         ) -> dict[str, Any] | None:
     _require_arguments(actions.VERIFY, uri, advice_id)
-    v = await actions.verify_command(ls, uri, advice_id)
+    v = await ls.actions.verify_command(uri, advice_id)
     if v is not None:
         # A code action's command result is dropped by clients (Neovim, VS Code): say the figure.
         kind = types.MessageType.Warning if v["status"] == "does_not_compile" else types.MessageType.Info
@@ -489,7 +507,7 @@ def analyze_now(ls: KernelscopeServer, uri: str | None = None, *flags: Any) -> d
     no_cache = bool(flags) and isinstance(flags[0], dict) and flags[0].get("noCache") is True
     if uri not in ls.docs:
         raise FeatureRequestError(f"kernelscope: {uri} is not open")
-    scheduled = ls._analyse(uri, "command", immediate=True, use_cache=not no_cache) is not None
+    scheduled = ls.analyse(uri, "command", immediate=True, use_cache=not no_cache) is not None
     return {"scheduled": scheduled}
 
 
@@ -497,20 +515,20 @@ def analyze_now(ls: KernelscopeServer, uri: str | None = None, *flags: Any) -> d
 async def load_report(ls: KernelscopeServer, uri: str | None = None, report_path: str | None = None
                       ) -> dict[str, Any]:
     _require_arguments(measured.LOAD_REPORT, uri, report_path)
-    return await measured.load_report(ls, uri, report_path)
+    return await ls.measured.load_report(uri, report_path)
 
 
 @server.command(measured.PROFILE_NOW)
 async def profile_now(ls: KernelscopeServer, uri: str | None = None) -> dict[str, Any]:
     _require_arguments(measured.PROFILE_NOW, uri)
-    return await measured.profile_now(ls, uri)
+    return await ls.measured.profile_now(uri)
 
 
 def _trusted(ls: KernelscopeServer, params: Any) -> None:
     value = params.get("workspaceTrusted", True) if isinstance(params, dict) else \
         getattr(params, "workspaceTrusted", True)
-    ls.measured.trusted = value is True
-    log.info("workspace trust: %s", "granted" if ls.measured.trusted else "withdrawn")
+    ls.trusted = value is True
+    log.info("workspace trust: %s", "granted" if ls.trusted else "withdrawn")
     ls.apply_settings()  # what the trust model held back (or now holds back) takes effect before the next request
 
 
@@ -558,6 +576,9 @@ def main(argv: list[str] | None = None) -> int:
     # loop waits for the GIL up to one switch interval per hand-over. 1 ms instead of 5 ms keeps
     # hovers during an analysis well under 50 ms at a negligible cost in analysis throughput.
     sys.setswitchinterval(0.001)
+    # The server lives long: the analysis stages load once, here, not on a thread during the first
+    # analysis (where they would slow the event loop's replies while it runs).
+    application.load_stages()
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         server.start_tcp(host or "127.0.0.1", int(port))

@@ -27,20 +27,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from kernelscope.analysis import pipeline
-from kernelscope.analysis.errors import USER_ERRORS
-from kernelscope.analysis.options import AnalysisOptions
-from kernelscope.analysis.measure.errors import MeasurementError, StaleReportError
-from kernelscope.analysis.process import CancelToken, Cancelled
-from kernelscope.analysis.results import AnalysisResult
-from kernelscope.analysis.frontend.toolchain import Toolchain
+from kernelscope.analysis import application
+from kernelscope.analysis.application import (USER_ERRORS, AnalysisOptions, AnalysisResult, CancelToken, Cancelled,
+                                              MeasurementError, StaleReportError, Toolchain)
 
 from .cache import ResultCache
 from .settings import Settings
-
-# The server lives long: the analysis stages load once, here, not on a thread during the first
-# analysis (where they would slow the event loop's replies while it runs).
-pipeline.load_late_stages()
 
 log = logging.getLogger("kernelscope.server.scheduler")
 
@@ -119,8 +111,7 @@ class Scheduler:
         self._settings = settings
         self._ready = ready
         self._cache = cache
-        # Looked up at call time so the pipeline module can be reloaded/patched in development.
-        self._analyze = analyze
+        self._analyze = analyze or application.analyse
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kernelscope-analysis")
         self._jobs: dict[str, _Job] = {}
         self._last_request: dict[str, float] = {}
@@ -261,13 +252,13 @@ class Scheduler:
         """(cache key, file text, the Outcome on a hit or None)."""
         data: bytes = await self._in_thread(path.read_bytes)
         text = data.decode("utf-8", errors="replace")
-        if job.report_source is not None and pipeline.source_digest(data) != job.report_source:
+        if job.report_source is not None and application.source_digest(data) != job.report_source:
             # The report was checked against other content; only the file's own text can vouch for a
             # report without embedded source, so a changed file ends its use.
             raise StaleReportError(f"{path.name} changed since {job.report.name if job.report else 'the report'} "
                                    "was loaded")
         # Headers count: editing a local header must not serve the result computed before the edit.
-        digest = await self._in_thread(pipeline.input_digest, path, settings.analysis, toolchain)
+        digest = await self._in_thread(application.input_digest, path, settings.analysis, toolchain)
         if job.report is not None:
             # A measured result depends on the report file as well; a replaced report is a new key.
             digest = hashlib.sha256(f"{digest}\0{await self._in_thread(_file_identity, job.report)}".encode()).hexdigest()
@@ -296,7 +287,7 @@ class Scheduler:
         key = (opts.model_dump_json(include={"nvcc_path", "compile_commands"}),
                str(path) if opts.compile_commands else None)
         if key not in self._toolchains:
-            self._toolchains[key] = await self._in_thread(pipeline.resolve_toolchain, path, opts)
+            self._toolchains[key] = await self._in_thread(application.resolve_toolchain, path, opts)
         return self._toolchains[key]
 
     async def _compile(self, job: _Job, path: Path, settings: Settings, toolchain: Toolchain,
@@ -312,7 +303,7 @@ class Scheduler:
             if not job.cancelled:
                 loop.call_soon_threadsafe(publish_quick, quick)
 
-        analyze = self._analyze or pipeline.analyze
+        analyze = self._analyze
         self.stats.compiler_runs += 1
         self.stats.running += 1
         job.in_executor = True
@@ -352,11 +343,9 @@ def _with_capture(path: Path, settings: Settings, cancel) -> AnalysisOptions:
         update={"workers_only": True})})
     if not settings.capture.enabled:
         return options
-    from kernelscope.analysis.capture.run import with_capture
-
     c = settings.capture
-    outcome = with_capture(path, options, argv=c.args, time_limit=c.timeout_s,
-                           launches_per_kernel=c.launches_per_kernel, cancel=cancel)
+    outcome = application.capture_launches(path, options, argv=c.args, time_limit=c.timeout_s,
+                                           launches_per_kernel=c.launches_per_kernel, cancel=cancel)
     if outcome.message:
         log.info("%s: %s", path.name, outcome.message)
     return outcome.options

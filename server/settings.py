@@ -28,9 +28,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 
-from kernelscope.analysis.frontend.flag_policy import ALLOWED, refused_flag
-from kernelscope.analysis.measure.target import ProfileTarget, RemoteWrapper
-from kernelscope.analysis.options import AnalysisOptions, LaunchHint
+from kernelscope.analysis.application import (ALLOWED, AnalysisOptions, LaunchHint, ProfileTarget, RemoteWrapper,
+                                              refused_flag)
 
 SECTION = "kernelscope"
 

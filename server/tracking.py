@@ -21,7 +21,7 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec, ServerTextPosition, ServerTextRange
 from pygls.workspace.text_document import TextDocument
 
-from kernelscope.analysis.results import AnalysisResult
+from kernelscope.analysis.application import AnalysisResult
 
 
 def split_lines(text: str) -> list[str]:

@@ -15,23 +15,19 @@ not compile or that the re-model predicts to be slower.
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
+from ..cache import DiskCache
 from ..errors import KernelscopeError
-from ..files import read_regular
 from ..frontend.source import parse_source
-from ..frontend.toolchain import Toolchain, find_compile_command
+from ..frontend.toolchain import find_compile_command
 from ..options import AnalysisOptions
-from ..pipeline import analyze, resolve_toolchain, source_digest
 from ..process import CancelToken
 from ..results import AnalysisResult, KernelReport
 from .advice import Advice, Fix, FixKind, SourceEdit
@@ -50,6 +46,9 @@ Status = Literal["verified", "slower", "does_not_compile", "no_change"]
 
 #: measure(source file, kernel name) -> seconds on the measured target (e.g. an ncu run).
 Measure = Callable[[Path, str], float]
+#: remodel(file, options) -> its analysis: what the application layer hands in (analysis/application.py),
+#: so that this stage never calls the pipeline that runs it
+Remodel = Callable[[Path, AnalysisOptions], AnalysisResult]
 
 
 class VerifyError(KernelscopeError):
@@ -90,61 +89,11 @@ def verification_key(source_sha256: str, advice_id: str, digest: str, options: A
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-class VerificationCache:
-    """Verifications in memory (LRU) and, with a directory, on disk as one JSON file per key.
-
-    Disk writes are atomic (a temp file renamed over the entry), so a reader never sees half an
-    entry; an entry that does not parse is ignored and recomputed."""
+class VerificationCache(DiskCache[Verification]):
+    """Verifications in memory and, with a directory, on disk as one JSON file per key (analysis/cache.py)."""
 
     def __init__(self, directory: Path | None = None, max_memory: int = 512) -> None:
-        self.directory = directory
-        self._memory: OrderedDict[str, Verification] = OrderedDict()
-        self._max = max_memory
-        self._lock = threading.Lock()
-
-    def _path(self, key: str) -> Path | None:
-        return self.directory / f"{key}.json" if self.directory is not None else None
-
-    def get(self, key: str) -> Verification | None:
-        with self._lock:
-            if key in self._memory:
-                self._memory.move_to_end(key)
-                return self._memory[key]
-        path = self._path(key)
-        if path is None:
-            return None
-        try:
-            # not a FIFO, device or symlink planted under the entry's name (files.py)
-            found = Verification.model_validate_json(read_regular(path, _MAX_ENTRY_BYTES, follow_symlinks=False))
-        except (OSError, ValueError, ValidationError):
-            return None  # missing or corrupt: recompute
-        self._remember(key, found)
-        return found
-
-    def put(self, key: str, v: Verification) -> None:
-        self._remember(key, v)
-        path = self._path(key)
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(v.model_dump_json().encode())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-        except OSError:
-            pass  # a read-only cache directory costs time, not correctness
-
-    def _remember(self, key: str, v: Verification) -> None:
-        with self._lock:
-            self._memory[key] = v
-            self._memory.move_to_end(key)
-            while len(self._memory) > self._max:
-                self._memory.popitem(last=False)
+        super().__init__(Verification, directory, max_entry_bytes=_MAX_ENTRY_BYTES, memory_entries=max_memory)
 
 
 # ---------------------------------------------------------------------------- verification
@@ -193,27 +142,26 @@ def _describe_mix(delta: Mapping[str, int]) -> str:
     return f"; SASS {', '.join(moved)}" if moved else "; identical SASS instruction mix"
 
 
-def verify(source: Path, advice: Advice, options: AnalysisOptions, *, cancel: CancelToken | None = None,
-           toolchain: Toolchain | None = None, baseline: AnalysisResult | None = None,
-           measure: Measure | None = None, cache: VerificationCache | None = None,
-           fast_math: bool = False) -> Verification:
-    """Apply `advice`'s fix to a shadow copy of `source`, recompile, re-model, and compare.
+def verify(source: Path, advice: Advice, options: AnalysisOptions, *, remodel: Remodel, toolchain_version: str,
+           baseline: AnalysisResult | None = None, measure: Measure | None = None,
+           cache: VerificationCache | None = None, fast_math: bool = False) -> Verification:
+    """Apply `advice`'s fix to a shadow copy of `source`, recompile, re-model (`remodel`: the
+    analysis the caller runs, with the toolchain of version `toolchain_version`), and compare.
 
     `baseline` is the analysis of `source` as it is (reused when its digest matches the file,
     recomputed otherwise). Raises VerifyError when the advice has no mechanical fix, and the
-    pipeline's setup errors (toolchain, arch) as `analyze` does."""
+    pipeline's setup errors (toolchain, arch) as `remodel` does."""
     start = time.perf_counter()
     source = source.resolve()
     data = source.read_bytes()
-    digest = source_digest(data)
+    digest = hashlib.sha256(data).hexdigest()  # as results.source_sha256
     text = data.decode("utf-8", errors="replace")
     fix = fix_for(advice, parse_source(text), text, fast_math=fast_math)
     if fix is None:
         raise VerifyError(f"advice {advice.id} ({advice.title}) has no mechanical fix to verify; it is guidance")
-    toolchain = toolchain or resolve_toolchain(source, options)
-    key = verification_key(digest, advice.id, fix_digest(fix), options, toolchain.version)
+    key = verification_key(digest, advice.id, fix_digest(fix), options, toolchain_version)
     if cache is not None and (hit := cache.get(key)) is not None:
-        return hit.model_copy(update={"from_cache": True})
+        return hit[0].model_copy(update={"from_cache": True})
 
     def done(**fields) -> Verification:
         v = Verification(advice_id=advice.id, kernel=advice.kernel_name, fix_kind=fix.kind, fix_digest=fix_digest(fix),
@@ -228,17 +176,14 @@ def verify(source: Path, advice: Advice, options: AnalysisOptions, *, cancel: Ca
     except EditError as e:
         return done(compiles=False, compiler_errors=(f"{source}: the edit does not apply: {e}",),
                     status="does_not_compile", reason=f"the edit does not apply to the file: {e}")
-    # Only the kernel's predicted duration is compared: it comes from the first emulation, which
-    # "quick" runs exactly as "full" does (sensitivity and what-if sweeps are not needed here).
     if baseline is None or baseline.source_sha256 != digest:
-        baseline = analyze(source, options, cancel=cancel, toolchain=toolchain, depth="quick")
+        baseline = remodel(source, options)
     before = _kernel(baseline, advice)
 
     with tempfile.TemporaryDirectory(prefix="kernelscope-verify-") as work:
         shadow = Path(work) / source.name
         shadow.write_text(new_text, encoding="utf-8", errors="surrogateescape")
-        after_result = analyze(shadow, _shadow_options(source, options), cancel=cancel, toolchain=toolchain,
-                               depth="quick")
+        after_result = remodel(shadow, _shadow_options(source, options))
         new_errors = [e for e in _errors(after_result)
                       if e[2] not in {m for _, _, m in _errors(baseline)}]
         if not after_result.compiled or new_errors:
@@ -303,9 +248,9 @@ def with_verifications(advice: Iterable[Advice],
     return tuple(out)
 
 
-def verify_all(source: Path, result: AnalysisResult, options: AnalysisOptions, *, limit: int,
-               cancel: CancelToken | None = None, toolchain: Toolchain | None = None,
-               cache: VerificationCache | None = None, fast_math: bool = False,
+def verify_all(source: Path, result: AnalysisResult, options: AnalysisOptions, *, limit: int, remodel: Remodel,
+               toolchain_version: str, cancel: CancelToken | None = None, cache: VerificationCache | None = None,
+               fast_math: bool = False,
                on_each: Callable[[Verification], None] | None = None) -> tuple[Verification, ...]:
     """Verify the `limit` advice with a mechanical fix that promise the most (issue 15: verified by
     default). Each verification is one quick analysis of a shadow copy; `cancel` stops between them."""
@@ -320,8 +265,8 @@ def verify_all(source: Path, result: AnalysisResult, options: AnalysisOptions, *
     for a in sorted(fixed, key=lambda a: -a.estimate.inputs.get("uncapped", a.estimate.speedup))[:limit]:
         if cancel is not None:
             cancel.check()
-        v = verify(source, a, options, cancel=cancel, toolchain=toolchain, baseline=result, cache=cache,
-                   fast_math=fast_math)
+        v = verify(source, a, options, remodel=remodel, toolchain_version=toolchain_version, baseline=result,
+                   cache=cache, fast_math=fast_math)
         out.append(v)
         if on_each is not None:
             on_each(v)

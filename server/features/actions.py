@@ -1,4 +1,5 @@
-"""Code actions: `analysis.verify.rank_actions` decides, this module translates to LSP.
+"""Code actions: the application layer ranks them (`application.action_plans`), this module
+translates them to LSP, and `CodeActions` keeps the verifications they show.
 
 A quick fix per advice whose edit is safe to offer (titled with its verified and estimated
 speedup), a "Verify" action for fixes not yet verified, and an "Explain" guidance action for
@@ -11,21 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import hashlib
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
-from kernelscope.analysis.advisor.advice import Advice, Fix, SourceEdit
-from kernelscope.analysis.advisor.fixes import attach_fixes, plain_text
-from kernelscope.analysis.options import AnalysisOptions
-from kernelscope.analysis.results import AnalysisResult
-from kernelscope.analysis.process import CancelToken, Cancelled
-from kernelscope.analysis.advisor.verify import (ActionPlan, Verification, VerificationCache, rank_actions, verify, verify_all,
-                                         with_verifications)
+from kernelscope.analysis import application
+from kernelscope.analysis.application import (ActionPlan, Advice, AnalysisResult, CancelToken, Cancelled, Fix,
+                                              SourceEdit, Verification, VerificationCache, plain_text)
 
+from ..feature import LanguageFeature
 from ..tracking import ResultView
 from . import diagnostics
 
@@ -34,8 +32,8 @@ log = logging.getLogger(__name__)
 EXPLAIN = "kernelscope.explain"
 VERIFY = "kernelscope.verifyAdvice"
 
-__all__ = ["EXPLAIN", "VERIFY", "VERIFIER", "build", "plain_text", "plans", "supports_snippets", "verify_command",
-           "verify_in_background"]
+__all__ = ["EXPLAIN", "VERIFY", "CodeActions", "build", "plain_text", "supports_snippets"]
+
 
 def supports_snippets(caps: types.ClientCapabilities) -> bool:
     ws = caps.workspace
@@ -76,64 +74,82 @@ def _overlaps(a: types.Range, b: types.Range) -> bool:
         (b.start.line, b.start.character) <= (a.end.line, a.end.character)
 
 
-class Verifier:
-    """The server's verifications: a cache (memory, and disk once `configure`d) and the latest
-    outcome per (file digest, advice id), which code actions read."""
+class CodeActions(LanguageFeature):
+    """The code actions and the verification of their fixes (issue 15: verified by default): a cache
+    (memory, and disk under the server's cache folder), the latest outcome per (file digest, advice
+    id), and the background batch running per file."""
 
-    def __init__(self) -> None:
+    def __init__(self, server) -> None:
+        super().__init__(server)
         self.cache = VerificationCache()
         self._latest: dict[tuple[str, str], Verification] = {}
         self._fixed: dict[tuple, tuple[Advice, ...]] = {}
         self._batches: dict[str, CancelToken] = {}  # uri -> the background verification running for it
         self._lock = threading.Lock()
 
-    def configure(self, directory: Path | None) -> None:
-        if directory != self.cache.directory:
-            self.cache = VerificationCache(directory)
+    # -- lifecycle ----------------------------------------------------------------------------
 
-    def for_result(self, result: AnalysisResult) -> dict[str, Verification]:
+    def analysis_requested(self, uri: str) -> None:
+        self._cancel(uri)  # its fixes are verified again once the new result is in
+
+    def document_close(self, uri: str) -> None:
+        self._cancel(uri)
+
+    def shutdown(self) -> None:
+        """Every batch stops (its compiler's process group is killed)."""
         with self._lock:
-            return {aid: v for (sha, aid), v in self._latest.items() if sha == result.source_sha256}
+            batches, self._batches = list(self._batches.values()), {}
+        for token in batches:
+            token.cancel()
+
+    def result_shown(self, uri: str, result: AnalysisResult) -> None:
+        if result.depth == "full":  # verified by default, in the background
+            asyncio.get_running_loop().create_task(self.verify_in_background(uri))
+
+    # -- what the editor shows ----------------------------------------------------------------
 
     def advice(self, result: AnalysisResult, fast_math: bool = False) -> tuple[Advice, ...]:
-        """The result's advice with the fixes `fixes.fix_for` completes (block size with grid, hoisted
-        load, tiling template). Those need the analysed text: the file on disk while it still has
-        the analysed digest; otherwise the optimizers' own fixes."""
+        """The result's advice with its completed fixes (application.fixed_advice), kept per result."""
         # one source can have several results (modeled, then measured): their advice differs
         key = (result.source_sha256, fast_math, tuple((a.id, a.provenance, a.estimate.speedup) for a in result.advice))
         with self._lock:
             if key in self._fixed:
                 return self._fixed[key]
-        try:
-            data = Path(result.source).read_bytes()
-        except OSError:
-            data = b""
-        if hashlib.sha256(data).hexdigest() != result.source_sha256:
-            return result.advice
-        fixed = attach_fixes(result.advice, data.decode("utf-8", errors="replace"), fast_math=fast_math)
+        fixed = application.fixed_advice(result, fast_math)
         with self._lock:
             if len(self._fixed) > 64:
                 self._fixed.clear()
             self._fixed[key] = fixed
         return fixed
 
-    def run(self, result: AnalysisResult, advice: Advice, options: AnalysisOptions, fast_math: bool = False
-            ) -> Verification:
-        """Blocking (compiles): call it from an executor."""
-        v = verify(Path(result.source), advice, options, baseline=result, cache=self.cache, fast_math=fast_math)
-        self._remember(result, v)
-        return v
+    def for_result(self, result: AnalysisResult) -> dict[str, Verification]:
+        with self._lock:
+            return {aid: v for (sha, aid), v in self._latest.items() if sha == result.source_sha256}
+
+    def shown(self, result: AnalysisResult) -> tuple[Advice, ...]:
+        """The result's advice as the editor shows it: with each fix's re-modeled figure, or marked as
+        having no modeled gain."""
+        return application.shown_advice(result, self.for_result(result), advice=self.advice(result))
+
+    def plans(self, view: ResultView, fast_math: bool = False) -> list[ActionPlan]:
+        return application.action_plans(self.advice(view.result, fast_math), self.for_result(view.result))
+
+    def build(self, view: ResultView, uri: str, version: int | None, requested: types.Range,
+              snippets: bool) -> list[types.CodeAction]:
+        return build(view, uri, version, requested, snippets, self.plans(view))
+
+    # -- verification -------------------------------------------------------------------------
 
     def _remember(self, result: AnalysisResult, v: Verification) -> None:
         with self._lock:
             self._latest[(result.source_sha256, v.advice_id)] = v
 
-    def shown(self, result: AnalysisResult) -> tuple[Advice, ...]:
-        """The result's advice as the editor shows it: with each fix's re-modeled figure, or marked as
-        having no modeled gain (issue 15: verified by default)."""
-        return with_verifications(self.advice(result), self.for_result(result))
+    def _configure(self) -> None:
+        directory = self.server.cache_dir() / "verify"
+        if directory != self.cache.directory:
+            self.cache = VerificationCache(directory)
 
-    def start(self, uri: str) -> CancelToken:
+    def _start(self, uri: str) -> CancelToken:
         """A new background batch for `uri`; the previous one is cancelled."""
         token = CancelToken()
         with self._lock:
@@ -142,40 +158,81 @@ class Verifier:
             old.cancel()
         return token
 
-    def cancel(self, uri: str) -> None:
+    def _cancel(self, uri: str) -> None:
         with self._lock:
             old = self._batches.pop(uri, None)
         if old is not None:
             old.cancel()
 
-    def cancel_all(self) -> None:
-        """Shutdown: every batch stops (its compiler's process group is killed)."""
-        with self._lock:
-            batches, self._batches = list(self._batches.values()), {}
-        for token in batches:
-            token.cancel()
+    async def verify_in_background(self, uri: str) -> None:
+        """After a full result, the fixes of its most promising advice are re-modeled one after
+        another; each outcome republishes the file's diagnostics and lenses. A newer analysis of the
+        file (or closing it) cancels the batch between two compiles."""
+        ls = self.server
+        settings = ls.settings.verify
+        view = ls.view(uri)
+        if not settings.enabled or settings.max_fixes <= 0 or view is None or view.result.depth != "full" \
+                or not view.result.compiled:
+            return
+        result = view.result
+        self._configure()
+        token = self._start(uri)
+        loop = asyncio.get_running_loop()
 
-    def verify_all(self, result: AnalysisResult, options: AnalysisOptions, limit: int, token: CancelToken,
-                   on_each) -> None:
-        """Blocking: the background batch (analysis.verify.verify_all), each outcome remembered."""
-        def each(v: Verification) -> None:
+        def each(v: Verification) -> None:  # on the worker thread
             self._remember(result, v)
-            on_each(v)
+            loop.call_soon_threadsafe(self._refresh, uri, result.source_sha256)
 
-        verify_all(Path(result.source), result, options, limit=limit, cancel=token, cache=self.cache, on_each=each)
+        try:
+            await loop.run_in_executor(None, lambda: application.verify_fixes(
+                Path(result.source), result, ls.settings.analysis, limit=settings.max_fixes, cancel=token,
+                cache=self.cache, on_each=each))
+        except Cancelled:
+            return
+        except Exception:  # a verification that fails must not take the server down; the estimate stays
+            log.exception("background verification of %s failed", uri)
+
+    def _refresh(self, uri: str, sha256: str) -> None:
+        view = self.server.view(uri)
+        if uri not in self.server.docs or view is None or view.result.source_sha256 != sha256:
+            return  # a newer result is on its way
+        self.server.publish(uri)
+        self.server.refresh_lenses()
+
+    async def verify_command(self, uri: str, advice_id: str) -> dict[str, Any] | None:
+        """`kernelscope.verifyAdvice [uri, advice id]`: verify in the background, then refresh what shows it.
+
+        Returns the Verification as JSON (the client may show `reason`), or None for an unknown id."""
+        ls = self.server
+        view = ls.view(uri)
+        if view is None:
+            return None
+        found = next((a for a in self.advice(view.result) if a.id == advice_id), None)
+        if found is None or found.fix is None:
+            return None
+        self._configure()
+        result, options = view.result, ls.settings.analysis
+
+        def run() -> Verification:  # blocking: it compiles
+            v = application.verify_fix(Path(result.source), found, options, baseline=result, cache=self.cache)
+            self._remember(result, v)
+            return v
+
+        v = await asyncio.get_running_loop().run_in_executor(None, run)
+        if uri in ls.docs:
+            ls.publish(uri)
+            ls.refresh_lenses()
+        return v.model_dump(mode="json")
 
 
-VERIFIER = Verifier()
-
-
-def plans(view: ResultView, fast_math: bool = False) -> list[ActionPlan]:
-    return rank_actions(VERIFIER.advice(view.result, fast_math), VERIFIER.for_result(view.result))
-
-
-def build(view: ResultView, uri: str, version: int | None, requested: types.Range,
-          snippets: bool, fast_math: bool = False) -> list[types.CodeAction]:
+def build(view: ResultView, uri: str, version: int | None, requested: types.Range, snippets: bool,
+          plans: Sequence[ActionPlan] | None = None) -> list[types.CodeAction]:
+    """The code actions on `requested`; `plans`: as ranked with what verification said (default: the
+    advice's own estimates, nothing verified yet)."""
     out: list[types.CodeAction] = []
-    for plan in plans(view, fast_math):
+    if plans is None:
+        plans = application.action_plans(application.fixed_advice(view.result), ())
+    for plan in plans:
         a = plan.advice
         diag = diagnostics.advice_diagnostic(view, uri, a)
         if diag is None:
@@ -202,60 +259,3 @@ def build(view: ResultView, uri: str, version: int | None, requested: types.Rang
             title=f"Explain: {plan.title}{withheld}", kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
             command=types.Command(title=f"Explain: {a.title}", command=EXPLAIN, arguments=[uri, a.id])))
     return out
-
-
-async def verify_in_background(ls: Any, uri: str) -> None:
-    """Verified by default (issue 15): after a full result, the fixes of its most promising advice are
-    re-modeled one after another; each outcome republishes the file's diagnostics and lenses. A newer
-    analysis of the file (or closing it) cancels the batch between two compiles."""
-    settings = ls.settings.verify
-    view = ls.view(uri)
-    if not settings.enabled or settings.max_fixes <= 0 or view is None or view.result.depth != "full" \
-            or not view.result.compiled:
-        return
-    result = view.result
-    VERIFIER.configure(ls.cache_dir() / "verify")
-    token = VERIFIER.start(uri)
-    loop = asyncio.get_running_loop()
-
-    def republish(_: Verification) -> None:  # on the worker thread
-        loop.call_soon_threadsafe(_refresh, ls, uri, result.source_sha256)
-
-    try:
-        await loop.run_in_executor(None, VERIFIER.verify_all, result, ls.settings.analysis, settings.max_fixes,
-                                   token, republish)
-    except Cancelled:
-        return
-    except Exception:  # a verification that fails must not take the server down; the estimate stays
-        log.exception("background verification of %s failed", uri)
-
-
-def _refresh(ls: Any, uri: str, sha256: str) -> None:
-    view = ls.view(uri)
-    if uri not in ls.docs or view is None or view.result.source_sha256 != sha256:
-        return  # a newer result is on its way
-    ls.publish(uri)
-    ws = ls.client_capabilities.workspace
-    if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
-        ls.workspace_code_lens_refresh(None)
-
-
-async def verify_command(ls: Any, uri: str, advice_id: str) -> dict[str, Any] | None:
-    """`kernelscope.verifyAdvice [uri, advice id]`: verify in the background, then refresh what shows it.
-
-    Returns the Verification as JSON (the client may show `reason`), or None for an unknown id."""
-    view = ls.view(uri)
-    if view is None:
-        return None
-    found = next((a for a in VERIFIER.advice(view.result) if a.id == advice_id), None)
-    if found is None or found.fix is None:
-        return None
-    VERIFIER.configure(ls.cache_dir() / "verify")
-    loop = asyncio.get_running_loop()
-    v = await loop.run_in_executor(None, VERIFIER.run, view.result, found, ls.settings.analysis)
-    if uri in ls.docs:
-        ls.publish(uri)
-        ws = ls.client_capabilities.workspace
-        if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
-            ls.workspace_code_lens_refresh(None)
-    return v.model_dump(mode="json")

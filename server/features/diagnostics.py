@@ -7,11 +7,10 @@ import re
 
 from lsprotocol import types
 
-from kernelscope.analysis.advisor.advice import Advice
-from kernelscope.analysis.results import AnalysisResult, Message
+from kernelscope.analysis.application import Advice, AnalysisResult, Message
+from kernelscope.analysis.reports import docs
 
 from ..tracking import ResultView
-from . import docs
 
 SOURCE = "kernelscope"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.analysis.reports.chart import provenance_kind
+from kernelscope.analysis.reports import provenance_kind
 
 from ..tracking import ResultView
 from .inlay import hot_lines, top_reason

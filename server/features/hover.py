@@ -6,8 +6,9 @@ import re
 
 from lsprotocol import types
 
+from kernelscope.analysis.reports import markdown as render
+
 from ..tracking import ResultView
-from . import render
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from lsprotocol import types
 
-from kernelscope.analysis.results import KernelReport, LineReport
+from kernelscope.analysis.application import KernelReport, LineReport
 
 from ..tracking import ResultView
 

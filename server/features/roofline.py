@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.analysis.machine.arch import load_arch_specs
-from kernelscope.analysis.options import AnalysisOptions
-from kernelscope.analysis.reports.chart import provenance_kind, roofline_chart
-from kernelscope.analysis.results import AnalysisResult
+from kernelscope.analysis import application
+from kernelscope.analysis.application import AnalysisOptions, AnalysisResult
+from kernelscope.analysis.reports import provenance_kind
 
 ROOFLINE = "kernelscope.roofline"
 
@@ -23,7 +22,7 @@ def build(result: AnalysisResult, options: AnalysisOptions) -> dict[str, Any]:
     Blocking (reads the arch catalogue): call it from an executor.
     """
     return {
-        "svg": roofline_chart(result, load_arch_specs(options.arch_file)),
+        "svg": application.roofline_chart(result, options.arch_file),
         "kind": provenance_kind(result),
         "device": result.device,
         "kernels": [{"kernel": r.kernel, "name": r.name, "precision": r.precision, "bound": r.bound, "fraction": r.fraction,

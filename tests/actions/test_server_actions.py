@@ -22,7 +22,7 @@ def _all() -> types.Range:
 
 
 class _Server(SimpleNamespace):
-    """What verify_command uses of the language server."""
+    """What the code actions feature uses of the language server."""
 
     def view(self, uri):
         return self.doc.view
@@ -34,7 +34,7 @@ class _Server(SimpleNamespace):
         self.published.append(uri)
         return 0
 
-    def workspace_code_lens_refresh(self, params) -> None:
+    def refresh_lenses(self) -> None:
         self.refreshed += 1
 
 
@@ -47,22 +47,21 @@ def test_verify_command_then_titles_carry_the_verified_figure(toolchain, tmp_pat
     doc.attach(result, text, "miss")
     a = next(a for a in result.advice if a.optimizer == "thread_increase")
 
-    before = actions.build(doc.view, uri, 1, _all(), snippets=False)
+    ls = _Server(doc=doc, tmp=tmp_path, published=[], refreshed=0, docs={uri: doc},
+                 settings=SimpleNamespace(analysis=AnalysisOptions()))
+    feature = actions.CodeActions(ls)
+    before = feature.build(doc.view, uri, 1, _all(), snippets=False)
     fix = next(x for x in before if x.edit is not None and x.title.startswith("Change block size"))
     assert fix.title == f"Change block size (est. {a.estimate.speedup:.2f}×)"
     assert len(fix.edit.changes[uri]) == 3  # block, and the grid's two numbers
     verify_action = next(x for x in before if x.command is not None and x.command.command == actions.VERIFY)
     assert verify_action.command.arguments == [uri, a.id]
 
-    caps = types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(
-        code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True)))
-    ls = _Server(doc=doc, tmp=tmp_path, published=[], refreshed=0, docs={uri: doc},
-                 settings=SimpleNamespace(analysis=AnalysisOptions()), client_capabilities=caps)
-    out = asyncio.run(actions.verify_command(ls, uri, a.id))
+    out = asyncio.run(feature.verify_command(uri, a.id))
     assert out["status"] == "verified" and ls.published == [uri] and ls.refreshed == 1
     assert list((tmp_path / "verify").glob("*.json"))  # kept on disk for the next session
 
-    after = actions.build(doc.view, uri, 1, _all(), snippets=False)
+    after = feature.build(doc.view, uri, 1, _all(), snippets=False)
     fix = next(x for x in after if x.edit is not None and x.title.startswith("Change block size"))
     assert fix.title == f"Change block size (verified {out['verified_speedup']:.2f}×, est. {a.estimate.speedup:.2f}×)"
     assert not any(x.command is not None and x.command.command == actions.VERIFY and x.command.arguments[1] == a.id

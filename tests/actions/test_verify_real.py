@@ -20,7 +20,8 @@ from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.results import AnalysisResult
 from kernelscope.analysis.frontend.source import parse_source
-from kernelscope.analysis.advisor.verify import VerificationCache, VerifyError, rank_actions, verify
+from kernelscope.analysis.advisor.verify import VerificationCache, VerifyError, rank_actions
+from kernelscope.analysis.application import verify_fix as verify
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KERNELS = Path(__file__).resolve().parent / "kernels"

@@ -58,9 +58,9 @@ def test_every_data_file_is_installed():
 
 
 def test_the_docs_the_editor_links_to_are_installed():
-    """The hover links "GPA Eq. 2" to advisor.md (server/features/docs.py); a wheel carries the docs
+    """The hover links "GPA Eq. 2" to advisor.md (analysis/reports/docs.py); a wheel carries the docs
     as data files, where docs.py looks for them when there is no checkout around the package."""
-    from kernelscope.server.features import docs
+    from kernelscope.analysis.reports import docs
 
     data = _setuptools()["data-files"]
     (dest,) = [d for d, globs in data.items() if any(fnmatch.fnmatch("docs/advisor.md", g) for g in globs)]

@@ -16,7 +16,7 @@ from kernelscope.analysis.emulator.launch import GIVE_A_LAUNCH
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.analysis.reports.text import render_text
-from kernelscope.server.features import render
+from kernelscope.analysis.reports import markdown as render
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 PIPELINING = REAL / "learn-cuda-programming" / "cuda_pipelining.cu"

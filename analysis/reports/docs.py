@@ -22,6 +22,7 @@ OPTIMIZERS = "## 2. Optimizers"
 
 @lru_cache(maxsize=1)
 def docs_dir() -> Path | None:
+    # a checkout: docs/ beside the package's folders (analysis/reports/ -> the repository's root)
     for d in (Path(__file__).resolve().parents[2] / "docs", Path(sys.prefix) / INSTALLED):
         if (d / "advisor.md").is_file():
             return d

@@ -1,4 +1,7 @@
-"""Markdown shared by hovers, the report command and the explain command.
+"""The editor's Markdown: hovers, a kernel's report (`kernelscope.showReport`), an advice
+explained, a verification's one line. The language server wraps these in lsprotocol types; the
+facts they print are text.py's (launch, grid fill, assumed values) so the editor and the command
+line say the same thing.
 
 Every number says where it came from (modeled or measured, which device, which
 assumptions), because a modeled 30 % and a measured 30 % deserve different trust.
@@ -7,14 +10,17 @@ assumptions), because a modeled 30 % and a measured 30 % deserve different trust
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from kernelscope.analysis.advisor.advice import Advice
-from kernelscope.analysis.model_error import model_error
-from kernelscope.analysis.reports.text import assumed_values, grid_fill
-from kernelscope.analysis.results import AnalysisResult, KernelReport, LineReport
-from kernelscope.analysis.advisor.verify import Verification
-
+from ..advisor.advice import Advice
+from ..frontend.kernel_names import base_name
+from ..model_error import model_error
+from ..results import AnalysisResult, KernelReport, LineReport
 from . import docs
+from .text import assumed_values, grid_fill
+
+if TYPE_CHECKING:  # verification's module loads the fix machinery (tree-sitter): not for a hover
+    from ..advisor.verify import Verification
 
 #: SASS lines shown in a hover; a long unrolled line would otherwise fill the screen
 MAX_SASS = 16
@@ -27,7 +33,7 @@ def pct(x: float | None) -> str:
 
 def short_name(kernel: KernelReport) -> str:
     """`saxpy` for `saxpy(int, float, float const*, float*)`: the identifier a user types."""
-    return kernel.name.split("(")[0].split("<")[0].split("::")[-1].strip()
+    return base_name(kernel.name)
 
 
 def provenance(result: AnalysisResult) -> str:
@@ -152,7 +158,7 @@ def kernel_summary(result: AnalysisResult, kernel: KernelReport) -> str:
     facts = []
     k = kernel_kind(result, kernel)
     if kernel.bound:
-        facts.append(f"**{kernel.bound}-bound** ({k})")
+        facts.append(f"**{kernel.bound_label}** ({k})")
     if kernel.bottleneck:
         facts.append(f"bottleneck {kernel.bottleneck} (sensitivity, {k})")
     if kernel.roofline_fraction is not None:
