@@ -198,7 +198,7 @@ def test_coalescing_from_the_lanes_executed_addresses(toolchain, tmp_path):
     # loads' cost goes; `x[k]` on the same line (one address for the warp) is not counted
     assert (a.estimate.inputs["sectors"], a.estimate.inputs["ideal_sectors"]) == (32, 4)
     assert a.estimate.inputs["fraction"] == pytest.approx(1 - 4 / 32)
-    assert "accesses" in a.message and len(a.changes) < len(
+    assert len(a.changes) < len(
         [i for k in r.program.kernels for i in k.sass.instructions if i.opcode == "LDG" and i.line == a.lines[0]])
 
 

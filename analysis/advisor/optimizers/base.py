@@ -216,6 +216,14 @@ def kernel_line(ins: Instruction) -> int | None:
     return source_line_of(ins, outer.file)[1]
 
 
+def back_edges(instructions: Sequence[Instruction]) -> list[tuple[int, int]]:
+    """(head, latch) indices of each branch back to an earlier PC: the SASS loops, nested ones too."""
+    index_of = {i.pc: i.index for i in instructions}
+    return sorted({(index_of[b.branch_target], b.index) for b in instructions
+                   if b.opcode == "BRA" and b.branch_target is not None
+                   and index_of.get(b.branch_target, b.index) < b.index})
+
+
 def amdahl_bounded(estimate: Estimate, share: float) -> Estimate:
     """A line-local change cannot save more than the time on its lines: S ≤ 1/(1 − share) (Amdahl)."""
     bound = 1.0 / (1.0 - share) if share < 1.0 else float("inf")

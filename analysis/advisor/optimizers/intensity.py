@@ -13,7 +13,7 @@ from ...frontend.instructions import Instruction
 from ...machine.arch import Resource
 from .. import estimators
 from ..advice import Advice
-from .base import MatchContext, Optimizer, kernel_line, pct, provenance_note
+from .base import MatchContext, Optimizer, back_edges, kernel_line, pct, provenance_note
 
 #: multiply-adds, by the precision a tensor core takes them in
 _FMA = {"FFMA": "fp32", "HFMA2": "fp16", "FFMA2": "fp32"}
@@ -61,10 +61,7 @@ class InnerLoop:
 
 def inner_loops(instructions: tuple[Instruction, ...]) -> list[InnerLoop]:
     """The innermost loops of the kernel's SASS: a branch back to an earlier PC, over no other."""
-    index_of = {i.pc: i.index for i in instructions}
-    spans = sorted({(index_of[b.branch_target], b.index) for b in instructions
-                    if b.opcode == "BRA" and b.branch_target is not None
-                    and index_of.get(b.branch_target, b.index) < b.index})
+    spans = back_edges(instructions)
     inner = [(h, t) for h, t in spans if not any((h2, t2) != (h, t) and h <= h2 and t2 <= t for h2, t2 in spans)]
     return [InnerLoop(tuple(instructions[h:t + 1])) for h, t in inner]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...machine.occupancy import Occupancy, occupancy
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
-from .base import MatchContext, Optimizer, insert_edit, kernel_line, pct, provenance_note
+from .base import MatchContext, Optimizer, back_edges, insert_edit, kernel_line, pct, provenance_note
 
 #: R_I assumed when there is no profile at all (no emulation): a warp issues one slot in four.
 DEFAULT_ISSUE_RATIO = 0.25
@@ -332,7 +332,8 @@ class ThreadCoarsening(Optimizer):
         ins = ctx.instructions
         loads = [i for i in ins if i.opcode in ("LDG", "LD") and i.memory_space in ("global", "generic", None)]
         barriers = [i for i in ins if i.opcode == "BAR"]
-        if not loads or not barriers or any(lp_has(ins, i) for i in loads):
+        loops = back_edges(ins)
+        if not loads or not barriers or any(head <= i.index < latch for i in loads for head, latch in loops):
             return []  # no combining phase, or the threads already loop over their elements
         last = max(i.index for i in loads)
         phase = [i for i in ins[last + 1:] if i.opcode not in ("EXIT", "RET", "BRA")]
@@ -355,9 +356,3 @@ class ThreadCoarsening(Optimizer):
                f"{k - 1} of {k} of the phase's cost removed).")
         return [self.advice(ctx, lines=lines, importance=share, estimate=est, message=msg, changes=phase)]
 
-
-def lp_has(instructions, ins) -> bool:
-    """Whether `ins` lies in a SASS loop (under a branch back to an earlier PC)."""
-    index_of = {i.pc: i.index for i in instructions}
-    return any(b.opcode == "BRA" and b.branch_target is not None and index_of.get(b.branch_target, b.index) <= ins.index
-               < b.index for b in instructions)

@@ -14,9 +14,10 @@ from ...frontend import isa
 from ...frontend.instructions import Instruction
 from ...profile import StallReason as R
 from .. import estimators
-from ..advice import Advice, Fix, SourceEdit
+from ..advice import Advice, Estimate, Fix, SourceEdit
 from ..blame import latency_class
-from .base import MatchContext, Optimizer, atomics_fill_the_queue, insert_edit, kernel_line, pct, provenance_note
+from .base import (MatchContext, Optimizer, atomics_fill_the_queue, back_edges, insert_edit, kernel_line, pct,
+                   provenance_note)
 
 _FP64 = frozenset({"DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET"})
 
@@ -152,9 +153,7 @@ class MissingRestrict(Optimizer):
         # SASS either way (re-modeled: no change), so it gets no advice.
         stores = [i.index for i in ctx.instructions if isa.opcode_info(i.opcode).access in (isa.Access.STORE, isa.Access.ATOMIC)
                   and i.memory_space in ("global", "generic", None)]
-        index_of = {i.pc: i.index for i in ctx.instructions}
-        back = [(index_of[b.branch_target], b.index) for b in ctx.instructions
-                if b.opcode == "BRA" and b.branch_target is not None and index_of.get(b.branch_target, b.index) < b.index]
+        back = back_edges(ctx.instructions)
 
         def after_a_store(ld: Instruction) -> bool:
             # in program order, or in a loop that stores later in its body (the next iteration's load)
@@ -273,17 +272,22 @@ class _FactStalls(Optimizer):
     def pick(self, i: Instruction) -> bool:
         return True
 
+    def matched(self, ctx: MatchContext, line: int) -> tuple[list[Instruction], Estimate | None, float, str]:
+        """What the remedy changes on `line`: its instructions, the estimate, their share, the equation."""
+        instrs = _on_line(ctx, line, self.pick)
+        est, share = _estimate(ctx, instrs)
+        return instrs, est, share, "GPA Eq. 2"
+
     def match(self, ctx: MatchContext) -> list[Advice]:
         out = []
         for line in sorted({f.line for f in ctx.facts if f.kind == self.fact_kind}):
             fact = next(f for f in ctx.facts if f.kind == self.fact_kind and f.line == line)
-            instrs = _on_line(ctx, line, self.pick)
-            est, share = _estimate(ctx, instrs)
+            instrs, est, share, how = self.matched(ctx, line)
             if est is None or est.speedup <= 1.0:
                 continue
             msg = (f"Line {line}: {fact.detail}. {pct(share)} of this kernel's "
                    f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on these "
-                   f"{len(instrs)} instructions. {self.explain} Est. {est.speedup:.2f}× (GPA Eq. 2).")
+                   f"{len(instrs)} instructions. {self.explain} Est. {est.speedup:.2f}× ({how}).")
             cols = (fact.column, fact.end_column) if fact.column is not None and fact.end_column else None
             out.append(self.advice(ctx, lines=[line], importance=share, estimate=est, message=msg, columns=cols,
                                    detail=str(line), changes=instrs))
@@ -302,31 +306,40 @@ class CoalescedAccess(_FactStalls):
     def pick(self, i: Instruction) -> bool:
         return latency_class(i) == "l1tex"
 
-    def match(self, ctx: MatchContext) -> list[Advice]:
+    def matched(self, ctx: MatchContext, line: int) -> tuple[list[Instruction], Estimate | None, float, str]:
         if not ctx.memory or ctx.profile is None:
-            return super().match(ctx)  # no walked lanes: the line's global accesses, all of their cost
-        out = []
-        for line in sorted({f.line for f in ctx.facts if f.kind == self.fact_kind}):
-            fact = next(f for f in ctx.facts if f.kind == self.fact_kind and f.line == line)
-            # the line's scattered accesses as the walked lanes executed them: a coalesced one beside
-            # them (a broadcast `x[k]`) keeps its cost
-            scattered = [(i, sh) for i in _on_line(ctx, line, self.pick)
-                         if (sh := ctx.memory.get(i.pc)) is not None and sh.pattern in ("strided", "uncoalesced")]
-            if not scattered:
-                continue
-            rows = [(ctx.weight([i]), sh.bytes_l1 / 32, max(1.0, ctx.arch.warp_size * (isa.access_bytes(i) or 4) / 32
-                                                           if ctx.arch is not None else 4.0)) for i, sh in scattered]
-            est = estimators.fewer_sectors(ctx.denominator, rows)
-            share = sum(w for w, _, _ in rows) / ctx.denominator
-            if est.speedup <= 1.0:
-                continue
-            msg = (f"Line {line}: {fact.detail}. {pct(share)} of this kernel's samples ({provenance_note(ctx)}) "
-                   f"are on these {len(scattered)} accesses. {self.explain} Est. {est.speedup:.2f}× (GPA Eq. 2: {est.inputs.get('fraction', 1.0):.0%} of "
-                   f"their cost, the sectors a coalesced request does not move).")
-            cols = (fact.column, fact.end_column) if fact.column is not None and fact.end_column else None
-            out.append(self.advice(ctx, lines=[line], importance=share, estimate=est, message=msg, columns=cols,
-                                   detail=str(line), changes=[i for i, _ in scattered]))
-        return out
+            return super().matched(ctx, line)  # no walked lanes: the line's global accesses, all of their cost
+        # the line's scattered accesses as the walked lanes executed them: a coalesced one beside them
+        # (a broadcast `x[k]`) keeps its cost
+        # and only where the modeled traffic says so, at the unit the model finds busier: the LSU's
+        # wavefronts (one per 128 B line a request touches), or the sectors sent past L1 (a lane
+        # reading the rest of its sector on the next trips hits L1, caches.py), each against what a
+        # coalesced request needs
+        warp = ctx.arch.warp_size if ctx.arch is not None else 32
+        util = ctx.profile.utilization
+        lsu_bound = util.get("lsu", 0.0) >= max(util.get("l2", 0.0), util.get("dram", 0.0))
+
+        def excess(i: Instruction, sh) -> tuple[float, float]:
+            width = isa.access_bytes(i) or 4
+            if lsu_bound:
+                return sh.wavefronts, max(1.0, warp * width / 128)
+            return _past_l1(sh), max(1.0, warp * width / 32)
+
+        scattered = [(i, *excess(i, sh)) for i in _on_line(ctx, line, self.pick)
+                     if (sh := ctx.memory.get(i.pc)) is not None and sh.pattern in ("strided", "uncoalesced")]
+        scattered = [row for row in scattered if row[1] > row[2]]
+        if not scattered:
+            return [], None, 0.0, ""
+        rows = [(ctx.weight([i]), actual, ideal) for i, actual, ideal in scattered]
+        est = estimators.fewer_sectors(ctx.denominator, rows)
+        unit = "LSU wavefronts" if lsu_bound else "sectors past L1"
+        how = f"GPA Eq. 2: {est.inputs.get('fraction', 1.0):.0%} of their cost, the {unit} a coalesced request does not need"
+        return [i for i, _, _ in scattered], est, sum(w for w, _, _ in rows) / ctx.denominator, how
+
+
+def _past_l1(shape) -> float:
+    """32 B sectors one warp request sends past L1: those it touches less those L1 serves."""
+    return shape.bytes_l1 / 32 * (1.0 - shape.l1_hit_rate)
 
 
 class SharedBankConflicts(_FactStalls):
