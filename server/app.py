@@ -61,8 +61,6 @@ from .tracking import ResultView, TrackedDocument
 log = logging.getLogger("kernelscope.server")
 
 VERSION = "0.1.0"
-#: re-publishing shifted diagnostics waits for a pause in typing
-REPUBLISH_DELAY_S = 0.1
 
 
 class KernelscopeServer(LanguageServer):
@@ -76,7 +74,6 @@ class KernelscopeServer(LanguageServer):
         self.docs: dict[str, TrackedDocument] = {}
         self._cache: ResultCache | None = None
         self._shown: set[str] = set()
-        self._republish: dict[str, asyncio.TimerHandle] = {}
         self._file_log: logging.Handler | None = None
         #: the client said the workspace is trusted: capture and profiling may run its programs
         self.trusted = False
@@ -84,8 +81,9 @@ class KernelscopeServer(LanguageServer):
                                    settings=lambda: self.settings, ready=self.settings_ready, cache=self.cache)
         self.actions = actions.CodeActions(self)
         self.measured = measured.MeasuredProfiles(self)
+        self.diagnostics = diagnostics.Diagnostics(self)
         #: every stateful feature, in the order its hooks are called
-        self.features: tuple[LanguageFeature, ...] = (self.actions, self.measured)
+        self.features: tuple[LanguageFeature, ...] = (self.actions, self.measured, self.diagnostics)
 
     def start_io(self, stdin=None, stdout=None) -> None:
         if stdin is not None or stdout is not None:
@@ -261,23 +259,8 @@ class KernelscopeServer(LanguageServer):
             self.workspace_code_lens_refresh(None)
 
     def publish(self, uri: str) -> int:
-        view = self.view(uri)
-        diags = diagnostics.build(view, uri, self.actions.shown(view.result)) if view is not None else []
-        doc = self.docs.get(uri)
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=diags, version=doc.doc.version if doc else None))
-        return len(diags)
-
-    def schedule_republish(self, uri: str) -> None:
-        if (h := self._republish.pop(uri, None)) is not None:
-            h.cancel()
-        loop = asyncio.get_running_loop()
-        self._republish[uri] = loop.call_later(REPUBLISH_DELAY_S, self._republish_now, uri)
-
-    def _republish_now(self, uri: str) -> None:
-        self._republish.pop(uri, None)
-        if uri in self.docs:
-            self.publish(uri)
+        """The file's diagnostics, as they are now (features/diagnostics.py); how many."""
+        return self.diagnostics.publish(uri)
 
 
 class _ClientLogHandler(logging.Handler):
@@ -384,8 +367,6 @@ def did_change(ls: KernelscopeServer, params: types.DidChangeTextDocumentParams)
     doc.doc.version = params.text_document.version
     for f in ls.features:
         f.document_change(params.text_document.uri)
-    if doc.view is not None:
-        ls.schedule_republish(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
@@ -403,9 +384,6 @@ def did_close(ls: KernelscopeServer, params: types.DidCloseTextDocumentParams) -
     for f in ls.features:
         f.document_close(uri)
     ls.docs.pop(uri, None)
-    if (h := ls._republish.pop(uri, None)) is not None:
-        h.cancel()
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
 # -- features -------------------------------------------------------------------------------

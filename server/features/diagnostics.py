@@ -1,7 +1,12 @@
-"""Diagnostics: compiler messages and performance advice, at the lines they are on now."""
+"""Diagnostics: compiler messages and performance advice, at the lines they are on now.
+
+`build` translates a result; `Diagnostics` publishes it: after each result and verification, and,
+moved with the user's edits (tracking.py), after a pause in typing.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 
@@ -10,6 +15,7 @@ from lsprotocol import types
 from kernelscope.analysis.application import Advice, AnalysisResult, Message
 from kernelscope.analysis.reports import docs
 
+from ..feature import LanguageFeature
 from ..tracking import ResultView
 
 SOURCE = "kernelscope"
@@ -25,6 +31,8 @@ _SEVERITY = {
 #: share of the kernel's samples from which advice is a Warning / an Information; below: a Hint
 WARNING_SHARE = 0.20
 INFORMATION_SHARE = 0.05
+#: re-publishing shifted diagnostics waits for a pause in typing
+REPUBLISH_DELAY_S = 0.1
 
 _WORD = re.compile(r"[A-Za-z0-9_.]+")
 
@@ -128,3 +136,38 @@ def build(view: ResultView, uri: str, advice: tuple[Advice, ...] | None = None) 
         if d is not None:
             out.append(d)
     return out
+
+
+class Diagnostics(LanguageFeature):
+    """Publishes each open file's diagnostics, with the advice as the editor shows it (the code
+    actions feature's verified figures)."""
+
+    def __init__(self, server) -> None:
+        super().__init__(server)
+        self._republish: dict[str, asyncio.TimerHandle] = {}
+
+    def publish(self, uri: str) -> int:
+        ls = self.server
+        view = ls.view(uri)
+        diags = build(view, uri, ls.actions.shown(view.result)) if view is not None else []
+        doc = ls.docs.get(uri)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=diags, version=doc.doc.version if doc else None))
+        return len(diags)
+
+    def document_change(self, uri: str) -> None:
+        if self.server.view(uri) is None:
+            return
+        if (h := self._republish.pop(uri, None)) is not None:
+            h.cancel()
+        self._republish[uri] = asyncio.get_running_loop().call_later(REPUBLISH_DELAY_S, self._republish_now, uri)
+
+    def _republish_now(self, uri: str) -> None:
+        self._republish.pop(uri, None)
+        if uri in self.server.docs:
+            self.publish(uri)
+
+    def document_close(self, uri: str) -> None:
+        if (h := self._republish.pop(uri, None)) is not None:
+            h.cancel()
+        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
