@@ -17,7 +17,7 @@ from ..frontend.kernel_names import base_name
 from ..model_error import model_error
 from ..results import AnalysisResult, KernelReport, LineReport
 from . import docs
-from .text import assumed_values, grid_fill
+from .text import advice_order, assumed_values, grid_fill
 
 if TYPE_CHECKING:  # verification's module loads the fix machinery (tree-sitter): not for a hover
     from ..advisor.verify import Verification
@@ -149,7 +149,8 @@ def line_hover(result: AnalysisResult, kernel: KernelReport, line: LineReport | 
 
 
 def best_first(advice: Iterable[Advice]) -> list[Advice]:
-    """Advice as hovers list it: highest (verified, else estimated) speedup first."""
+    """A line's advice as its hover lists it: highest (verified, else estimated) speedup first, as
+    `text.advice_order` orders a kernel's."""
     return sorted(advice, key=lambda a: -a.speedup)
 
 
@@ -182,7 +183,7 @@ def kernel_summary(result: AnalysisResult, kernel: KernelReport) -> str:
             measured = pct(lr.share) if _has_measured_lines(kernel) else "n/a"
             out.append(f"| {lr.line} | {measured} | {pct(lr.modeled_share)} | {top} |" if both
                        else f"| {lr.line} | {pct(lr.share)} | {top} |")
-    mine = best_first(a for a in result.advice if a.kernel == kernel.mangled)
+    mine = advice_order(result, kernel)  # the order of every report
     if mine:
         out += ["", "**Advice**", *(f"{advice_line(a)}, line {a.lines[0]}" for a in mine)]
     out += ["", f"Provenance: {provenance(result)}"]
