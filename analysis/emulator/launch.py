@@ -253,9 +253,16 @@ def _where(path: str | None, site: LaunchSite) -> str:
     return f"line {site.line}" if path is None else f"{Path(path).name}:{site.line}"
 
 
-#: a site folded as its program runs with no command-line arguments (source/command_line.py)
-_WITHOUT_ARGUMENTS = (", as the program runs without command-line arguments (the defaults its source gives; "
-                      "other arguments launch otherwise)")
+def _reading(site: LaunchSite) -> str:
+    """How a site folded only as the program's first launch was read (source/command_line.py)."""
+    out = ""
+    if site.without_arguments:
+        out += (", as the program runs without command-line arguments (the defaults its source gives; other "
+                "arguments launch otherwise)")
+    if site.first_iteration:
+        out += (", with each loop around it at its first value (the program sweeps this launch: this is its "
+                "first configuration, which capture also keeps of equally frequent ones)")
+    return out
 
 
 def _site_values(located) -> dict[str, tuple[object, str]]:
@@ -273,11 +280,11 @@ def _site_values(located) -> dict[str, tuple[object, str]]:
     whole = max(folded, key=lambda psc: runs[(psc[2].grid, psc[2].block, psc[2].dynamic_smem)], default=None)
     if whole is not None:
         path, s, c = whole
-        at = f"the launch at {_where(path, s)}{_WITHOUT_ARGUMENTS * s.without_arguments}"
+        at = f"the launch at {_where(path, s)}{_reading(s)}"
         return {"grid": (c.grid, at), "block": (c.block, at), "dynamic_smem": (c.dynamic_smem, at)}
     out: dict[str, tuple[object, str]] = {}
     for path, s in located:
-        at = f"the launch at {_where(path, s)}{_WITHOUT_ARGUMENTS * s.without_arguments}"
+        at = f"the launch at {_where(path, s)}{_reading(s)}"
         if "grid" not in out and s.grid is not None and s.grid.dims is not None:
             out["grid"] = (s.grid.dims, at)
         if "block" not in out and s.block is not None and s.block.dims is not None:

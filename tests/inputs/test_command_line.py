@@ -4,7 +4,9 @@ an array of pointers (issue 31: sizes from argv, flag-dependent dims, arrays of 
 tests/inputs/command_line/program.cu takes each size from its command line in one of the shapes
 seen on public programs (`argc > 1 ? atoi(argv[1]) : N`, a value changed under a flag check, a
 `&x` handed to a getter, a get_argval-style helper returning its default) and launches four
-kernels through `kernels[k]<<<shapes[axis][k], ...>>>` after a switch on the axis. It is compiled
+kernels through `kernels[k]<<<shapes[axis][k], ...>>>` after a switch on the axis, and sweeps one
+kernel over block sizes (its first configuration is the one read, and the one capture keeps of
+equally frequent configurations). It is compiled
 by nvcc and analysed without capture; the launches must be the program's own, each labeled as
 read without arguments where it is one, and equal to what launch capture records of the real run."""
 
@@ -35,7 +37,10 @@ EXPECTED = {
     # `case 1:`, which main() never takes: the launch the program would make on that axis
     "plane_kernel": ("(32, 2, 1)", "(64, 1, 1)", False),
     "helper_kernel": ("(16, 8, 1)", "(128, 1, 1)", False),
+    # sweep(x, 64, 256): threads 64, 128, 256, one launch each; the first is 16 blocks of 64
+    "sweep_kernel": ("(16, 1, 1)", "(64, 1, 1)", True),
 }
+FIRST = "with each loop around it at its first value"
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +61,13 @@ def test_the_launch_is_the_programs_own(kernels, kernel):
     assert _launch(k) == {"grid": (grid, SITE), "block": (block, SITE)}
     detail = next(a.detail for a in k.assumptions if a.name == "grid")
     assert (WITHOUT in detail) == without, detail
+    assert (FIRST in detail) == (kernel == "sweep_kernel"), detail
 
 
 def test_capture_of_the_real_run_agrees(toolchain, kernels):
     """What launch capture records when the program runs is what the static reading gave, for
-    every kernel the run launched (plane_kernel and helper_kernel are never launched)."""
+    every kernel the run launched (plane_kernel and helper_kernel are never launched); the sweep's
+    three configurations were each captured once."""
     outcome = with_capture(PROGRAM, AnalysisOptions())
     assert outcome.capture is not None, outcome.message
     captured = {name: c for name, c in outcome.options.captured.items() if "(" not in name}
@@ -68,6 +75,7 @@ def test_capture_of_the_real_run_agrees(toolchain, kernels):
     for name, c in captured.items():
         grid, block, _ = EXPECTED[name]
         assert (str(c.grid), str(c.block)) == (grid, block), name
+    assert (captured["sweep_kernel"].configurations, captured["sweep_kernel"].launches) == (3, 3)
 
 
 def test_what_the_command_line_alone_decides_is_not_read():

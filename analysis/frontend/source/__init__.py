@@ -56,7 +56,7 @@ from .model import (  # the records, for every stage that reads the source model
     Span,
     UnrollPragma,
 )
-from .command_line import command_line_names, default_parameter, untaken, without_arguments
+from .command_line import command_line_names, default_parameter, first_values, untaken, without_arguments
 from .pointers import pointed_kernels
 from .preprocessor import _annotation, _include
 from .statements import _branch, _call, _float_literal, _index_only, _is_cast, _launch, _power_of_two, _shared_decls
@@ -120,22 +120,30 @@ def parse_source(text: str, passes: Passes | None = None, headers: Sequence[str]
 
 
 def _with_defaults(model: SourceModel, host: str, inherited: tuple[Definitions, ...]) -> SourceModel:
-    """`model` with each launch whose configuration folds only as the program runs without
-    arguments read so, and marked `without_arguments` (command_line.py). The file is read a second
-    time only when its main() takes argc and argv and some launch does not fold."""
-    if command_line_names(list(model.functions)) is None or all(
-            s.launch_config() is not None for s in model.launch_sites):
-        return model
-    read = {(s.span.start_byte, s.kernel_text): s for s in _parse(host, inherited, no_arguments=True).launch_sites}
+    """`model` with each launch whose configuration does not fold read as the program's first
+    launch of it: first as the program runs without arguments (`without_arguments`, when its
+    main() takes argc and argv; command_line.py), then, for what still does not fold, also with
+    each counted loop at its first value (`first_iteration`: a block-size sweep `for (int t = 32;
+    t <= 512; t *= 2)` launches 32 first). The file is read again only for launches that do not fold."""
+    sites = model.launch_sites
+    readings = ((True, False), (True, True)) if command_line_names(list(model.functions)) is not None else \
+        ((False, True),)
+    for no_arguments, first_iteration in readings:
+        if all(s.launch_config() is not None for s in sites):
+            break
+        read = {(s.span.start_byte, s.kernel_text): s for s in
+                _parse(host, inherited, no_arguments=no_arguments, first_iteration=first_iteration).launch_sites}
 
-    def better(site: LaunchSite) -> LaunchSite:
-        other = read.get((site.span.start_byte, site.kernel_text))
-        if other is None or site.launch_config() is not None or all(
-                a.dims == b.dims for a, b in zip(site.config, other.config)):
-            return site
-        return other.model_copy(update={"without_arguments": True, "live": site.live})
+        def better(site: LaunchSite) -> LaunchSite:
+            other = read.get((site.span.start_byte, site.kernel_text))
+            if other is None or site.launch_config() is not None or all(
+                    a.dims == b.dims for a, b in zip(site.config, other.config)):
+                return site
+            return other.model_copy(update={"without_arguments": no_arguments, "first_iteration": first_iteration,
+                                            "live": site.live})
 
-    return model.model_copy(update={"launch_sites": tuple(map(better, model.launch_sites))})
+        sites = tuple(map(better, sites))
+    return model.model_copy(update={"launch_sites": sites}) if sites != model.launch_sites else model
 
 
 # Every analysis of a project reads its headers again: the same text read by the same pass gives
@@ -171,12 +179,14 @@ def _instance_text(kernel_text: str, values: dict, types: dict[str, str]) -> str
     return head + lt + args
 
 
-def _repeats(node: Node, trips: dict[int, int | None]) -> int:
+def _repeats(node: Node, trips: dict[int, tuple[int | None, str | None]], bound: dict | None = None) -> int:
     """How many times `node` runs per run of its function: the folded trip counts of the loops
-    around it (`for (int i = 0; i < nStreams; ++i) kernel<<<...>>>` runs nStreams times)."""
+    around it (`for (int i = 0; i < nStreams; ++i) kernel<<<...>>>` runs nStreams times), but
+    once for a loop over a `bound` name (`fpDeriv[fp]` runs each kernel at one fp)."""
     count, parent = 1, node.parent
     while parent is not None and parent.type != "function_definition":
-        trip = trips.get(parent.start_byte) if parent.type in _LOOP_KINDS else None
+        trip, var = trips.get(parent.start_byte, (None, None)) if parent.type in _LOOP_KINDS else (None, None)
+        trip = None if bound and var in bound else trip
         count *= trip if trip is not None and trip > 0 else 1
         parent = parent.parent
     return min(count, 1 << 32)
@@ -199,9 +209,11 @@ def _reached(node: Node, fn: int | None, env) -> bool:
     return True
 
 
-def _parse(text: str, inherited: tuple[Definitions, ...] = (), no_arguments: bool = False) -> SourceModel:
+def _parse(text: str, inherited: tuple[Definitions, ...] = (), no_arguments: bool = False,
+           first_iteration: bool = False) -> SourceModel:
     """The source model; with `no_arguments`, read as the program runs without command-line
-    arguments (command_line.py): only its launch sites are the program's then."""
+    arguments (command_line.py), with `first_iteration`, with each `for` loop's own variable at
+    its first value (its update is not a write): only its launch sites are the program's then."""
     if not text:
         return SourceModel()
     source = text.encode("utf-8", "surrogatepass")
@@ -223,6 +235,8 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = (), no_arguments: boo
             if names[i] is not None and names.count(names[i]) == 1 and (at := default_parameter(node)) is not None},
             without_arguments)
         skipped = untaken(found, command_line, constants)
+    if first_iteration:
+        skipped += first_values(found)
     scopes = _function_scopes(found, functions, constants, skipped)
     _parameter_values(found, functions, scopes, constants)
     _assigned_globals(found, functions, scopes, constants)
@@ -245,7 +259,7 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = (), no_arguments: boo
 
     calls: list[Call] = []
     launches: list[LaunchSite] = []
-    trips = {raw.node.start_byte: loop.trip_count for raw, loop in zip(found.loops, loops)}
+    trips = {raw.node.start_byte: (loop.trip_count, loop.induction_var) for raw, loop in zip(found.loops, loops)}
     instances = _template_instances(found, functions, scopes, constants) if found.functions else {}
     kernel_names = frozenset(f.name for f in functions if f is not None and f.is_kernel)
     for node, fn in found.calls:
@@ -264,7 +278,8 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = (), no_arguments: boo
                                           lambda at: env(fn, at)) if fn is not None and fn in scopes else []
                 launches.extend(
                     _launch(node, syntax, loc, name(fn), scopes[fn].at(node.start_byte, bound)).model_copy(  # type: ignore[union-attr]
-                        update={**where, "kernel": kernel, "kernel_text": kernel}) for kernel, bound in pointed)
+                        update={**where, "kernel": kernel, "kernel_text": kernel, "repeats": _repeats(node, trips, bound)})
+                    for kernel, bound in pointed)
                 if not pointed:
                     launches.append(launch.model_copy(update={**where, "variants": variants}))
         elif fn is not None and device[fn] and not _is_cast(node):

@@ -147,3 +147,18 @@ def _inside_if(node: Node, body: Node) -> bool:
             return True
         parent = parent.parent
     return False
+
+
+def first_values(found: _Collected) -> tuple[tuple[int, int], ...]:
+    """Byte ranges of the update of each `for` loop that declares its own variable (`for (int t =
+    32; t <= 512; t *= 2)`): with them left out, the variable holds its first value, which is
+    what the loop's first launch is made with (and what capture keeps of a sweep whose
+    configurations run equally often: the first of equals)."""
+    out = []
+    for raw in found.loops:
+        node = raw.node
+        update = node.child_by_field_name("update") if node.type == "for_statement" else None
+        init = node.child_by_field_name("initializer") if update is not None else None
+        if init is not None and init.type == "declaration":
+            out.append((update.start_byte, update.end_byte))
+    return tuple(out)

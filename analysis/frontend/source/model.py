@@ -252,6 +252,9 @@ class LaunchSite(BaseModel):
     #: the configuration folds only as the program runs without command-line arguments (the
     #: defaults its source gives: `argc > 1 ? atoi(argv[1]) : 1024`; source/command_line.py)
     without_arguments: bool = False
+    #: ... and only with each `for` loop around it (or around the calls that reach it) at its first
+    #: value: the program sweeps the launch (`for (int t = 32; t <= 512; t *= 2)`), this is its first
+    first_iteration: bool = False
 
     @property
     def line(self) -> int:

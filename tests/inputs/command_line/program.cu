@@ -1,6 +1,7 @@
 // Launch sizes a program takes from its command line, each with the default its source gives when
 // the command line gives none (tests/inputs/test_command_line.py), and kernels launched through
-// an array of pointers chosen by a switch, with launch shapes kept in file-scope dim3 arrays.
+// an array of pointers chosen by a switch, with launch shapes kept in file-scope dim3 arrays, and
+// a launch swept over block sizes.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +43,15 @@ T valueOr(char **begin, char **end, const char *flag, const T fallback) {
         }
     }
     return value;
+}
+
+__global__ void sweep_kernel(float *x) { x[blockIdx.x * blockDim.x + threadIdx.x] = 7.0f; }
+
+// a block-size sweep, as benchmarks run one (cudahandbook's globalWrite.cu): each size once
+static void sweep(float *x, int first, int last) {
+    for (int threads = first; threads <= last; threads *= 2) {
+        sweep_kernel<<<1024 / threads, threads>>>(x);
+    }
 }
 
 dim3 shapes[2][2];
@@ -92,6 +102,8 @@ int main(int argc, char *argv[]) {
 
     setShapes();
     runAxis(x, 0);
+
+    sweep(x, 64, 256);
 
     cudaDeviceSynchronize();
     cudaFree(x);
