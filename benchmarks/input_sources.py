@@ -4,17 +4,21 @@ without capture is the one the program makes.
 Programs: tests/data/real/ (single files with a `main()`, checked by hand in the tests) and
 benchmarks/programs/ (multi-file samples and library-linked programs: llm.c's dev/cuda, which links
 cuBLAS; Lei Mao's GEMMs, whose kernel files are launched from another file through
-`std::function`; cuda-samples' histogram, whose `main()` is in a `.cpp`). Each folder's README
-names the repository, commit and licence; its build_flags.json the nvcc flags.
+`std::function`; cuda-samples' histogram, whose `main()` is in a `.cpp`; the CUDA Handbook's
+programs, whose sizes are command-line options with defaults and whose memory benchmarks sweep the
+block size over dozens of template instances). Each folder's README names the repository, commit
+and licence; its build_flags.json the nvcc flags.
 
 Per kernel (each compiled template instance counted): the source of its grid and block
 (captured, launch_site = folded, settings, annotation, default), analysed without launch
 capture (an untrusted workspace) and with it; for every instance capture recorded, whether the
 launch the model uses without capture (grid, block, dynamic shared memory) equals the captured
-one; per program that capture could not run, the one line that says why; and the advice whose
+one (per instance, and per kernel: a file's instances of one template together, so that one
+program's many instances do not weigh as many programs); per program that capture could not run,
+the one line that says why; a file whose analysis fails, as a line of its own; and the advice whose
 estimate rests on a default launch, with the severity the editor gives it (never a warning).
 
-    python benchmarks/input_sources.py
+    python benchmarks/input_sources.py [PROJECT ...]   # all projects, or only those named
 """
 
 from __future__ import annotations
@@ -98,19 +102,24 @@ def project(src: Path) -> str:
     return src.relative_to(REAL if REAL in src.parents else PROGRAMS).parts[0]
 
 
-def main() -> int:
-    files = sorted(REAL.rglob("*.cu")) + sorted(PROGRAMS.rglob("*.cu"))
+def main(only: list[str]) -> int:
+    files = [f for f in sorted(REAL.rglob("*.cu")) + sorted(PROGRAMS.rglob("*.cu")) if not only or project(f) in only]
     counts = {key: Counter() for key in ("grid", "grid+capture", "block", "block+capture")}
     rows: dict[str, Counter] = defaultdict(Counter)
     not_captured: list[str] = []
     differ: list[str] = []
     source_only: list[str] = []
     severities: Counter = Counter()
+    failed: list[str] = []
     for src in files:
         base = options_for(src)
-        alone = instances(src, base)
-        outcome = with_capture(src, base)
-        captured = instances(src, outcome.options) if outcome.capture is not None else alone
+        try:
+            alone = instances(src, base)
+            outcome = with_capture(src, base)
+            captured = instances(src, outcome.options) if outcome.capture is not None else alone
+        except Exception as e:  # noqa: BLE001 - one file's failure is a line of the report, not the end of it
+            failed.append(f"{src.relative_to(ROOT)}: {type(e).__name__}: {e}")
+            continue
         if outcome.capture is None:
             not_captured.append(f"{src.relative_to(ROOT)}: {outcome.message}")
         row = rows[project(src)]
@@ -127,6 +136,7 @@ def main() -> int:
             row["block folded"] += a.source["block"] == "launch_site"
             severities.update(a.assumed_advice)
         static = {a.kernel: a for a in alone}
+        kernels: dict[str, bool] = {}  # base name -> every captured instance equal
         for c in captured:
             counts["grid+capture"][c.source["grid"]] += 1
             counts["block+capture"][c.source["block"]] += 1
@@ -134,10 +144,14 @@ def main() -> int:
                 row["captured"] += 1
                 same = static[c.kernel].launch == c.launch
                 row["equal"] += same
+                base = c.kernel.split("<")[0]
+                kernels[base] = kernels.get(base, True) and same
                 row["wrong"] += not same and "default" not in static[c.kernel].source.values()
                 if not same:
                     differ.append(f"{src.relative_to(ROOT)} {c.kernel}: model {static[c.kernel].launch} "
                                   f"({'/'.join(static[c.kernel].source[n] for n in LAUNCH)}), program {c.launch}")
+        row["kernels"] += len(kernels)
+        row["kernels equal"] += sum(kernels.values())
     print(f"{len(files)} files from {len(rows)} projects; kernels as compiled (template instances counted separately)")
     print(f"{'source':<14}{'grid':>8}{'grid+capture':>15}{'block':>8}{'block+capture':>16}")
     for s in (*SOURCES, "none"):
@@ -147,16 +161,19 @@ def main() -> int:
     print(f"{'total':<14}{sum(counts['grid'].values()):>8}{sum(counts['grid+capture'].values()):>15}"
           f"{sum(counts['block'].values()):>8}{sum(counts['block+capture'].values()):>16}")
     print(f"\n{'project':<30}{'files':>6}{'inst.':>7}{'grid folded':>13}{'block folded':>14}"
-          f"{'captured':>10}{'equal w/o capture':>19}")
+          f"{'captured':>10}{'equal w/o capture':>19}{'kernels':>9}{'equal':>7}")
     for name, r in sorted(rows.items()):
         print(f"{name:<30}{r['programs']:>6}{r['instances']:>7}{r['grid folded']:>13}{r['block folded']:>14}"
-              f"{r['captured']:>10}{r['equal']:>19}")
+              f"{r['captured']:>10}{r['equal']:>19}{r['kernels']:>9}{r['kernels equal']:>7}")
     total = Counter()
     for r in rows.values():
         total.update(r)
     share = f" ({100 * total['equal'] / total['captured']:.0f} %)" if total["captured"] else ""
     print(f"without capture, {total['equal']} of the {total['captured']} captured instances use the launch the "
           f"program makes{share}")
+    if total["kernels"]:
+        print(f"by kernel (a file's template instances together, equal when every captured one is), "
+              f"{total['kernels equal']} of {total['kernels']} ({100 * total['kernels equal'] / total['kernels']:.0f} %)")
     print(f"of those that differ, {total['wrong']} rest on no default (a folded launch that is not the program's)")
     for line in differ:
         print(f"  differs: {line}")
@@ -164,6 +181,10 @@ def main() -> int:
     print(f"modeled from the source alone, the file not building here ({len(source_only)} instances):")
     for line in source_only:
         print(f"  {line}")
+    if failed:
+        print(f"ANALYSIS FAILED ({len(failed)} files, left out of every figure above):")
+        for line in failed:
+            print(f"  {line}")
     print(f"not captured ({len(not_captured)} files):")
     for line in not_captured:
         print(f"  {line}")
@@ -171,4 +192,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
