@@ -17,7 +17,8 @@ from typing import Literal
 from .advisor.call_sites import call_sites
 from .advisor.ranking import advise
 from .advisor.static_facts import KernelFacts, executed_shapes, kernel_facts
-from .emulator.budget import BudgetSpent, FileSize, Ledger, plan_second_stage, quick_run_budget, run_cap
+from .emulator.budget import (SMALLEST_SECOND_STAGE, BudgetSpent, FileSize, Ledger, plan_second_stage,
+                              quick_run_budget, run_cap)
 from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError, WaveCache,
                              SensitivityReport, WhatIfReport, emulate_detailed, prepare, run_studies,
@@ -300,12 +301,21 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
         return replace(study, waves=None, assumptions=(*study.assumptions, Assumption(
             name="budget", value="second stage skipped", source="default",
             detail="no sensitivity or what-if: the quick run was truncated, so its time is a lower bound")))
+    allowance = ledger.second_stage_allowance(kernels_left)
+    if allowance < SMALLEST_SECOND_STAGE:
+        # what the plan would say, without preparing the launch again (a file of many kernels:
+        # the quick stage's prepared launches are no longer in the memo)
+        return replace(study, waves=None, assumptions=(*study.assumptions, Assumption(
+            name="budget", value="second stage reduced", source="default",
+            detail=f"no second stage (sensitivity, what-if): its smallest form needs at least "
+                   f"{SMALLEST_SECOND_STAGE:,.0f} warp-instructions and {allowance:,.0f} were left for this kernel "
+                   f"(AnalysisOptions.budget)")))
     try:
         base = prepare(fn, arch, device, options, program.source, program, settings=SENSITIVITY_SETTINGS)
     except EmulationError:
         return study
-    plan = plan_second_stage(study_shape(base), ledger.second_stage_allowance(kernels_left),
-                             SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
+    plan = plan_second_stage(study_shape(base), allowance, SENSITIVITY_SETTINGS.issue_budget,
+                             WHAT_IF_SETTINGS.issue_budget)
     sens = wi = None
     stopped = ""
     processes = options.budget.processes or min(MAX_PROCESSES, available_cores())

@@ -159,6 +159,9 @@ class Ledger:
             raise BudgetSpent(f"the wall-clock budget of {self.seconds:g} s was spent")
 
 
+#: no plan's smallest form costs less: a base run and one perturbed resource's 1.5 runs, each its
+#: set-up at least (`plan_second_stage`'s estimate)
+SMALLEST_SECOND_STAGE = (1 + 1.5) * RUN_COST
 #: the least `run_cap` gives a run: 3x the largest run over the examples and tests/data/real (32,608)
 RUN_CAP_FLOOR = 100_000
 
