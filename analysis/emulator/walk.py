@@ -73,7 +73,11 @@ def _address(ws: WarpState, x, active: np.ndarray) -> tuple[np.ndarray, np.ndarr
     total = np.zeros(WARP, np.uint64)
     st = np.zeros(WARP, np.int8)
     reason = ""
-    for part in (p.strip() for p in inner.split("+")):
+    parts = [p.strip() for p in inner.split("+")]
+    # `[R2.64+UR6]` (sm_75-sm_89): with a 64-bit register part the uniform register is a 64-bit
+    # base too (the pointer a ULDC.64 loaded), not its low word
+    wide = any("64" in p.split(".")[1:] for p in parts)
+    for part in parts:
         if not part:
             continue
         if part.startswith("0x") or part.lstrip("-").isdigit() or part.startswith("-0x"):
@@ -83,7 +87,7 @@ def _address(ws: WarpState, x, active: np.ndarray) -> tuple[np.ndarray, np.ndarr
         scale = 1
         if ".X" in "." + mods:
             scale = int(next(m for m in mods.split(".") if m.startswith("X"))[1:] or 1)
-        if "64" in mods.split("."):
+        if "64" in mods.split(".") or (wide and name.startswith("UR") and name != "URZ"):
             lo, hi = ws.pair(name)
             v = (hi.v.astype(np.uint64) << np.uint64(32)) | lo.v.astype(np.uint64)
             s = np.maximum(lo.st, hi.st)

@@ -131,3 +131,21 @@ def test_partial_sector_stores_cost_l2_more_than_whole_ones(runs):
     assert cols.profile.bytes["dram"] == pytest.approx(rows.profile.bytes["dram"], rel=0.1)
     # but each column store is 32 partial sectors, each merged by L2: a store-bound kernel
     assert cols.profile.duration_s > 2.0 * rows.profile.duration_s
+
+
+def test_arrays_stay_apart_where_the_base_is_a_uniform_register(toolchain):
+    """sm_75 code addresses a global as [R2.64+UR6]: the uniform register holds the 64-bit pointer,
+    so a[i] and b[i] are two arrays, not one read twice (each must be read from DRAM)."""
+    prog = build_example(KERNELS, toolchain, arch="sm_75")
+    cat = load_arch_specs()
+    arch = cat.arch("sm_75")
+    dev = cat.default_device(arch)
+    fn = next(f for f in prog.kernels if f.name.startswith("reload_wide"))
+    assert any("+UR" in i.text for i in fn.sass.instructions if i.opcode.startswith("LDG"))
+    b = emulate_detailed(prog, fn, arch, dev, AnalysisOptions()).profile.bytes
+    # a and b read once each; c and d written back as far as the four arrays overflow L2
+    arrays = N * 4
+    want = 2 * arrays + 2 * arrays * (1 - dev.l2_size_kib * 1024 / (4 * arrays))
+    assert _within(b["dram"], want, 1.15), (b, want)
+    # before the fix every array's pointer read as its low word (0): one array, reads hit L1/L2
+    assert b["l2"] >= 2 * arrays * 0.9, b

@@ -76,3 +76,15 @@ __global__ void copy_columns(const float* in, float* out)
     for (int j = 0; j < 32; j += 8)
         out[x * 1024 + (y + j)] = in[(y + j) * 1024 + x];
 }
+
+// reload with a 64-bit index, as llm.c's AdamW kernels have it: sm_75 code (nvcc 13.5) addresses
+// each array as [R2.64+UR6], the index in a register pair and the pointer in a uniform one.
+// kernelscope: block=256 grid=16384 n=4194304
+__global__ void reload_wide(const float* a, const float* b, float* c, float* d, long n)
+{
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    c[i] = a[i] + b[i];
+    d[i] = a[i] * 2.0f;
+}
