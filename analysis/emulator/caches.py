@@ -131,7 +131,9 @@ def _streams(k: DecodedKernel, accesses: dict) -> dict[int, _Stream]:
         L = k.loop_of[s]
         trip = max(1, k.loops[L].trip) if L >= 0 else 1
         load = info.access is isa.Access.LOAD
-        bypass = any(m in ins.opcode for m in (".STRONG.GPU", ".STRONG.SYS", ".MMIO"))
+        # the opcode with its modifiers, after any guard predicate (`@P0 LDG.E.STRONG.GPU ...`)
+        mnemonic = next((t for t in ins.text.split() if not t.startswith("@")), ins.opcode)
+        bypass = any(m in mnemonic for m in (".STRONG.GPU", ".STRONG.SYS", ".MMIO"))
         out[s] = _Stream(s, load, load and not bypass, times, addrs, trip, False)
     return out
 

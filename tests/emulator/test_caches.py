@@ -149,3 +149,9 @@ def test_arrays_stay_apart_where_the_base_is_a_uniform_register(toolchain):
     assert _within(b["dram"], want, 1.15), (b, want)
     # before the fix every array's pointer read as its low word (0): one array, reads hit L1/L2
     assert b["l2"] >= 2 * arrays * 0.9, b
+
+
+def test_a_volatile_reload_is_not_served_by_l1(runs):
+    prof = runs[0]["volatile_reload"].profile
+    # both reads of a[i] go past L1 (strong loads bypass it): L2 sees every byte L1 was asked for
+    assert prof.bytes["l2"] >= prof.bytes["l1"] * 0.99, prof.bytes

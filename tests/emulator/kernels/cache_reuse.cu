@@ -88,3 +88,11 @@ __global__ void reload_wide(const float* a, const float* b, float* c, float* d, 
     c[i] = a[i] + b[i];
     d[i] = a[i] * 2.0f;
 }
+
+// A volatile read is ld.volatile: LDG.E.STRONG.SYS, served past L1 every time.
+// kernelscope: block=256 grid=16384
+__global__ void volatile_reload(volatile const float* a, float* c)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    c[i] = a[i] + a[i];
+}
