@@ -61,7 +61,7 @@ from .pointers import pointed_kernels
 from .preprocessor import _annotation, _include
 from .statements import _branch, _call, _float_literal, _index_only, _is_cast, _launch, _power_of_two, _shared_decls
 from .syntax import _Locator, _squash, _text
-from .walk import _LOOP_KINDS, _collect
+from .walk import _LOOP_KINDS, _Collected, _collect
 
 _log = logging.getLogger(__name__)
 
@@ -209,17 +209,24 @@ def _reached(node: Node, fn: int | None, env) -> bool:
     return True
 
 
+# A file read again as its program's first launch (`_with_defaults`) is the same syntax tree: the
+# walk over it is read-only, so each reading shares it.
+@lru_cache(maxsize=8)
+def _collected(source: bytes) -> _Collected:
+    return _collect(_parser().parse(source).root_node)
+
+
 def _parse(text: str, inherited: tuple[Definitions, ...] = (), no_arguments: bool = False,
            first_iteration: bool = False) -> SourceModel:
     """The source model; with `no_arguments`, read as the program runs without command-line
     arguments (command_line.py), with `first_iteration`, with each `for` loop's own variable at
-    its first value (its update is not a write): only its launch sites are the program's then."""
+    its first value (its update is not a write): only its launch sites are read then, the rest is
+    the first reading's."""
     if not text:
         return SourceModel()
     source = text.encode("utf-8", "surrogatepass")
-    tree = _parser().parse(source)
     loc = _Locator(source, text.isascii())
-    found = _collect(tree.root_node)
+    found = _collected(source)
     constants = _file_constants(found, inherited)
 
     functions = [f if f is None or not found.stores.get(i) else
@@ -253,7 +260,8 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = (), no_arguments: boo
               env(raw.function, raw.node), found.writes.get(raw.function, []))
         for i, raw in enumerate(found.loops)
     )
-    literals = tuple(
+    reading = no_arguments or first_iteration  # another reading of a file already modeled: launches only
+    literals = () if reading else tuple(
         lit for node, fn in found.numbers if (lit := _float_literal(node, loc, name(fn))) is not None
     )
 
@@ -282,10 +290,12 @@ def _parse(text: str, inherited: tuple[Definitions, ...] = (), no_arguments: boo
                     for kernel, bound in pointed)
                 if not pointed:
                     launches.append(launch.model_copy(update={**where, "variants": variants}))
-        elif fn is not None and device[fn] and not _is_cast(node):
+        elif fn is not None and device[fn] and not _is_cast(node) and not reading:
             call = _call(node, loc, names[fn] or "")
             if call is not None:
                 calls.append(call)
+    if reading:
+        return SourceModel(launch_sites=tuple(launches))
 
     shared = [
         decl
