@@ -97,3 +97,47 @@ def test_what_the_command_line_alone_decides_is_not_read():
     first, second = parse_source(src).launch_sites
     assert first.grid.dims is None and second.grid.dims is None
     assert not first.without_arguments and not second.without_arguments
+
+
+def test_file_scope_values_assigned_once_and_those_that_are_not():
+    """A file-scope dim3 (or an element of an array of them) that host code assigns exactly once
+    holds that value; one assigned twice, handed to a call (which may write it) or declared
+    `extern` (another file may write it) does not fold."""
+    src = (
+        "__global__ void k(float *x) {}\n"
+        "dim3 once, twice, handed, cells[2];\n"
+        "extern dim3 elsewhere;\n"
+        "void fill(dim3 *d);\n"
+        "void setup() { once = dim3(8, 2); twice = dim3(4); twice = dim3(16); cells[1] = dim3(32); }\n"
+        "void run() {\n"
+        "  fill(&handed);\n"
+        "  handed = dim3(64);\n"
+        "  k<<<once, 32>>>(0);\n"
+        "  k<<<twice, 32>>>(0);\n"
+        "  k<<<handed, 32>>>(0);\n"
+        "  k<<<cells[1], 32>>>(0);\n"
+        "  k<<<cells[0], 32>>>(0);\n"
+        "  k<<<elsewhere, 32>>>(0);\n"
+        "}\n"
+    )
+    grids = [s.grid.dims for s in parse_source(src).launch_sites]
+    assert grids == [(8, 2, 1), None, None, (32, 1, 1), None, None]
+
+
+def test_a_kernel_pointer_the_source_does_not_pin_names_no_kernel():
+    """A pointer stored under a condition that binds no name, or stored twice under the same
+    names (which one a launch sees is the order of the run), launches no known kernel."""
+    src = (
+        "__global__ void a(float *x) {}\n"
+        "__global__ void b(float *x) {}\n"
+        "void run(int flag) {\n"
+        "  void (*p[1])(float *);\n"
+        "  if (flag > 2) p[0] = a;\n"
+        "  p[0]<<<1, 32>>>(0);\n"
+        "  void (*q)(float *);\n"
+        "  q = a;\n"
+        "  q = b;\n"
+        "  q<<<2, 32>>>(0);\n"
+        "}\n"
+    )
+    assert [s.kernel for s in parse_source(src).launch_sites] == ["p[0]", "q"]
