@@ -253,13 +253,14 @@ def _where(path: str | None, site: LaunchSite) -> str:
     return f"line {site.line}" if path is None else f"{Path(path).name}:{site.line}"
 
 
-def _reading(site: LaunchSite) -> str:
-    """How a site folded only as the program's first launch was read (source/command_line.py)."""
+def _reading(site: LaunchSite, at: int) -> str:
+    """How config value `at` (0 grid, 1 block, 2 smem) of a site folded only as the program's first
+    launch was read (source/command_line.py)."""
     out = ""
-    if site.without_arguments:
+    if at in site.without_arguments:
         out += (", as the program runs without command-line arguments (the defaults its source gives; other "
                 "arguments launch otherwise)")
-    if site.first_iteration:
+    if at in site.first_iteration:
         out += (", with each loop around it at its first value (the program sweeps this launch: this is its "
                 "first configuration, which capture also keeps of equally frequent ones)")
     return out
@@ -280,17 +281,18 @@ def _site_values(located) -> dict[str, tuple[object, str]]:
     whole = max(folded, key=lambda psc: runs[(psc[2].grid, psc[2].block, psc[2].dynamic_smem)], default=None)
     if whole is not None:
         path, s, c = whole
-        at = f"the launch at {_where(path, s)}{_reading(s)}"
-        return {"grid": (c.grid, at), "block": (c.block, at), "dynamic_smem": (c.dynamic_smem, at)}
+        at = f"the launch at {_where(path, s)}"
+        return {"grid": (c.grid, at + _reading(s, 0)), "block": (c.block, at + _reading(s, 1)),
+                "dynamic_smem": (c.dynamic_smem, at + _reading(s, 2))}
     out: dict[str, tuple[object, str]] = {}
     for path, s in located:
-        at = f"the launch at {_where(path, s)}{_reading(s)}"
+        at = f"the launch at {_where(path, s)}"
         if "grid" not in out and s.grid is not None and s.grid.dims is not None:
-            out["grid"] = (s.grid.dims, at)
+            out["grid"] = (s.grid.dims, at + _reading(s, 0))
         if "block" not in out and s.block is not None and s.block.dims is not None:
-            out["block"] = (s.block.dims, at)
+            out["block"] = (s.block.dims, at + _reading(s, 1))
         if "dynamic_smem" not in out and (s.shared_mem is None or s.shared_mem.value is not None):
-            out["dynamic_smem"] = (0 if s.shared_mem is None else s.shared_mem.value, at)
+            out["dynamic_smem"] = (0 if s.shared_mem is None else s.shared_mem.value, at + _reading(s, 2))
     return out
 
 

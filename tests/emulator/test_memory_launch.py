@@ -126,8 +126,8 @@ def test_real_matrix_mul_launch_folds_through_its_helper():
     MatrixMultiply(), which launches MatrixMulCUDA<16> under `if (block_size == 16)` and
     MatrixMulCUDA<32> otherwise, with `dim3 threads(block_size, block_size)`. Before, both
     instances took the first launch in the file (<16>'s) and its block did not fold: both were
-    modeled with the default 256 x 1 threads. The grid stays a default: main() may overwrite
-    the matrix sizes from the command line."""
+    modeled with the default 256 x 1 threads. The grid is the program's as it runs without
+    arguments (main() overwrites the matrix sizes only under `checkCmdLineFlag`), and says so."""
     from pathlib import Path
 
     text = (Path(__file__).parents[1] / "data" / "real" / "cuda-samples" / "matrixMul.cu").read_text()
@@ -137,7 +137,8 @@ def test_real_matrix_mul_launch_folds_through_its_helper():
     got = {a.name: a for a in r32.assumptions}
     assert r32.launch.block == (32, 32, 1) and got["block"].source == "launch_site"
     assert got["block"].detail == "the launch at line 196"
-    assert got["grid"].source == "default"
+    assert r32.launch.grid == (20, 10, 1) and got["grid"].source == "launch_site"
+    assert "as the program runs without command-line arguments" in got["grid"].detail
     r16 = resolve_launch("void MatrixMulCUDA<16>(float*, float*, float*, int, int)", src, opts, 132)
     block16 = next(a for a in r16.assumptions if a.name == "block")
     assert block16.source == "default" and "rule out" in block16.detail and "line 193" in block16.detail

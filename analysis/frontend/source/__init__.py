@@ -136,11 +136,13 @@ def _with_defaults(model: SourceModel, host: str, inherited: tuple[Definitions, 
 
         def better(site: LaunchSite) -> LaunchSite:
             other = read.get((site.span.start_byte, site.kernel_text))
-            if other is None or site.launch_config() is not None or all(
-                    a.dims == b.dims for a, b in zip(site.config, other.config)):
+            changed = tuple(i for i, (a, b) in enumerate(zip(site.config, other.config)) if a.dims != b.dims) \
+                if other is not None and site.launch_config() is None else ()
+            if not changed:
                 return site
-            return other.model_copy(update={"without_arguments": no_arguments, "first_iteration": first_iteration,
-                                            "live": site.live})
+            return other.model_copy(update={
+                "without_arguments": tuple(sorted({*site.without_arguments, *changed})) if no_arguments else (),
+                "first_iteration": changed if first_iteration else (), "live": site.live})
 
         sites = tuple(map(better, sites))
     return model.model_copy(update={"launch_sites": sites}) if sites != model.launch_sites else model

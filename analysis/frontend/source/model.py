@@ -249,12 +249,13 @@ class LaunchSite(BaseModel):
     #: template argument list the file's calls name (`runTest<float>(argc, argv, 32)`): its
     #: `kernel_text` with the instance's arguments (`testKernel<float>`), its own config
     variants: tuple[LaunchSite, ...] = ()
-    #: the configuration folds only as the program runs without command-line arguments (the
-    #: defaults its source gives: `argc > 1 ? atoi(argv[1]) : 1024`; source/command_line.py)
-    without_arguments: bool = False
+    #: positions in `config` (0 grid, 1 block, 2 smem) that fold only as the program runs without
+    #: command-line arguments (the defaults its source gives: `argc > 1 ? atoi(argv[1]) : 1024`;
+    #: source/command_line.py)
+    without_arguments: tuple[int, ...] = ()
     #: ... and only with each `for` loop around it (or around the calls that reach it) at its first
     #: value: the program sweeps the launch (`for (int t = 32; t <= 512; t *= 2)`), this is its first
-    first_iteration: bool = False
+    first_iteration: tuple[int, ...] = ()
 
     @property
     def line(self) -> int:
