@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...emulator.memory import AddressAnalysis, active_lanes
+from ...frontend import isa
 from ...machine.occupancy import Occupancy, occupancy
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
@@ -304,9 +306,10 @@ MAX_COARSENING = 8
 
 class ThreadCoarsening(Optimizer):
     """Fewer blocks, more elements per thread: a kernel whose threads each load a fixed few elements
-    and whose blocks then combine them (a reduction or scan in shared memory, behind barriers) pays
-    that combining phase once per block; with k times the elements per thread (a grid-stride loop
-    over the input) the grid has k times fewer blocks and the phase runs k times fewer times.
+    and whose blocks then combine them into one result (a reduction in shared memory, behind
+    barriers, stored by one thread) pays that combining phase once per block; with k times the
+    elements per thread (a grid-stride loop over the input) the grid has k times fewer blocks and
+    the phase runs k times fewer times.
     Not GPA's (its parallel optimizers only increase blocks or threads); estimated by GPA Eq. 2 over
     the phase's own cost."""
 
@@ -338,6 +341,16 @@ class ThreadCoarsening(Optimizer):
         last = max(i.index for i in loads)
         phase = [i for i in ins[last + 1:] if i.opcode not in ("EXIT", "RET", "BRA")]
         if not any(b.index > last for b in barriers):
+            return []
+        # a combining phase leaves one result per block (one thread stores it: `if (tid == 0)`); a
+        # phase whose every thread stores (a stencil's halo, then its outputs) is per-element work
+        # that k times the elements per thread would not amortise
+        warps = -(-threads // ctx.arch.warp_size)
+        aa = AddressAnalysis(ins)
+        results = [i for i in phase if isa.access_direction(i) in (isa.Access.STORE, isa.Access.ATOMIC)
+                   and i.memory_space in ("global", "generic", None)]
+        if not results or any(active_lanes(ins, aa, i.index, ctx.arch.warp_size, tuple(ctx.profile.launch.block))
+                              * warps > 1 for i in results):
             return []
         m = ctx.weight(phase)
         share = m / ctx.total
