@@ -104,7 +104,8 @@ def executed_shapes(prepared) -> dict[int, MemoryShape]:
     lanes, k = prepared.lanes, prepared.decoded
     if lanes is None:
         return {}
-    return {k.pc[s]: lanes.shapes[s] for s in lanes.followed if k.fn[s] == prepared.kernel.mangled}
+    # the decoded shape: the lanes' shape with the cache model's hit rates (emulator/caches.py)
+    return {k.pc[s]: k.shape[s] for s in lanes.followed if k.fn[s] == prepared.kernel.mangled}
 
 
 def _patterns(program: Program, fn: FunctionProgram, arch: ArchSpec, block: tuple[int, int, int] | None,

@@ -126,7 +126,9 @@ def _streams(k: DecodedKernel, accesses: dict) -> dict[int, _Stream]:
             continue
         if _is_shared_window(execs[0].addresses):
             continue
-        addrs = [np.asarray(a.addresses, dtype=np.int64) for a in execs]
+        # 64-bit addresses as int64 bit patterns: an address past 2**63 (an index the launch does
+        # not give, taken as a large unsigned value) wraps, and sectors and differences stay exact
+        addrs = [np.asarray(a.addresses, dtype=np.uint64).view(np.int64) for a in execs]
         times = [float(a.step) for a in execs]
         L = k.loop_of[s]
         trip = max(1, k.loops[L].trip) if L >= 0 else 1
