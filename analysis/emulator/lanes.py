@@ -1044,9 +1044,44 @@ def _i2f(ws, x, active):
     if "64" in "".join(x.modifiers) or "F64" in x.modifiers or "F16" in x.modifiers:
         raise NotExecuted(f"`{x.full_opcode}`")
     src = a.v.astype(np.int64) if "U32" in x.modifiers else _signed(a.v)
-    r = src.astype(np.float32).view(np.uint32)
+    r = _rounded(src.astype(np.float64), x.modifiers).view(np.uint32)
     st = np.where(a.st == UNIFORM, UNKNOWN, a.st).astype(np.int8)
     return [(_w(dst[0]), _uniform_or(ws, Value(r.astype(np.uint32), st, a.reason), [a], active))]
+
+
+def _rounded(exact: np.ndarray, modifiers) -> np.ndarray:
+    """float64 values as float32 in the instruction's rounding mode (`.RP` up, `.RM` down, `.RZ`
+    toward zero, else to nearest): the integer division sequence rounds its divisor up
+    (`I2F.U32.RP`) so that its reciprocal is never too large."""
+    r = exact.astype(np.float32)
+    up, down = np.nextafter(r, np.float32(np.inf)), np.nextafter(r, np.float32(-np.inf))
+    if "RP" in modifiers:
+        r = np.where(r.astype(np.float64) < exact, up, r)
+    elif "RM" in modifiers:
+        r = np.where(r.astype(np.float64) > exact, down, r)
+    elif "RZ" in modifiers:
+        r = np.where(np.abs(r.astype(np.float64)) > np.abs(exact), np.where(exact > 0, down, up), r)
+    return r.astype(np.float32)
+
+
+#: MUFU's functions on float32 (CUDA C Programming Guide, "Intrinsic Functions": the SFU's
+#: approximations, within 1-2 ulp; executed here correctly rounded, which the integer division
+#: sequence's correction steps absorb: its quotient is exact either way)
+_MUFU = {"RCP": lambda f: 1.0 / f, "RSQ": lambda f: 1.0 / np.sqrt(f), "SQRT": np.sqrt, "EX2": np.exp2,
+         "LG2": np.log2, "SIN": np.sin, "COS": np.cos, "TANH": np.tanh}
+
+
+def _mufu(ws, x, active):
+    """MUFU.RCP/RSQ/SQRT/EX2/LG2/SIN/COS/TANH of a float32 (the `.RCP64H`/`.RSQ64H` halves of a
+    double are not executed)."""
+    dst, s = _srcs(x)
+    fn = next((_MUFU[m] for m in x.modifiers if m in _MUFU), None)
+    if fn is None or len(s) != 1:
+        raise NotExecuted(f"`{x.full_opcode}` results are not executed")
+    a = _float_operand(ws, s[0])
+    with np.errstate(all="ignore"):
+        r = fn(_f32(a)).astype(np.float32)  # beyond float32's range: inf, as the SFU gives
+    return [(_w(dst[0]), _float_result(ws, r, [a], active))]
 
 
 def _f2i(ws, x, active):
@@ -1208,5 +1243,5 @@ _EXEC = {
     "ISETP": _isetp, "IMNMX": _imnmx, "VIMNMX": _imnmx, "FLO": _flo, "POPC": _popc, "BREV": _brev,
     "IABS": _iabs, "SGXT": _sgxt, "BMSK": _bmsk, "I2F": _i2f, "I2FP": _i2f, "F2I": _f2i, "VOTE": _vote, "VOTEU": _vote,
     "HFMA2": _hfma2, "FADD": _fp32, "FADD32I": _fp32, "FMUL": _fp32, "FMUL32I": _fp32, "FFMA": _fp32,
-    "FFMA32I": _fp32, "FMNMX": _fp32, "FSETP": _fsetp,
+    "FFMA32I": _fp32, "FMNMX": _fp32, "FSETP": _fsetp, "MUFU": _mufu,
 }

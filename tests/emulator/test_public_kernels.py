@@ -277,3 +277,34 @@ def test_a_float_deciding_a_branch_is_labeled(toolchain, target, kernel):
     branches = prep.lanes.unknown_branches
     assert branches and all("a floating-point value decides it" in why for why in branches.values()), branches
     assert any(f"(FCHK at line {division})" in why for why in branches.values())
+
+
+#: the row/column split of a 1-D thread index by a kernel argument, as tutorials write a transpose
+#: (integer division by a runtime value: I2F.U32.RP, MUFU.RCP, F2I.TRUNC and IMAD corrections)
+DIVIDED_TRANSPOSE = """
+__global__ void transpose_1d(const float *A, float *B, int n)
+{
+    int tid = blockDim.x * blockIdx.x + threadIdx.x;
+    int row = tid / n;
+    int col = tid % n;
+    if (row < n && col < n)
+        B[col * n + row] = A[row * n + col];
+}
+"""
+
+
+@pytest.mark.parametrize("n", [96, 1000, 4099])
+def test_division_by_an_argument_is_executed(toolchain, target, tmp_path, n):
+    """`row = tid / n; col = tid % n` with n given: the quotient and remainder are exact in every
+    lane (the reciprocal's MUFU.RCP executed), so `A[row * n + col]` is `A[tid]`, 4 sectors, and
+    `B[col * n + row]` puts each lane in another row, 32 sectors; neither is labeled."""
+    src = tmp_path / "transpose_1d.cu"
+    src.write_text(DIVIDED_TRANSPOSE)
+    program = build_example(src, toolchain)
+    prep = _prepared(program, target, "transpose_1d", LaunchHint(grid=4096, block=256, values={"n": n}))
+    line = _line(src, "B[col * n + row] = A[row * n + col];")
+    (load,) = _accesses(prep, line, store=False)
+    (store,) = _accesses(prep, line, store=True)
+    assert (_sectors(load), load.pattern) == (4, "coalesced")
+    assert (_sectors(store), store.pattern) == (32, "uncoalesced")
+    assert not prep.lanes.data_dependent
