@@ -308,7 +308,7 @@ class Engine:
             else:
                 self.ctx_blocked[ctx][pipe] = p.admit - p.backlog
         else:
-            fin = self._memory(mem, t, shp, ctx, i)
+            fin = self._memory(mem, t, shp, ctx, i, w.wid)
         sb = w.sb
         if defs:
             ready, reason = sb.reg_ready, sb.reg_reason
@@ -409,12 +409,14 @@ class Engine:
                 for h in hooks:
                     h(w, i, reason, part, b)
 
-    def _memory(self, mem: int, t: float, shp, ctx: int, slot: int) -> float:
+    def _memory(self, mem: int, t: float, shp, ctx: int, slot: int, wid: int = 0) -> float:
         pipes = self.ctx_pipes[ctx]
         memory = self.ctx_memory[ctx]
         if mem == M_GLOBAL:
+            # L1 misses are diffused per warp (each warp's lanes cross their sectors on their own
+            # trips); L2's per instruction
             fin = memory.global_access(t, shp.wavefronts, shp.l2_requests, shp.l2_hit_rate, slot, shp.l1_miss_rate,
-                                       shp.dram_scale, shp.l2_cost)
+                                       shp.dram_scale, shp.l2_cost, (slot << 20) | wid)
         elif mem == M_SHARED:
             fin = pipes[_SHARED].accept(t, shp.wavefronts)
         elif mem == M_CONSTANT:

@@ -246,8 +246,8 @@ class MemoryHierarchy:
         self._l1_acc: dict[int, float] = {}
 
     @staticmethod
-    def _diffuse(acc_of: dict[int, float], rate: float, key: int) -> bool:
-        acc = acc_of.get(key, 0.0) + rate
+    def _diffuse(acc_of: dict[int, float], rate: float, key: int, first: float = 0.0) -> bool:
+        acc = acc_of.get(key, first) + rate
         hit = acc >= 1.0 - 1e-9
         acc_of[key] = acc - 1.0 if hit else acc
         return hit
@@ -256,13 +256,16 @@ class MemoryHierarchy:
         return self._diffuse(self._hit_acc, rate, key)
 
     def global_access(self, t: float, wavefronts: float, requests: float, hit_rate: float, key: int = -1,
-                      l1_miss_rate: float = 1.0, dram_scale: float = 1.0, l2_cost: float = 1.0) -> float:
+                      l1_miss_rate: float = 1.0, dram_scale: float = 1.0, l2_cost: float = 1.0,
+                      l1_key: int = -1) -> float:
         """`requests`: the 128 B units an execution that misses L1 sends to L2; DRAM moves
         `dram_scale` times what misses L2 (its fetch granularity)."""
         p = self.pipes
         lsu, l2, dram = p[RES_ID["lsu"]], p[RES_ID["l2"]], p[RES_ID["dram"]]
         fin_lsu = lsu.accept(t, wavefronts)
-        if l1_miss_rate < 1.0 and not self._diffuse(self._l1_acc, l1_miss_rate, key):
+        # a warp's first execution of an instruction misses L1 (its sectors are not there yet),
+        # then one in 1/rate: a sampled loop's few trips see the cold miss, not a run of hits
+        if l1_miss_rate < 1.0 and not self._diffuse(self._l1_acc, l1_miss_rate, l1_key, 1.0 - l1_miss_rate):
             return fin_lsu  # every sector in L1
         start_l2 = fin_lsu - lsu.latency
         fin = l2.accept(start_l2, requests * l2_cost)

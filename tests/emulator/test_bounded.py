@@ -125,7 +125,9 @@ def test_sensitivity_of_a_loop_with_calls_is_bounded(built):
     rep = sensitivity(program, _kernel(program, "nbody"), arch, device, AnalysisOptions(), source)
     assert rep.kernel_region.resources
     hot = max(rep.loops, key=lambda r: r.share)
-    assert hot.line in HOT["nbody"] and hot.share > 0.5, [(r.line, r.share) for r in rep.loops]
+    # the j loop's own instructions: since the cache model (issue 33) its broadcast pos[j] loads
+    # mostly hit L1, and the __noinline__ pair force it calls is the larger part of its time
+    assert hot.line in HOT["nbody"] and hot.share > 0.3, [(r.line, r.share) for r in rep.loops]
 
 
 def test_a_whole_file_stays_within_one_budget(built, toolchain, tmp_path):
