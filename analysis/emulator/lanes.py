@@ -658,16 +658,21 @@ def _imad(ws, x, active):
         lo, hi = _pair_names(dst[0])
         return [(lo, Value((r & _M32).astype(np.uint32), st.copy(), why)),
                 (hi, Value((r >> np.uint64(32)).astype(np.uint32), st.copy(), why))]
-    c = ws.operand(s[2]) if len(s) >= 3 and not is_pred(s[2]) else known(0)
     if "HI" in mods:
+        # the addend is a 64-bit pair (Rc, Rc+1): the high word of a·b + (Rc+1:Rc). The integer
+        # division sequence zeroes Rc (`HFMA2.MMA R4, -RZ, RZ, 0, 0`) and keeps its estimate in Rc+1:
+        # `IMAD.HI.U32 R5, R5, R9, R4` is R5 + hi(R5·R9), its Newton step
+        c_lo, c_hi = ws.pair(s[2]) if len(s) >= 3 and not is_pred(s[2]) else (known(0), known(0))
+        c = _join(c_lo, c_hi)
         if signed:
-            p = ((_signed(a.v) * _signed(b.v)) >> 32).astype(np.int64).astype(np.uint64)
+            p = (_signed(a.v) * _signed(b.v)).astype(np.uint64)
         else:
-            p = (a.v.astype(np.uint64) * b.v.astype(np.uint64)) >> np.uint64(32)
-        r = (p + c.v.astype(np.uint64)) & _M32
-        st = np.maximum(np.maximum(a.st, b.st), c.st)
+            p = a.v.astype(np.uint64) * b.v.astype(np.uint64)
+        r = ((p + c) >> np.uint64(32)) & _M32
+        st = np.maximum(np.maximum(a.st, b.st), np.maximum(c_lo.st, c_hi.st))
         st = np.where(st == UNIFORM, UNKNOWN, st)
-        return [(_w(dst[0]), Value(r.astype(np.uint32), st.astype(np.int8), _reason([a, b, c])))]
+        return [(_w(dst[0]), Value(r.astype(np.uint32), st.astype(np.int8), _reason([a, b, c_lo, c_hi])))]
+    c = ws.operand(s[2]) if len(s) >= 3 and not is_pred(s[2]) else known(0)
     prod = _binary(ws, a, b, lambda u, v: u * v, "mul")
     r = _binary(ws, prod, c, lambda u, v: u + v, "add")
     if "X" in mods:
