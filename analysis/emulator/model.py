@@ -437,6 +437,25 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
             name="address_base", value=f"{len(lanes.relative)} accesses", source="default",
             detail="addresses whose lanes share an unknown base (loaded, or an argument not given): the "
                    "strides between lanes are exact, the base is taken as 128 B aligned"))
+    # branches whose direction the lanes could not compute: the engine takes its guard rule's way,
+    # a guess the result must name (a loaded value, or a floating-point compare, decides them)
+    undecided = dict(lanes.unknown_branches)
+    for i, L in enumerate(decoded.loops):
+        why = next((lanes.unknown_branches[s] for s in L.latches if s in lanes.unknown_branches), None)
+        j = trip_assumption.get(i)
+        # (indices are stale once a branch change dropped a dead loop's assumption: check the name)
+        if why is None or j is None or j >= len(out) or not out[j].name.startswith("trip_count") \
+                or out[j].source != "default":
+            continue
+        out[j] = out[j].model_copy(update={"detail": f"data-dependent: the loop's exit is not computed ({why}); "
+                                           f"{out[j].detail}"})
+    if undecided:
+        items = sorted({f"{_where(decoded.instr[s])}: {why}" for s, why in undecided.items()})
+        out.append(Assumption(
+            name="control_flow", value=f"{len(items)} branches", source="default",
+            detail=f"branches {who} could not decide, taken as the guard rule assumes (guards pass, the "
+                   "work side of an early-out runs): " + "; ".join(items[:6])
+                   + (f"; and {len(items) - 6} more" if len(items) > 6 else "")))
     unreached = [s for s in lanes.unreached if decoded.shape[s].pattern == "unknown"]
     if unreached or lanes.truncated:
         out.append(Assumption(

@@ -175,6 +175,10 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
             else:
                 v, known = ws.pred(x.predicate)
                 leave = at & v & known  # an unknown guard passes, as in the engine
+                if not known[at].all():  # an early exit nobody can decide: a guess to name
+                    why = ws.pred_reason.get(x.predicate.lstrip("!"), "")
+                    out.unknown_branches.setdefault(s, f"the predicate {x.predicate} of the exit at pc {x.pc:#x} "
+                                                       "is not known" + (f": {why}" if why else ""))
                 alive &= ~leave
             pc[at & alive] = s + 1
             continue
