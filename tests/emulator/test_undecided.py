@@ -39,4 +39,3 @@ def test_a_loop_bounded_by_loaded_offsets_says_its_trips_are_data_dependent(assu
 def test_a_branch_on_a_float_is_named(assumptions):
     flow = next(a for a in assumptions["threshold"] if a.name == "control_flow")
     assert flow.source == "default" and "floating-point value decides it" in flow.detail, flow.detail
-
