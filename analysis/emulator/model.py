@@ -27,14 +27,15 @@ from ..frontend import isa
 from ..frontend.isa import call_is_jump, math_slow_path
 from ..frontend.program import FunctionProgram, Program, base_name
 from ..frontend.source import SourceModel
-from ..machine.arch import USER_SOURCE_ID, ArchSpec, DeviceSpec, launch_overhead
+from ..machine.arch import (SHARED_BYTES_PER_CLOCK_PER_SM, USER_SOURCE_ID, WARP_REQUEST_BYTES, ArchSpec, DeviceSpec,
+                            Resource, launch_overhead)
 from ..machine.occupancy import Occupancy, occupancy
 from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from . import sampling, staging
 from .budget import Ledger, StudyShape
 from .caches import CacheGeometry, hierarchy
-from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_GLOBAL, REASONS, DecodedKernel, LoopSpec, callee_name, decode, reachable
+from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, REASONS, DecodedKernel, LoopSpec, callee_name, decode, reachable
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
@@ -354,6 +355,7 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
     if unknown:
         assumptions.append(Assumption(name="coalescing", value=settings.unknown_access, source="default",
                                       detail=f"{len(unknown)} accesses with addresses the analysis cannot follow"))
+    _lsu_admissions(decoded, arch)
     return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),
                     settings, program.line_table if program is not None else {}, overhead_s, lanes)
 
@@ -471,6 +473,25 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
 #: walks made
 DELTA_TRIPS = 2
 DELTA_STEPS = 160
+
+
+def _lsu_admissions(decoded: DecodedKernel, arch: ArchSpec) -> None:
+    """A global access's LSU cost in admissions of the arch's `lsu` gap: the larger of one
+    instruction issued to the SMSP's load/store units (the gap: 32 lanes over its units) and its
+    128 B wavefronts through the SM's L1 data path at one per clock (SHARED_BYTES_PER_CLOCK_PER_SM,
+    the same array as shared memory), a wavefront costing `schedulers_per_sm` SMSP cycles. Where
+    the gap is the wavefront's (sm_80, sm_90: 16 LD/ST lanes per SMSP, gap 4) nothing changes; on
+    sm_86/sm_89 (gap 8) a 32-wavefront request is 16 admissions, not 32."""
+    gap = arch.pipe_gap(Resource.lsu)
+    if not gap:
+        return
+    per_wavefront = arch.schedulers_per_sm * WARP_REQUEST_BYTES / SHARED_BYTES_PER_CLOCK_PER_SM / gap
+    if per_wavefront >= 1.0:
+        return
+    for s, m in enumerate(decoded.mem):
+        if m in (M_GLOBAL, M_ATOMIC_GLOBAL):
+            sh = decoded.shape[s]
+            decoded.shape[s] = replace(sh, wavefronts=max(1.0, sh.wavefronts * per_wavefront))
 
 
 def _with_caches(decoded: DecodedKernel, walked: tuple[Launch, WalkResult], occ, arch: ArchSpec, device: DeviceSpec,

@@ -155,3 +155,25 @@ def test_a_volatile_reload_is_not_served_by_l1(runs):
     prof = runs[0]["volatile_reload"].profile
     # both reads of a[i] go past L1 (strong loads bypass it): L2 sees every byte L1 was asked for
     assert prof.bytes["l2"] >= prof.bytes["l1"] * 0.99, prof.bytes
+
+
+@pytest.mark.parametrize("arch_name", ["sm_86", "sm_90"])
+def test_a_wavefront_bound_kernel_runs_at_one_wavefront_per_clock_per_sm(toolchain, arch_name):
+    """sm_86's LSU takes a warp instruction every 8 cycles per SMSP (4 LD/ST units), sm_90's every 4;
+    either way the L1 data path moves one 128 B wavefront per clock per SM, and a request of 32
+    wavefronts costs 32 clocks of it, not 32 instruction issues."""
+    prog = build_example(KERNELS, toolchain, arch=arch_name)
+    cat = load_arch_specs()
+    arch = cat.arch(arch_name)
+    dev = cat.default_device(arch)
+    fn = next(f for f in prog.kernels if f.name.startswith("row_walk"))
+    from kernelscope.analysis.machine.occupancy import occupancy
+
+    # one-warp blocks: the resident warps' rows (4 KiB each) fit in L1, so only its data path binds
+    per_sm = occupancy(arch, 32, fn.resources.registers, 0, fn.resources.static_smem).active_blocks_per_sm
+    blocks = 2 * per_sm * dev.sm_count  # two full waves: no tail to blur the bound
+    opts = AnalysisOptions(launch_hints={"row_walk": {"grid": blocks, "block": 32}})
+    e = emulate_detailed(prog, fn, arch, dev, opts)
+    wavefronts = blocks * 256 * 32  # blocks (one warp each) x loads x one line per lane
+    bound = wavefronts / dev.sm_count / dev.clock_hz
+    assert bound <= e.profile.duration_s <= 1.3 * bound + 5e-6, (e.profile.duration_s, bound)

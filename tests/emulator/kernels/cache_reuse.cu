@@ -96,3 +96,15 @@ __global__ void volatile_reload(volatile const float* a, float* c)
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     c[i] = a[i] + a[i];
 }
+
+// Each lane walks its own row (lanes 16 KiB apart): 32 L1 wavefronts per load, 7 of 8 trips served
+// by L1, so the SM's L1 data path (one 128 B wavefront per clock) bounds the kernel.
+// kernelscope: block=256 grid=1024
+__global__ void row_walk(const float* a, float* out)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.0f;
+    for (int k = 0; k < 256; ++k)
+        s += a[(size_t)row * 4096 + k];
+    out[row] = s;
+}
