@@ -9,7 +9,6 @@ half of the command line's start-up) load on a thread while nvcc compiles (`pipe
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -19,25 +18,21 @@ from .advisor.ranking import advise
 from .advisor.static_facts import KernelFacts, executed_shapes, kernel_facts
 from .emulator.budget import (SMALLEST_SECOND_STAGE, BudgetSpent, FileSize, Ledger, plan_second_stage,
                               quick_run_budget, run_cap)
-from .emulator.launch import ResolvedLaunch, assumed_launch_note, resolve_launch
+from .context import AnalysisContext
+from .emulator.launch import assumed_launch_note
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError, WaveCache,
                              SensitivityReport, WhatIfReport, emulate_detailed, prepare, run_studies,
                              sensitivity_study, study_shape, what_if_study)
 from .emulator.workers import available_cores
 from .files import read_regular, regular_size
 from .frontend.compile import CompileResult, local_headers
-from .frontend.conditional import Passes, compile_passes
 from .frontend.inclusion import restricted_to_file, with_context
-from .frontend.instructions import SassModule
 from .frontend.kernel_names import without_parameters
 from .frontend.program import FunctionProgram, Program, build_program
-from .frontend.resources import KernelResources, Resources, by_function
+from .frontend.resources import Resources
 from .frontend.source import parse_source
-from .frontend.toolchain import Toolchain
-from .machine.arch import ArchSpec, DeviceSpec
 from .machine.occupancy import Occupancy, occupancy
 from .machine.roofline import TrajectoryPoint, kernel_roofline, roofline_model, trajectory_points
-from .options import AnalysisOptions
 from .process import CancelToken
 from .profile import Assumption, KernelProfile, LaunchConfig, Profile
 from .results import AnalysisResult, KernelReport, MemoryLevel, MemoryReport, Message, OccupancyReport
@@ -46,32 +41,32 @@ from .results import AnalysisResult, KernelReport, MemoryLevel, MemoryReport, Me
 MAX_PROCESSES = 4
 
 
-def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
-               device: DeviceSpec, compiled: CompileResult, inputs: ProgramInputs, messages: list[Message], base: dict,
-               timings: dict[str, float], cancel: CancelToken, report, measured_report: Path | None,
-               depth: Literal["quick", "full"], on_partial, taken: QuickStage | None = None) -> AnalysisResult:
-    """`pipeline.analyze` once the file compiled and its SASS is read (see there). `taken` is the
-    quick stage run on NVRTC's cubin while nvcc compiled, where it read the same `inputs`."""
-    arch = catalog.arch(options.arch)
+def model_file(ctx: AnalysisContext, compiled: CompileResult, messages: list[Message], base: dict,
+               timings: dict[str, float], cancel: CancelToken, report, depth: Literal["quick", "full"],
+               on_partial, taken: QuickStage | None = None) -> AnalysisResult:
+    """`pipeline.analyze` once the file compiled and its SASS is read into `ctx.inputs` (see there).
+    `taken` is the quick stage run on NVRTC's cubin while nvcc compiled, on the same inputs."""
+    options, source = ctx.options, ctx.path
     t = time.perf_counter()
-    text = data.decode("utf-8", errors="replace")
-    measured = _measured_profile(measured_report, source) if measured_report else None
+    measured = _measured_profile(ctx.measured_report, source) if ctx.measured_report else None
     # one budget for the quick stage and the second, proportional to nvcc's time on the file (docs/emulator.md)
     ledger = Ledger.start(options.budget, cancel)
-    ledger.fit(options.budget, FileSize.of(inputs.module, data))
+    ledger.fit(options.budget, FileSize.of(ctx.inputs.module, ctx.data))
     if taken is not None:
         program, facts, studies = taken.program, taken.facts, taken.studies
+        ctx = ctx.with_program(program)
         ledger.kernels = len(taken.program.kernels)
         ledger.charge_quick_stage(taken.spent, taken.runs, sum(s.modeled is not None for s in taken.studies.values()))
         timings["program"] = 0.0
         timings["model_ahead"] = taken.seconds
     else:
-        program = program_of(source, unit, text, options, toolchain, inputs)
+        program = program_of(ctx)
+        ctx = ctx.with_program(program)
         timings["program"] = time.perf_counter() - t
         cancel.check()
         report("model", 0.6)
         t = time.perf_counter()
-        facts, studies = model_kernels(program, arch, device, options, measured, ledger, cancel, report)
+        facts, studies = model_kernels(ctx, measured, ledger, cancel, report)
         timings["model"] = time.perf_counter() - t
     # a kernel modeled with a default launch says so where it is defined, with how to give the real one
     messages = messages + [Message(file=str(source), line=fn.source_line, column=None, severity="info", message=note,
@@ -82,8 +77,7 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
     if not program.kernels:
         common["messages"] += (Message.note(source, "no kernels (__global__ functions) in this file"),)
     t = time.perf_counter()
-    found = taken.findings if taken is not None else findings(program, catalog, device, options, text, facts,
-                                                              studies, measured)
+    found = taken.findings if taken is not None else findings(ctx, facts, studies, measured)
     timings["advise"] = time.perf_counter() - t
     result = AnalysisResult(**common, **found, timings=dict(timings), depth="quick")
     if depth == "quick" or not any(s.profile is not None and s.measured is False for s in studies.values()):
@@ -97,34 +91,15 @@ def model_file(source: Path, unit: Path, data: bytes, options: AnalysisOptions, 
     for n, fn in enumerate(program.kernels):
         cancel.check()
         report(f"sensitivity {without_parameters(fn.name)}", 0.7 + 0.3 * n / max(1, len(program.kernels)))
-        studies[fn.mangled] = _deepen(program, fn, arch, device, options, studies[fn.mangled], ledger,
-                                      len(program.kernels) - n)
+        studies[fn.mangled] = _deepen(ctx, fn, studies[fn.mangled], ledger, len(program.kernels) - n)
     timings["sensitivity"] = time.perf_counter() - t
     t = time.perf_counter()
     # the advice reads the studies' sensitivity and what-if: where the budget left every kernel
     # without them (a file of many kernels), it is the quick result's, not made again
     deepened = any(s.sensitivity is not None or s.what_if is not None for s in studies.values())
-    found = findings(program, catalog, device, options, text, facts, studies, measured,
-                     advice=None if deepened else found["advice"])
+    found = findings(ctx, facts, studies, measured, advice=None if deepened else found["advice"])
     timings["advise"] = time.perf_counter() - t
     return AnalysisResult(**common, **found, timings=timings, depth="full")
-
-
-@dataclass(frozen=True)
-class ProgramInputs:
-    """What `program_of` reads from the compile: the same inputs give the same program, and the
-    same quick stage (what `speculation.py` checks before it takes a run made ahead)."""
-
-    module: SassModule
-    resources: dict[str, Resources]
-    passes: Passes
-
-    @classmethod
-    def of(cls, module: SassModule, reports: Iterable[KernelResources], argv, arch: str,
-           toolchain: Toolchain) -> ProgramInputs:
-        """From a compile (nvcc's or NVRTC's): its SASS, ptxas's reports and its command line."""
-        return cls(module=module, resources=by_function(reports),
-                   passes=compile_passes(argv, arch, toolchain.version))
 
 
 @dataclass(frozen=True)
@@ -140,64 +115,59 @@ class QuickStage:
     seconds: float  # from the start of the NVRTC compile to the end of the quick stage
 
 
-def program_of(source: Path, unit: Path, text: str, options: AnalysisOptions, toolchain: Toolchain,
-               inputs: ProgramInputs) -> Program:
+def program_of(ctx: AnalysisContext) -> Program:
+    """The program of `ctx.inputs`, its source model read in the file's translation unit."""
+    source, unit, options, toolchain, inputs = ctx.path, ctx.unit, ctx.options, ctx.toolchain, ctx.inputs
     # the project headers the unit includes (the compile's -I paths): their #defines and constants
     # fold the file's launches as nvcc sees them
     headers = tuple(read_regular(h).decode(errors="replace") for h in local_headers(unit, options.flags, toolchain)
                     if h != source.resolve() and regular_size(h) is not None)
-    src = with_context(parse_source(text, inputs.passes, headers), source, unit, options.flags, toolchain,
+    src = with_context(parse_source(ctx.text, inputs.passes, headers), source, unit, options.flags, toolchain,
                        inputs.passes)
     program = build_program(inputs.module, src, str(source), inputs.resources)
     return restricted_to_file(program) if unit != source else program
 
 
-def model_kernels(program: Program, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
-                  measured: Profile | None, ledger: Ledger, cancel: CancelToken,
+def model_kernels(ctx: AnalysisContext, measured: Profile | None, ledger: Ledger, cancel: CancelToken,
                   report) -> tuple[dict[str, KernelFacts], dict[str, _Study]]:
-    """The quick stage's facts and study of each kernel (one emulation each)."""
+    """The quick stage's facts and study of each kernel of `ctx.program` (one emulation each)."""
+    program = ctx.program
     facts: dict[str, KernelFacts] = {}
     studies: dict[str, _Study] = {}
     ledger.kernels = len(program.kernels)  # every kernel's facts and advice, emulated or not (STATIC_COST)
     for n, fn in enumerate(program.kernels):
         cancel.check()
         report(f"model {without_parameters(fn.name)}", 0.6 + 0.1 * n / max(1, len(program.kernels)))
-        resolved = resolve_launch(fn.name, program.source, options, device.sm_count)
-        studies[fn.mangled] = study = _study(program, fn, arch, device, options, measured, resolved, ledger,
-                                             len(program.kernels) - n)
+        studies[fn.mangled] = study = _study(ctx, fn, measured, ledger, len(program.kernels) - n)
         # Memory-access facts depend on which threads share a warp: the (measured or resolved) block.
-        facts[fn.mangled] = kernel_facts(program, fn, arch, options.default_trip_count, block=study.launch.block,
-                                         values=resolved.values, executed=_executed(program, fn, arch, device,
-                                                                                    options, study))
+        facts[fn.mangled] = kernel_facts(program, fn, ctx.arch, ctx.options.default_trip_count,
+                                         block=study.launch.block, values=ctx.launches[fn.mangled].values,
+                                         executed=_executed(ctx, fn, study))
     return facts, studies
 
 
-def _executed(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
-              study: _Study) -> dict:
+def _executed(ctx: AnalysisContext, fn: FunctionProgram, study: _Study) -> dict:
     """The memory shapes the quick stage's walked warp gave (static_facts.executed_shapes): its
     launch prepared again, the walk itself memoised (emulator/walk.py)."""
     if study.modeled is None:
         return {}
     try:
-        return executed_shapes(prepare(fn, arch, device, options, program.source, program,
-                                       launch=study.launch if study.measured else None))
+        return executed_shapes(prepare(ctx, fn, launch=study.launch if study.measured else None))
     except EmulationError:
         return {}
 
 
-def findings(program: Program, catalog, device: DeviceSpec, options: AnalysisOptions, text: str,
-             facts: dict[str, KernelFacts], studies: dict[str, _Study], measured: Profile | None,
-             advice: tuple | None = None) -> dict:
+def findings(ctx: AnalysisContext, facts: dict[str, KernelFacts], studies: dict[str, _Study],
+             measured: Profile | None, advice: tuple | None = None) -> dict:
     """What a result says of the file's kernels, as `AnalysisResult` fields: their reports, the
     advice (`advice`: already made from the same profiles, facts and studies), the profile and
     the rooflines."""
-    arch = catalog.arch(options.arch)
-    roofline = roofline_model(catalog, device)
+    program, arch, device = ctx.program, ctx.arch, ctx.device
+    roofline = roofline_model(ctx.catalog, device)
     profiles = tuple(s.profile for s in studies.values() if s.profile is not None)
     rooflines = {m: kernel_roofline(s.profile, roofline, s.trajectory) for m, s in studies.items() if s.profile}
     if advice is None:
-        advice = advise(program, profiles, facts={m: f.facts for m, f in facts.items()}, source_text=text, arch=arch,
-                        device=device, roofline_model=roofline,
+        advice = advise(ctx, profiles, facts={m: f.facts for m, f in facts.items()}, roofline_model=roofline,
                         sensitivity={m: s.sensitivity for m, s in studies.items() if s.sensitivity},
                         what_if={m: s.what_if for m, s in studies.items() if s.what_if},
                         memory={m: f.memory for m, f in facts.items()})
@@ -234,14 +204,17 @@ def _measured_profile(report_path: Path, source: Path) -> Profile:
     return load_ncu_report(report_path, source=source)
 
 
-def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
-           measured: Profile | None, resolved: ResolvedLaunch, ledger: Ledger, kernels_left: int) -> _Study:
+def _study(ctx: AnalysisContext, fn: FunctionProgram, measured: Profile | None, ledger: Ledger,
+           kernels_left: int) -> _Study:
+    options, resolved = ctx.options, ctx.launches[fn.mangled]
     measured_kernel = measured.kernel(fn.mangled) if measured else None
     # A measured launch is what really ran: occupancy, like the report, uses it over the source's.
     launch = measured_kernel.launch if measured_kernel is not None else resolved.launch
-    regs = fn.resources.registers if fn.resources else 0
-    smem = fn.resources.static_smem if fn.resources else 0
-    occ = occupancy(arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)
+    occ = ctx.occupancy[fn.mangled]
+    if measured_kernel is not None:
+        regs = fn.resources.registers if fn.resources else 0
+        smem = fn.resources.static_smem if fn.resources else 0
+        occ = occupancy(ctx.arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)
     modeled = None
     run_budget = quick_run_budget(ledger, kernels_left, DEFAULT_SETTINGS.issue_budget)
     if run_budget is None and options.emulate and occ.active_blocks_per_sm > 0:
@@ -255,7 +228,7 @@ def _study(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Device
         # With a measurement too, the model still runs: hover shows both (the honesty check).
         launch_used = measured_kernel.launch if measured_kernel is not None else None
         waves: WaveCache = {}
-        emulation = emulate_detailed(program, fn, arch, device, options, program.source, launch=launch_used,
+        emulation = emulate_detailed(ctx, fn, launch=launch_used,
                                      settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget,
                                                                                   "max_issues": run_cap(ledger)}),
                                      cache=waves)
@@ -289,8 +262,7 @@ def _with_assumption(profile: KernelProfile, a: Assumption) -> KernelProfile:
     return profile.model_copy(update={"provenance": prov.model_copy(update={"assumptions": (*prov.assumptions, a)})})
 
 
-def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
-            study: _Study, ledger: Ledger, kernels_left: int) -> _Study:
+def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Ledger, kernels_left: int) -> _Study:
     """Sensitivity and what-if for one kernel, planned to fit its share of what is left of the
     budget (budget.plan_second_stage); what had to be cut becomes an assumption."""
     if study.profile is None or study.measured:
@@ -311,24 +283,25 @@ def _deepen(program: Program, fn: FunctionProgram, arch: ArchSpec, device: Devic
                    f"{SMALLEST_SECOND_STAGE:,.0f} warp-instructions and {allowance:,.0f} were left for this kernel "
                    f"(AnalysisOptions.budget)")))
     try:
-        base = prepare(fn, arch, device, options, program.source, program, settings=SENSITIVITY_SETTINGS)
+        base = prepare(ctx, fn, settings=SENSITIVITY_SETTINGS)
     except EmulationError:
         return study
     plan = plan_second_stage(study_shape(base), allowance, SENSITIVITY_SETTINGS.issue_budget,
                              WHAT_IF_SETTINGS.issue_budget)
     sens = wi = None
     stopped = ""
+    options = ctx.options
     processes = options.budget.processes or min(MAX_PROCESSES, available_cores())
     try:
         sens_study = wi_study = None
         if plan.sensitivity_run_budget is not None:
             st = SENSITIVITY_SETTINGS.model_copy(update={"issue_budget": plan.sensitivity_run_budget})
-            sens_study = sensitivity_study(program, fn, arch, device, options, program.source, settings=st,
+            sens_study = sensitivity_study(ctx, fn, settings=st,
                                            prepared=base if st == SENSITIVITY_SETTINGS else None,
                                            resources=plan.sensitivity_resources, ledger=ledger, cache=study.waves)
         if plan.what_if_run_budget is not None:
             st = WHAT_IF_SETTINGS.model_copy(update={"issue_budget": plan.what_if_run_budget})
-            wi_study = what_if_study(program, fn, arch, device, options, program.source, settings=st,
+            wi_study = what_if_study(ctx, fn, settings=st,
                                      block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
                                      grid_multipliers=plan.grid_multipliers, ledger=ledger, cache=study.waves)
         sens, wi = run_studies([sens_study, wi_study], processes, ledger, here=not options.budget.workers_only)

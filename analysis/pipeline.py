@@ -14,15 +14,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Literal
 from pathlib import Path
 
+from .context import AnalysisContext, ProgramInputs
 from .files import read_regular
 from .frontend.compile import CompilerMessage, compile_cuda, local_headers
 from .frontend.inclusion import compile_in_context, inclusion_context, is_header
 from .frontend.prelaunch import Prelaunch
 from .frontend.toolchain import Toolchain, find_compile_command, locate_toolchain
-from .machine.arch import load_arch_specs
 from .options import AnalysisOptions
 from .process import CancelToken
 from .results import AnalysisResult, Message, ToolchainInfo
@@ -107,10 +108,10 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     source = source.resolve()
     data = read_regular(source)  # a FIFO or a link to /dev/zero under a .cu name: an OSError, not a hang
     digest = source_digest(data)
-    catalog = load_arch_specs(options.arch_file)
-    arch = catalog.arch(options.arch)
-    device = catalog.device(options.device) if options.device else catalog.default_device(arch)
+    ctx = AnalysisContext.resolve(options, path=source, data=data, measured_report=measured_report)
+    device = ctx.device
     toolchain = toolchain or resolve_toolchain(source, options)
+    ctx = replace(ctx, toolchain=toolchain)
     cc = find_compile_command(source, options.compile_commands) if options.compile_commands else None
     base = dict(source=str(source), source_sha256=digest, arch=options.arch, device=device.name, flags=options.flags,
                 toolchain=ToolchainInfo(nvcc=str(toolchain.nvcc), nvdisasm=str(toolchain.nvdisasm),
@@ -125,8 +126,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     # inputs. Only in a process that has the later stages loaded (the language server): a command
     # line's one analysis spends nvcc's time importing them, and its prelaunched nvcc ends first
     # (benchmarks/analyze.py: median 3.28x nvcc with a run ahead, 2.72x without, same hour).
-    ahead = None if loading is not None or is_header(source) or measured_report else Speculation.begin(
-        source, data, options, toolchain, catalog, device, cc)
+    ahead = None if loading is not None or is_header(source) or measured_report else Speculation.begin(ctx, cc)
     try:
         report("compile", 0.0)
         t = time.perf_counter()
@@ -162,7 +162,8 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
 
         from . import modeling
 
-        inputs = modeling.ProgramInputs.of(module, compiled.resources, compiled.command, options.arch, toolchain)
+        inputs = ProgramInputs.of(module, compiled.resources, compiled.command, options.arch, toolchain)
+        ctx = replace(ctx, unit=unit, inputs=inputs)
         taken = None
         if ahead is not None:
             t = time.perf_counter()
@@ -170,8 +171,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
             ahead.close()  # not taken: stopped now, not when the second stage ends
             if taken is not None:
                 timings["model"] = time.perf_counter() - t  # the wait for what was run ahead to end
-        return modeling.model_file(source, unit, data, options, toolchain, catalog, device, compiled, inputs, messages,
-                                   base, timings, cancel, report, measured_report, depth, on_partial, taken)
+        return modeling.model_file(ctx, compiled, messages, base, timings, cancel, report, depth, on_partial, taken)
     finally:
         if ahead is not None:
             ahead.close()

@@ -2,7 +2,7 @@
 
 nvcc takes 0.4-0.6 s for one of the examples here; NVRTC compiles the same device code in
 0.05-0.1 s. Everything the quick stage does after the compile (the program, one emulation per
-kernel, the static facts) is a pure function of `modeling.ProgramInputs`: the SASS, ptxas's
+kernel, the static facts) is a pure function of `context.ProgramInputs`: the SASS, ptxas's
 resources and the compile's predefined macros. So while nvcc compiles, a thread compiles the
 device code with NVRTC (`frontend/nvrtc.py`, in a forked child that a cancel kills) and runs the
 quick stage on what it gives. When nvcc is done, `take` hands that work over only if nvcc's
@@ -19,17 +19,17 @@ import logging
 import math
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .context import AnalysisContext, ProgramInputs
 from .frontend.compile import compile_flags, nvcc_argv
 from .frontend.toolchain import CompileCommand, Toolchain
-from .machine.arch import DeviceSpec
-from .options import AnalysisOptions
 from .process import CancelToken
 
 if TYPE_CHECKING:
-    from .modeling import ProgramInputs, QuickStage
+    from .modeling import QuickStage
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +52,12 @@ class Speculation:
         self._thread = threading.Thread(target=self._run, args=thread_args, daemon=True, name="kernelscope-ahead")
 
     @classmethod
-    def begin(cls, source: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
-              device: DeviceSpec, compile_command: CompileCommand | None) -> Speculation | None:
-        """Start the run ahead of `source` (its bytes `data`), or None where none is tried: a
-        measured profile or no emulation asked for, no fork to run NVRTC in, or a recent miss."""
+    def begin(cls, ctx: AnalysisContext, compile_command: CompileCommand | None) -> Speculation | None:
+        """Start the run ahead of `ctx.path`, or None where none is tried: a measured profile or no
+        emulation asked for, no fork to run NVRTC in, or a recent miss."""
         from .emulator.workers import can_fork
 
+        source, options, toolchain = ctx.path, ctx.options, ctx.toolchain
         if not (options.budget.run_ahead and options.emulate and can_fork()):
             return None
         flags, cwd = compile_flags(source, options.flags, compile_command)
@@ -66,7 +66,7 @@ class Speculation:
             if _skips.get(key, 0) > 0:
                 _skips[key] -= 1
                 return None
-        ahead = cls(key, (source, data, options, toolchain, catalog, device, flags, cwd))
+        ahead = cls(key, (ctx, flags, cwd))
         ahead._thread.start()
         return ahead
 
@@ -96,9 +96,9 @@ class Speculation:
         with _skips_lock:
             _skips[self._key] = SKIP_AFTER_MISS
 
-    def _run(self, source: Path, data: bytes, options: AnalysisOptions, toolchain: Toolchain, catalog,
-             device: DeviceSpec, flags: tuple[str, ...], cwd: Path) -> None:
+    def _run(self, ctx: AnalysisContext, flags: tuple[str, ...], cwd: Path) -> None:
         start = time.perf_counter()
+        source, data, options, toolchain = ctx.path, ctx.data, ctx.options, ctx.toolchain
         try:
             cubin = self._device_cubin(source, data, options.arch, flags, cwd, toolchain)
         finally:
@@ -108,7 +108,7 @@ class Speculation:
                 return
             from .frontend.disassembly import decoded_sass
             from .emulator.budget import FileSize, Ledger
-            from .modeling import ProgramInputs, QuickStage, findings, model_kernels, program_of
+            from .modeling import QuickStage, findings, model_kernels, program_of
 
             module = decoded_sass(cubin.cubin, cancel=self._cancel)
             if module is None:  # nvdisasm would be needed, at ~0.35 s: nvcc is as near
@@ -116,14 +116,14 @@ class Speculation:
             argv = nvcc_argv(source, Path(f"{source.stem}.cubin"), options.arch, toolchain, flags)
             self._inputs = inputs = ProgramInputs.of(module, cubin.resources, argv, options.arch, toolchain)
             self._inputs_ready.set()
-            text = data.decode("utf-8", errors="replace")
-            program = program_of(source, source, text, options, toolchain, inputs)
+            ctx = replace(ctx, inputs=inputs)
+            program = program_of(ctx)
+            ctx = ctx.with_program(program)
             ledger = Ledger.start(options.budget, self._cancel)
             ledger.fit(options.budget, FileSize.of(module, data))  # as modeling.model_file
-            facts, studies = model_kernels(program, catalog.arch(options.arch), device, options, None, ledger,
-                                           self._cancel, lambda stage, fraction: None)
+            facts, studies = model_kernels(ctx, None, ledger, self._cancel, lambda stage, fraction: None)
             self._cancel.check()
-            found = findings(program, catalog, device, options, text, facts, studies, None)
+            found = findings(ctx, facts, studies, None)
             self._result = QuickStage(program=program, facts=facts, studies=studies, findings=found,
                                       spent=ledger.spent, runs=ledger.runs, seconds=time.perf_counter() - start)
         except Exception as e:  # noqa: BLE001 - dropped, cancelled or failed: nvcc's path runs either way

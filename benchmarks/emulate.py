@@ -22,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "emulator"))
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.machine.arch import load_arch_specs  # noqa: E402
 from kernelscope.analysis.emulator.model import (DEFAULT_SETTINGS, EmulationSettings, emulate_detailed,  # noqa: E402
                                                  sensitivity, what_if)
@@ -122,13 +123,11 @@ def second_stage(programs, arch, dev, opts) -> float:
     worst = 0.0
     for name, prog in programs:
         for k in prog.kernels:
-            ws, cs, s = timed(lambda: sensitivity(prog, k, arch, dev, opts, prog.source))
-            ww, cw, w = timed(lambda: what_if(prog, k, arch, dev, opts, prog.source))
-            _, cfs, s_full = timed(lambda: sensitivity(prog, k, arch, dev, opts, prog.source, settings=FULL_SENSITIVITY,
-                                                    tail_scaled_share=0.0, gap_min_utilization=0.0))
+            ws, cs, s = timed(lambda: sensitivity(AnalysisContext.of(arch, dev, opts, prog.source, program=prog), k))
+            ww, cw, w = timed(lambda: what_if(AnalysisContext.of(arch, dev, opts, prog.source, program=prog), k))
+            _, cfs, s_full = timed(lambda: sensitivity(AnalysisContext.of(arch, dev, opts, prog.source, program=prog), k, settings=FULL_SENSITIVITY, tail_scaled_share=0.0, gap_min_utilization=0.0))
             sizes = full_sizes if w.block_sizes_note is None else ()
-            _, cfw, w_full = timed(lambda: what_if(prog, k, arch, dev, opts, prog.source, settings=FULL_WHAT_IF,
-                                                   block_sizes=sizes or None))
+            _, cfw, w_full = timed(lambda: what_if(AnalysisContext.of(arch, dev, opts, prog.source, program=prog), k, settings=FULL_WHAT_IF, block_sizes=sizes or None))
             if w.block_sizes_note is not None:  # the full sweep of a 2-D block is not applicable either
                 w_full = w_full.model_copy(update={"block_sizes": (), "best_block_size": None})
             same, ds = sensitivity_error(s, s_full)
@@ -160,7 +159,7 @@ def main() -> int:
             prog = build_example(ex, tc)
             programs.append((ex.stem, prog))
             for k in prog.kernels:
-                ms, e = best_of(lambda: emulate_detailed(prog, k, arch, dev, opts))
+                ms, e = best_of(lambda: emulate_detailed(AnalysisContext.of(arch, dev, opts, program=prog), k))
                 worst = max(worst, ms)
                 print(f"{ex.stem + ':' + k.name.split('(')[0]:44s} {ms:7.1f} {e.issues:7d} "
                       f"{e.prediction.seconds * 1e6:9.1f}us {e.prediction.waves:7.2f}  {e.loop_trips} ({e.emulated_trips})")
@@ -176,7 +175,7 @@ def main() -> int:
     # 2. the synthetic large kernel -----------------------------------------------------------
     big = synthetic_kernel()
     hint = AnalysisOptions(launch_hints={"synthetic": LaunchHint(block=256, grid=dev.sm_count * 8)})
-    ms, e = best_of(lambda: emulate_detailed(None, big, arch, dev, hint))
+    ms, e = best_of(lambda: emulate_detailed(AnalysisContext.of(arch, dev, hint), big))
     worst = max(worst, ms)
     warps = e.prediction.blocks_per_sm * 256 // 32
     print(f"\nsynthetic: {len(big.sass.instructions)} SASS instructions, {warps} warps/SM, loop trips {e.loop_trips}: "
@@ -185,7 +184,7 @@ def main() -> int:
     # 3. shortcut error against a full emulation on a moderate case ----------------------------
     moderate = synthetic_kernel(prologue=100, body=120, trips=150)
     full_settings = EmulationSettings(sample_loops=False, representative_smsp=False)
-    t_full, full = best_of(lambda: emulate_detailed(None, moderate, arch, dev, hint, settings=full_settings), 1)
+    t_full, full = best_of(lambda: emulate_detailed(AnalysisContext.of(arch, dev, hint), moderate, settings=full_settings), 1)
     print("\nshortcut error on a moderate kernel (100 + 2 x 120 instructions, trips 150, 64 warps):")
     print(f"  full emulation (every iteration, all 4 SMSPs): {t_full:8.1f} ms, {full.issues} issues")
     for label, st in [("loop sampling only", EmulationSettings(representative_smsp=False)),
@@ -194,9 +193,8 @@ def main() -> int:
                       ("both, LRR policy (full run also LRR)", EmulationSettings(policy="lrr"))]:
         ref = full
         if st.policy == "lrr":
-            ref = emulate_detailed(None, moderate, arch, dev, hint,
-                                   settings=full_settings.model_copy(update={"policy": "lrr"}))
-        t, got = best_of(lambda st=st: emulate_detailed(None, moderate, arch, dev, hint, settings=st), 1)
+            ref = emulate_detailed(AnalysisContext.of(arch, dev, hint), moderate, settings=full_settings.model_copy(update={"policy": "lrr"}))
+        t, got = best_of(lambda st=st: emulate_detailed(AnalysisContext.of(arch, dev, hint), moderate, settings=st), 1)
         err = got.prediction.seconds / ref.prediction.seconds - 1
         print(f"  {label:38s} {t:8.1f} ms  time error {err * 100:+6.2f} %  "
               f"per-PC share distance {share_distance(got.profile, ref.profile) * 100:5.2f} %  "

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from installed import byte_compile
+from kernelscope.analysis.context import AnalysisContext
 
 REPO = Path(__file__).resolve().parent.parent
 SHAPES = REPO / "tests" / "emulator" / "kernels" / "bounded_shapes.cu"
@@ -110,8 +111,8 @@ def _errors() -> None:
         name = k.name.split("(")[0]
         for n in (64, 256):
             opts = AnalysisOptions(launch_hints={name: {"values": {"n": n}}})
-            s = emulate_detailed(program, k, arch, dev, opts, source)
-            u = emulate_detailed(program, k, arch, dev, opts, source, settings=full_settings)
+            s = emulate_detailed(AnalysisContext.of(arch, dev, opts, source, program=program), k)
+            u = emulate_detailed(AnalysisContext.of(arch, dev, opts, source, program=program), k, settings=full_settings)
             if u.issues > 2_000_000:
                 continue
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..frontend.program import FunctionProgram, Program
+from ..frontend.program import FunctionProgram
 from ..machine.roofline import KernelRoofline, RooflineModel, TrajectoryPoint, kernel_roofline
 from ..profile import KernelProfile, Profile
 from ..results import StaticFact
@@ -23,6 +22,9 @@ from .blame import BlameResult, blame
 from .call_sites import call_sites
 from .optimizers import REGISTRY, MatchContext, Optimizer
 from .optimizers.base import grounded, named_lines, restated
+
+if TYPE_CHECKING:
+    from ..context import AnalysisContext
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +36,12 @@ def rank_key(a: Advice) -> tuple[float, float, str]:
     return (-(a.speedup * a.importance), -a.speedup, a.id)
 
 
-def kernel_context(program: Program, function: FunctionProgram, profile: KernelProfile | None, *,
-                   facts: Sequence[StaticFact] = (), source_lines: Sequence[str] = (), arch: Any = None,
-                   device: Any = None, roofline_model: RooflineModel | None = None, sensitivity: Any = None,
-                   what_if: Any = None, memory: Mapping[int, Any] | None = None) -> MatchContext:
-    """Everything the optimizers need about one kernel, computed once."""
+def kernel_context(context: AnalysisContext, function: FunctionProgram, profile: KernelProfile | None, *,
+                   facts: Sequence[StaticFact] = (), source_lines: Sequence[str] = (),
+                   roofline_model: RooflineModel | None = None, sensitivity: Any = None, what_if: Any = None,
+                   memory: Mapping[int, Any] | None = None) -> MatchContext:
+    """Everything the optimizers need about one kernel of `context.program`, computed once."""
+    program, arch, device = context.program, context.arch, context.device
     blamed: BlameResult | None = blame(function, profile) if profile is not None else None
     roof: KernelRoofline | None = None
     if profile is not None and roofline_model is not None and profile.duration_s > 0:
@@ -131,31 +134,26 @@ def _overlap(a: SourceEdit, b: SourceEdit) -> bool:
         (a.line, a.col) == (b.line, b.col)
 
 
-def advise(program: Program, profiles: Profile | Sequence[KernelProfile] | None = None, *,
-           facts: Mapping[str, Sequence[StaticFact]] | None = None, source_text: str | None = None, arch: Any = None,
-           device: Any = None, roofline_model: RooflineModel | None = None,
+def advise(context: AnalysisContext, profiles: Profile | Sequence[KernelProfile] | None = None, *,
+           facts: Mapping[str, Sequence[StaticFact]] | None = None, roofline_model: RooflineModel | None = None,
            sensitivity: Mapping[str, Any] | None = None, what_if: Mapping[str, Any] | None = None,
            memory: Mapping[str, Mapping[int, Any]] | None = None,
            optimizers: Iterable[Optimizer] = REGISTRY) -> tuple[Advice, ...]:
-    """Ranked advice for every kernel of `program`.
+    """Ranked advice for every kernel of `context.program`, whose source is `context.text`.
 
     `profiles` may be modeled or measured; `facts`, `sensitivity`, `what_if` and `memory` (the
     walked warp's memory shapes by pc, `static_facts.KernelFacts.memory`) are keyed by the kernel's
-    mangled name. Without `source_text` the file at `program.source_path` is read.
+    mangled name.
     """
+    program = context.program
     kprofs = profiles.kernels if isinstance(profiles, Profile) else tuple(profiles or ())
-    if source_text is None:
-        try:
-            source_text = Path(program.source_path).read_text(errors="replace")
-        except OSError:
-            source_text = ""
-    lines = tuple(source_text.splitlines())
+    lines = tuple(context.text.splitlines())
     optimizers = tuple(optimizers)
     found: dict[str, Advice] = {}
     for fn in program.kernels:
         prof = next((k for k in kprofs if k.kernel == fn.mangled), None)
-        ctx = kernel_context(program, fn, prof, facts=(facts or {}).get(fn.mangled, ()), source_lines=lines, arch=arch,
-                             device=device, roofline_model=roofline_model,
+        ctx = kernel_context(context, fn, prof, facts=(facts or {}).get(fn.mangled, ()), source_lines=lines,
+                             roofline_model=roofline_model,
                              sensitivity=(sensitivity or {}).get(fn.mangled),
                              what_if=(what_if or {}).get(fn.mangled), memory=(memory or {}).get(fn.mangled))
         for a in merge_same_fix(run_optimizers(ctx, optimizers), ctx):

@@ -31,6 +31,7 @@ from typing import Iterable, Sequence
 from ..files import read_regular, regular_size
 from ..frontend.compile import comment_spans, device_body_spans
 from ..frontend.kernel_names import mangled_base_name
+from ..frontend.toolchain import Toolchain
 from ..frontend.treesitter import parser
 from ..process import CancelToken, ToolTimeout, run_tool
 from .layout import kparam_sizes
@@ -308,15 +309,30 @@ def default_limits(time_limit: float) -> Limits:
                   processes=user_tasks() + max(256, 4 * (os.cpu_count() or 1)))
 
 
-def capture_program(nvcc: Path, cuobjdump: Path, source: Path, *, arch: str = "sm_90", flags: Sequence[str] = (),
-                    argv: Sequence[str] = (), time_limit: float = 20.0, launches_per_kernel: int = 64,
-                    sm_count: int = 132, cache_dir: Path | None = None, cancel: CancelToken | None = None,
-                    limits: Limits | None = None, namespaces: bool = True, units: Sequence[Unit] = ()) -> Capture:
-    """Build `source` with its main() and the program's other translation units `units`, run it
-    with the stand-in runtime, and return its launches. Captures are cached by the program's
-    inputs, the arguments and the limits. `namespaces=False` runs it without the network and PID
-    namespaces even where the kernel allows them."""
+@dataclass(frozen=True)
+class Containment:
+    """How long, how far and how contained the user's program runs under capture (a part of the
+    capture's cache key). `namespaces=False` runs it without the network and PID namespaces even
+    where the kernel allows them."""
+
+    time_limit: float = 20.0  # seconds of wall-clock time
+    launches_per_kernel: int = 64  # launches recorded per kernel; the runtime counts the rest
+    limits: Limits | None = None  # None: default_limits(time_limit)
+    namespaces: bool = True
+
+
+def capture_program(toolchain: Toolchain, source: Path, *, arch: str = "sm_90", flags: Sequence[str] = (),
+                    argv: Sequence[str] = (), sm_count: int = 132, cache_dir: Path | None = None,
+                    cancel: CancelToken | None = None, units: Sequence[Unit] = (),
+                    containment: Containment = Containment()) -> Capture:
+    """Build `source` with its main() and the program's other translation units `units` with the
+    toolchain's nvcc, run it with the stand-in runtime (as a GPU `arch` of `sm_count` SMs), and
+    return its launches. Captures are cached by the program's inputs, the arguments and the
+    containment."""
     source = source.resolve()
+    nvcc, cuobjdump = toolchain.nvcc, toolchain.cuobjdump
+    time_limit, launches_per_kernel = containment.time_limit, containment.launches_per_kernel
+    limits, namespaces = containment.limits, containment.namespaces
     cache = cache_dir or _cache_dir()
     limits = limits or default_limits(time_limit)
     runtime = build_runtime(nvcc, out_dir=cache, cancel=cancel)

@@ -21,7 +21,7 @@ from ..frontend.toolchain import CompileCommand, Toolchain, ToolchainError, loca
 from ..machine.arch import load_arch_specs
 from ..options import AnalysisOptions
 from ..process import CancelToken
-from .capture import Capture, CaptureError, Unit, capture_program
+from .capture import Capture, CaptureError, Containment, Unit, capture_program
 from .hints import captured_kernels
 
 
@@ -179,10 +179,10 @@ def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] 
         device = catalog.device(options.device) if options.device else catalog.default_device(catalog.arch(options.arch))
 
         def run(units: Sequence[Unit]) -> Capture:
-            return capture_program(tc.nvcc, tc.cuobjdump, program.main.path, arch=options.arch,
-                                   flags=(*options.flags, *program.main.flags), units=units, argv=argv,
-                                   time_limit=time_limit, launches_per_kernel=launches_per_kernel,
-                                   sm_count=device.sm_count, cancel=cancel)
+            return capture_program(tc, program.main.path, arch=options.arch, flags=(*options.flags, *program.main.flags),
+                                   units=units, argv=argv, sm_count=device.sm_count, cancel=cancel,
+                                   containment=Containment(time_limit=time_limit,
+                                                           launches_per_kernel=launches_per_kernel))
         try:
             cap = run(program.units)
         except CaptureError as e:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from datetime import datetime, timezone
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,13 +37,16 @@ from .budget import Ledger, StudyShape
 from .caches import CacheGeometry, hierarchy
 from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, REASONS, DecodedKernel, LoopSpec, callee_name, decode, reachable
 from .engine import Engine, EngineConfig, EngineRun
-from .launch import counted_trip, counter_bound, fold_bound, loop_step, resolve_launch, resolve_trip
+from .launch import ResolvedLaunch, counted_trip, counter_bound, fold_bound, loop_step, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
 from .lanes import Launch, bank0_layout, signature_types
 from .memory import LaneShapes, memory_shapes, param_offsets, walked_shapes
 from .walk import WalkResult, walk
 from .units import RES_ID, RESOURCES, MachineModel, machine_from_arch
 from .workers import fan_out
+
+if TYPE_CHECKING:  # a study reads the context it is given; it never builds one
+    from ..context import AnalysisContext
 
 TOOL = "kernelscope-emulator"
 TOOL_VERSION = "0.1"
@@ -174,16 +177,22 @@ _PREPARED: dict[tuple, tuple[tuple, Prepared]] = {}
 _PREPARED_SIZE = 64
 
 
-def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
-            source: SourceModel | None = None, program: Program | None = None, *,
-            launch: LaunchConfig | None = None, settings: EmulationSettings = DEFAULT_SETTINGS) -> Prepared:
+def prepare(ctx: AnalysisContext, kernel: FunctionProgram, *, launch: LaunchConfig | None = None,
+            settings: EmulationSettings = DEFAULT_SETTINGS) -> Prepared:
+    """`kernel`'s launch in `ctx` (or `launch` instead) decoded, its memory shapes and trip counts
+    resolved: what every run of the engine on it starts from. Memoised by its inputs."""
+    arch, device, options, source, program = ctx.arch, ctx.device, ctx.options, ctx.source, ctx.program
     inputs = (kernel, arch, device, options, source, program)
-    key = (*map(id, inputs), launch,
+    resolved = ctx.launch(kernel)
+    # the launch by its content: two contexts of one program may hold another launch of a kernel
+    given = (resolved.launch, tuple(sorted(resolved.values.items())), resolved.trip_hint, resolved.assumptions)
+    key = (*map(id, inputs), given, launch,
            settings.model_copy(update={"issue_budget": DEFAULT_SETTINGS.issue_budget, "max_issues": None}))
     hit = _PREPARED.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], inputs)):
         return hit[1] if hit[1].settings == settings else replace(hit[1], settings=settings)
-    prep = _prepare(kernel, arch, device, options, source, program, launch=launch, settings=settings)
+    prep = _prepare(kernel, arch, device, options, source, program, launch=launch, settings=settings,
+                    resolved=resolved)
     if len(_PREPARED) >= _PREPARED_SIZE:
         _PREPARED.pop(next(iter(_PREPARED)))
     _PREPARED[key] = (inputs, prep)
@@ -192,9 +201,8 @@ def prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options
 
 def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
              source: SourceModel | None, program: Program | None, *, launch: LaunchConfig | None,
-             settings: EmulationSettings) -> Prepared:
+             settings: EmulationSettings, resolved: ResolvedLaunch) -> Prepared:
     src = source if source is not None else (program.source if program is not None else None)
-    resolved = resolve_launch(kernel.name, src, options, device.sm_count)
     assumptions = list(resolved.assumptions)
     if launch is not None:
         assumptions = [a for a in assumptions if a.name not in ("grid", "block", "dynamic_smem")]
@@ -695,11 +703,9 @@ class Emulation(BaseModel):
     issues: int  # warp-instructions the engine issued (cost of the emulation)
 
 
-def emulate_detailed(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
-                     options: AnalysisOptions, source: SourceModel | None = None, *,
-                     settings: EmulationSettings = DEFAULT_SETTINGS, launch: LaunchConfig | None = None,
-                     cache: WaveCache | None = None) -> Emulation:
-    prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=settings)
+def emulate_detailed(ctx: AnalysisContext, kernel: FunctionProgram, *, settings: EmulationSettings = DEFAULT_SETTINGS,
+                     launch: LaunchConfig | None = None, cache: WaveCache | None = None) -> Emulation:
+    prep = prepare(ctx, kernel, launch=launch, settings=settings)
     return profile_of(prep, cache=cache)
 
 
@@ -763,14 +769,13 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None, cache: WaveC
                      emulated_trips=tuple(emul), issues=sum(w.run.issues for w, _ in waves))
 
 
-def emulate(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
-            options: AnalysisOptions, source: SourceModel | None = None, *,
-            settings: EmulationSettings = DEFAULT_SETTINGS, launch: LaunchConfig | None = None) -> KernelProfile:
+def emulate(ctx: AnalysisContext, kernel: FunctionProgram, *, settings: EmulationSettings = DEFAULT_SETTINGS,
+            launch: LaunchConfig | None = None) -> KernelProfile:
     """A modeled `KernelProfile` of one kernel launch (SAAKE §4 abstract kernel emulation).
 
     `launch` replaces the resolved configuration, e.g. with the one a measured profile recorded.
     """
-    return emulate_detailed(program, kernel, arch, device, options, source, settings=settings, launch=launch).profile
+    return emulate_detailed(ctx, kernel, settings=settings, launch=launch).profile
 
 
 # ---- cost of a study (the budget's plan) --------------------------------------------------------
@@ -890,18 +895,14 @@ def run_studies(studies: list[Study | None], processes: int = 1, ledger: Ledger 
     return [reports[id(x)] if x is not None else None for x in studies]
 
 
-def sensitivity(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
-                options: AnalysisOptions, source: SourceModel | None = None, *, processes: int = 1,
-                ledger: Ledger | None = None, **study) -> SensitivityReport:
+def sensitivity(ctx: AnalysisContext, kernel: FunctionProgram, *, processes: int = 1, ledger: Ledger | None = None,
+                **study) -> SensitivityReport:
     """δT/δL and δT/δG per resource, normalised (SAAKE §3.3); per kernel and per hot loop
     (`sensitivity_study`), its runs shared by `processes` processes; the result does not depend on it."""
-    return sensitivity_study(program, kernel, arch, device, options, source, ledger=ledger, **study).run(
-        processes, ledger)
+    return sensitivity_study(ctx, kernel, ledger=ledger, **study).run(processes, ledger)
 
 
-def sensitivity_study(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
-                      options: AnalysisOptions, source: SourceModel | None = None, *,
-                      settings: EmulationSettings | None = None, hot_loop_share: float = 0.1,
+def sensitivity_study(ctx: AnalysisContext, kernel: FunctionProgram, *, settings: EmulationSettings | None = None, hot_loop_share: float = 0.1,
                       prepared: Prepared | None = None, tail_scaled_share: float = TAIL_SCALED_SHARE,
                       gap_min_utilization: float = GAP_MIN_UTILIZATION, resources: int | None = None,
                       ledger: Ledger | None = None, cache: WaveCache | None = None) -> Study:
@@ -913,7 +914,7 @@ def sensitivity_study(program: Program | None, kernel: FunctionProgram, arch: Ar
     `ledger` is charged. `cache` holds the kernel's waves run so far (the quick stage's).
     """
     st = settings or SENSITIVITY_SETTINGS
-    prep = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
+    prep = prepared or prepare(ctx, kernel, settings=st)
     d = prep.settings.perturbation
     k = prep.decoded
     cache = {} if cache is None else cache  # a tail wave of the full wave's shape runs once per machine
@@ -1061,17 +1062,14 @@ def sm_count_sweep(sm_count: int) -> tuple[int, ...]:
 GRID_MULTIPLIERS = (1, 2, 4)
 
 
-def what_if(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
-            options: AnalysisOptions, source: SourceModel | None = None, *, processes: int = 1,
-            ledger: Ledger | None = None, **study) -> WhatIfReport:
+def what_if(ctx: AnalysisContext, kernel: FunctionProgram, *, processes: int = 1, ledger: Ledger | None = None,
+            **study) -> WhatIfReport:
     """Predicted time for other block sizes, SM counts and grids (`what_if_study`), its runs
     shared by `processes` processes; the result does not depend on it."""
-    return what_if_study(program, kernel, arch, device, options, source, ledger=ledger, **study).run(processes, ledger)
+    return what_if_study(ctx, kernel, ledger=ledger, **study).run(processes, ledger)
 
 
-def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec,
-                  options: AnalysisOptions, source: SourceModel | None = None, *,
-                  settings: EmulationSettings | None = None, block_sizes: tuple[int, ...] | None = None,
+def what_if_study(ctx: AnalysisContext, kernel: FunctionProgram, *, settings: EmulationSettings | None = None, block_sizes: tuple[int, ...] | None = None,
                   sm_counts: tuple[int, ...] | None = None, prepared: Prepared | None = None,
                   grid_multipliers: tuple[int, ...] = GRID_MULTIPLIERS, ledger: Ledger | None = None,
                   cache: WaveCache | None = None) -> Study:
@@ -1084,7 +1082,7 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
     SM-count and grid points that repeat a wave's shape reuse it.
     """
     st = settings or WHAT_IF_SETTINGS
-    base = prepared or prepare(kernel, arch, device, options, source, program, settings=st)
+    base = prepared or prepare(ctx, kernel, settings=st)
     st = base.settings
     cache = {} if cache is None else cache
     base_pred, base_waves = predict_waves(base, cache=cache, ledger=ledger)
@@ -1095,7 +1093,7 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
                 f"indexing is laid out for this shape, so 1-D block sizes are not compared")
         sizes: tuple[int, ...] = ()
     else:
-        sizes = block_sizes or block_size_sweep(arch, base.launch.threads_per_block)
+        sizes = block_sizes or block_size_sweep(ctx.arch, base.launch.threads_per_block)
 
     def block_point(bs: int) -> BlockSizePoint | None:
         grid = max(1, math.ceil(total_threads / bs))
@@ -1104,7 +1102,7 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
         else:
             launch = LaunchConfig(grid=(grid, 1, 1), block=(bs, 1, 1), dynamic_smem=base.launch.dynamic_smem)
             try:
-                prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
+                prep = prepare(ctx, kernel, launch=launch, settings=st)
             except EmulationError:
                 return None
         pred, _ = predict_waves(prep, cache=cache, ledger=ledger, samples=False)
@@ -1113,9 +1111,9 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
                               seconds=pred.seconds, waves=pred.waves)
 
     # SM-count trajectory: the same launch on 1..all SMs
-    counts = sm_counts or sm_count_sweep(device.sm_count)
+    counts = sm_counts or sm_count_sweep(ctx.device.sm_count)
     ref = base_waves[0][0]
-    warps_total = base.launch.blocks * math.ceil(base.launch.threads_per_block / arch.warp_size)
+    warps_total = base.launch.blocks * math.ceil(base.launch.threads_per_block / ctx.arch.warp_size)
     # the roofline's operations: floating-point work, or integer ops where there is none (roofline.py)
     ops = sum(v for p, v in ref.traffic.flops.items() if p != "int") or ref.traffic.flops.get("int", 0.0)
     flops = ops / ref.run.warps_emulated * warps_total
@@ -1134,7 +1132,7 @@ def what_if_study(program: Program | None, kernel: FunctionProgram, arch: ArchSp
         else:
             launch = LaunchConfig(grid=(base.launch.grid[0] * mult, *base.launch.grid[1:]), block=base.launch.block,
                                   dynamic_smem=base.launch.dynamic_smem)
-            prep = prepare(kernel, arch, device, options, source, program, launch=launch, settings=st)
+            prep = prepare(ctx, kernel, launch=launch, settings=st)
             # keep each thread's work: loop trips as in the base launch (on a copy: prepared
             # launches are shared, `prepare`)
             decoded = copy.copy(prep.decoded)

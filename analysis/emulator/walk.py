@@ -134,10 +134,7 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
     pc = np.full(WARP, k.entry, np.int64)
     alive = ws.live.copy()
     stacks: list[list[int]] = [[] for _ in range(WARP)]
-    iters: dict[int, int] = {}
-    snaps: dict[int, list[dict[str, Value]]] = {}
-    decided: dict[int, bool] = {}  # loop -> every latch decision of this entry came from known predicates
-    compares: dict[int, list] = {}  # loop -> its exit compare's operands, per iteration of this entry
+    entry = _LoopEntry(max_iterations)
     deciders = _deciders(k)
     local: dict[tuple[int, int], tuple[int, int, str]] = {}  # (lane, address) -> a stored word
     entered: dict[int, int] = {}  # loop the walk is in -> the call depth it entered it at
@@ -157,17 +154,17 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
             # the walk left loop L (not into a call made from its body): its next entry counts anew
             if L not in chain and depth <= entered[L]:
                 del entered[L]
-                done = iters.pop(L, 0)
-                if decided.pop(L, False):
+                done = entry.iters.pop(L, 0)
+                if entry.decided.pop(L, False):
                     out.trips.setdefault(L, []).append(done + 1)
-                snaps.pop(L, None)
-                compares.pop(L, None)
+                entry.snaps.pop(L, None)
+                entry.compares.pop(L, None)
         for L in chain:
             entered.setdefault(L, depth)
         x = k.instr[s]
         kind = k.kind[s]
         if kind == K_BRA:
-            _branch(k, ws, s, x, at, pc, iters, snaps, out, max_iterations, decided, compares)
+            _branch(k, ws, s, x, at, pc, entry, out)
             continue
         if kind == K_EXIT:
             if x.predicate is None:
@@ -204,7 +201,7 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
                 _memory(ws, x, s, at, out, local)
             else:
                 if s in deciders:
-                    _record_compare(ws, x, at, compares.setdefault(deciders[s], []))
+                    _record_compare(ws, x, at, entry.compares.setdefault(deciders[s], []))
                 lanes.execute(ws, x, at)
         pc[at] = s + 1
     return out
@@ -376,8 +373,20 @@ def _memory(ws: WarpState, x, s: int, at: np.ndarray, out: WalkResult, local: di
         ws.write(d, val, mask)
 
 
-def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.ndarray, iters: dict,
-            snaps: dict, out: WalkResult, max_iterations: int, decided: dict, compares: dict) -> None:
+@dataclass
+class _LoopEntry:
+    """What the walk keeps of each loop's current entry (from entering it to leaving it)."""
+
+    max_iterations: int  # iterations walked before the rest is extrapolated
+    iters: dict[int, int] = field(default_factory=dict)  # loop -> iterations so far
+    snaps: dict[int, list[dict[str, Value]]] = field(default_factory=dict)  # loop -> registers per iteration
+    decided: dict[int, bool] = field(default_factory=dict)  # loop -> every latch decision came from known predicates
+    compares: dict[int, list] = field(default_factory=dict)  # loop -> its exit compare's operands, per iteration
+
+
+def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.ndarray, entry: _LoopEntry,
+            out: WalkResult) -> None:
+    iters, snaps, decided, compares = entry.iters, entry.snaps, entry.decided, entry.compares
     t = k.target[s]
     role = k.branch_role[s]
     if t < 0:
@@ -410,7 +419,7 @@ def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.n
         trip = max(1, k.loops[L].trip)
         if not known_all and done >= trip:
             take = np.zeros(WARP, bool)  # the engine's trip count ends a loop the walk cannot decide
-        elif done >= max_iterations:
+        elif done >= entry.max_iterations:
             solved = _solve_trips(k, s, x, compares.get(L, []), done, take, ws) if known_all else None
             if solved is not None:
                 out.trips.setdefault(L, []).append(int(solved[take].max()))

@@ -151,8 +151,7 @@ def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str]
         return CompileResult(success=True, cubin=cubin, cubin_path=cubin_path, messages=messages, resources=resources,
                              toolchain=toolchain, command=tuple(argv), frontend="nvcc",
                              wall_s=time.perf_counter() - start)
-    fallback = _device_only(source, source_bytes, messages, ctx, arch, toolchain, flags, cwd, workdir,
-                            timeout, cancel)
+    fallback = _device_only(source, source_bytes, messages, arch, toolchain, flags, cwd, workdir, timeout, cancel)
     if fallback is not None:
         f_argv, f_output, f_cubin = fallback
         return CompileResult(success=True, cubin=f_cubin, cubin_path=cubin_path, messages=messages,
@@ -589,7 +588,7 @@ def _line_spans(source: bytes) -> list[int]:
     return starts
 
 
-def _device_only(source: Path, source_bytes: bytes, messages: Sequence[CompilerMessage], ctx: _Context, arch: str,
+def _device_only(source: Path, source_bytes: bytes, messages: Sequence[CompilerMessage], arch: str,
                  toolchain: Toolchain, flags: Sequence[str], cwd: Path, workdir: Path, timeout: float,
                  cancel: CancelToken | None) -> tuple[list[str], str, bytes] | None:
     """Compile again without host functions when every error lies in host code; None when that does not apply."""

@@ -7,13 +7,14 @@ This follows the pipeline's own stages (compile -> disassemble -> program -> fac
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from kernelscope.analysis.advisor.advice import Advice
 from kernelscope.analysis.advisor.ranking import advise
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.frontend.program import Program
@@ -66,7 +67,7 @@ def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arc
         from kernelscope.analysis.emulator.model import EmulationError, prepare
         for fn in program.kernels:
             try:
-                executed[fn.mangled] = executed_shapes(prepare(fn, arch_spec, device, options, src, program))
+                executed[fn.mangled] = executed_shapes(prepare(AnalysisContext.of(arch_spec, device, options, src, program), fn))
             except EmulationError:
                 pass
     facts = {fn.mangled: kernel_facts(program, fn, arch_spec, options.default_trip_count,
@@ -80,9 +81,10 @@ def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arc
         except ImportError as e:  # the emulator is optional at this stage of the project
             pytest.skip(f"emulator unavailable: {e}")
         from kernelscope.analysis.emulator import what_if
-        profiles = [run_emulator(program, fn, arch_spec, device, options, src) for fn in program.kernels]
+        profiles = [run_emulator(AnalysisContext.of(arch_spec, device, options, src, program=program), fn) for fn in program.kernels]
         if with_what_if:
-            what_ifs = {fn.mangled: what_if(program, fn, arch_spec, device, options, src) for fn in program.kernels}
-    adv = advise(program, profiles, facts=facts, source_text=source, arch=arch_spec, device=device,
+            what_ifs = {fn.mangled: what_if(AnalysisContext.of(arch_spec, device, options, src, program=program), fn) for fn in program.kernels}
+    context = replace(AnalysisContext.of(arch_spec, device, options, src, program=program), text=source)
+    adv = advise(context, profiles, facts=facts,
                  roofline_model=roofline_model(cat, device), what_if=what_ifs, memory=executed)
     return Analysed(program=program, advice=adv, source=source)

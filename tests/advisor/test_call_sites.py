@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.advisor.call_sites import call_sites
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 
@@ -31,7 +32,7 @@ def test_the_calls_carry_their_callee_and_the_samples_add_up(toolchain):
     arch = cat.arch("sm_90")
     program = build_example(REPO / "examples" / "noinline_call.cu", toolchain)
     (k,) = program.kernels
-    profile = emulate(program, k, arch, cat.default_device(arch), AnalysisOptions(), program.source)
+    profile = emulate(AnalysisContext.of(arch, cat.default_device(arch), AnalysisOptions(), program.source, program=program), k)
     sites = call_sites(program, k, profile)
     assert len(sites) == 64 and {s.callee for s in sites} == {"smooth_step(float, float, float)"}
     (sub,) = k.sass.subroutines

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.capture import CaptureError, capture_program, kparam_sizes
+from kernelscope.analysis.capture.capture import Containment
 from kernelscope.analysis.capture.capture import Unit, build_program, build_runtime
 from kernelscope.analysis.process import run_tool
 from kernelscope.analysis.frontend.toolchain import ToolchainError, locate_toolchain
@@ -24,7 +25,7 @@ def toolchain():
 
 
 def capture(toolchain, tmp_path, name, **kw):
-    return capture_program(toolchain.nvcc, toolchain.cuobjdump, PROGRAMS / name, cache_dir=tmp_path, **kw)
+    return capture_program(toolchain, PROGRAMS / name, cache_dir=tmp_path, **kw)
 
 
 def test_every_launch_api_is_recorded_with_its_arguments(toolchain, tmp_path):
@@ -60,14 +61,15 @@ def test_a_program_that_exits_early_keeps_what_it_launched(toolchain, tmp_path):
 
 
 def test_launches_beyond_the_cap_are_counted_not_recorded(toolchain, tmp_path):
-    c = capture(toolchain, tmp_path, "many.cu", launches_per_kernel=5)
+    c = capture(toolchain, tmp_path, "many.cu", containment=Containment(launches_per_kernel=5))
     assert [x.scalar(1) for x in c.launches] == [0, 1, 2, 3, 4]
     assert c.counts == {"_Z4stepPfi": 1000}
     assert c.configurations("step")[((1, 1, 1), (256, 1, 1), 0, c.launches[0].args)] == 1
 
 
 def test_the_time_limit_stops_the_program_and_keeps_its_launches(toolchain, tmp_path):
-    c = capture(toolchain, tmp_path, "many.cu", argv=["forever"], time_limit=1, launches_per_kernel=3)
+    c = capture(toolchain, tmp_path, "many.cu", argv=["forever"],
+                containment=Containment(time_limit=1, launches_per_kernel=3))
     assert not c.finished and c.exit_code != 0
     assert len(c.launches) == 3 and c.counts["_Z4stepPfi"] == 1000  # SIGALRM wrote the counts
 
@@ -84,7 +86,7 @@ def test_a_file_without_main_is_a_clear_error(toolchain, tmp_path):
     src = tmp_path / "lib.cu"
     src.write_text("__global__ void k(int* p) { p[0] = 1; }\n")
     with pytest.raises(CaptureError, match="needs a main"):
-        capture_program(toolchain.nvcc, toolchain.cuobjdump, src, cache_dir=tmp_path)
+        capture_program(toolchain, src, cache_dir=tmp_path)
 
 
 def test_the_runtime_exports_what_nvcc_built_programs_import(toolchain, tmp_path):
@@ -142,7 +144,7 @@ def test_an_edit_inside_a_kernel_reuses_the_capture_and_one_of_host_code_does_no
     def run(**kw):
         src.write_text(KERNEL.format(**{"body": "x[i] * 2.0f", "twice": "2.0f * v", "n": 4096,
                                         "blocks": "(n + 255) / 256", **kw}))
-        cap = capture_program(toolchain.nvcc, toolchain.cuobjdump, src, cache_dir=cache)
+        cap = capture_program(toolchain, src, cache_dir=cache)
         return cap, sorted((cache / "runs").glob("*.jsonl"))
 
     first, runs = run()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.analysis.capture import capture_program
+from kernelscope.analysis.capture.capture import Containment
 from kernelscope.analysis.capture.capture import default_limits
 from kernelscope.analysis.capture.supervise import Limits, _descendants_by_parent, descendants, user_tasks
 from kernelscope.analysis.process import CancelToken, Cancelled
@@ -66,8 +67,8 @@ def _zombie(pid: int) -> bool:
 def run(toolchain, tmp_path, mode: str, linger_s: int = LINGER_S, **kw):
     folder = tmp_path / f"escape-{mode}"
     folder.mkdir()
-    c = capture_program(toolchain.nvcc, toolchain.cuobjdump, PROGRAM, argv=[mode, str(folder), str(linger_s)],
-                        cache_dir=tmp_path / "cache", **kw)
+    c = capture_program(toolchain, PROGRAM, argv=[mode, str(folder), str(linger_s)],
+                        cache_dir=tmp_path / "cache", containment=Containment(**kw))
     return c, folder
 
 
@@ -143,8 +144,8 @@ def test_a_cancelled_capture_leaves_nothing(toolchain, tmp_path):
 
     def capture() -> None:
         try:
-            capture_program(toolchain.nvcc, toolchain.cuobjdump, PROGRAM, argv=["stubborn", str(folder), "60"],
-                            time_limit=60, cache_dir=tmp_path / "cache", cancel=token)
+            capture_program(toolchain, PROGRAM, argv=["stubborn", str(folder), "60"],
+                            containment=Containment(time_limit=60), cache_dir=tmp_path / "cache", cancel=token)
             outcome.append(None)
         except BaseException as e:  # noqa: BLE001 - what ended it is the assertion
             outcome.append(e)
@@ -164,9 +165,10 @@ def test_a_capture_whose_caller_is_killed_leaves_nothing(toolchain, tmp_path):
     folder = tmp_path / "escape-orphaned"
     folder.mkdir()
     script = (
-        "import sys; from pathlib import Path; from kernelscope.analysis.capture import capture_program;"
-        "capture_program(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), argv=['stubborn', sys.argv[4], '60'],"
-        " time_limit=60, cache_dir=Path(sys.argv[5]))")
+        "import sys; from pathlib import Path; from kernelscope.analysis.capture.capture import Containment, "
+        "capture_program; from kernelscope.analysis.frontend.toolchain import locate_toolchain;"
+        "capture_program(locate_toolchain(), Path(sys.argv[3]), argv=['stubborn', sys.argv[4], '60'],"
+        " containment=Containment(time_limit=60), cache_dir=Path(sys.argv[5]))")
     caller = subprocess.Popen([sys.executable, "-c", script, str(toolchain.nvcc), str(toolchain.cuobjdump), str(PROGRAM),
                                str(folder), str(tmp_path / "cache")])
     try:

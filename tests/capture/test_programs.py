@@ -73,7 +73,7 @@ def test_a_main_that_calls_a_file_beside_it_is_linked_with_it(toolchain):
 
 
 def test_a_program_linking_the_math_libraries_is_captured(toolchain, tmp_path):
-    c = capture_program(toolchain.nvcc, toolchain.cuobjdump, PROGRAMS / "libraries.cu", flags=LIBRARIES,
+    c = capture_program(toolchain, PROGRAMS / "libraries.cu", flags=LIBRARIES,
                         cache_dir=tmp_path)
     # every library call returned success, so the program reached its own kernel and its end
     assert c.finished and c.exit_code == 0 and "done" in c.output and "failed" not in c.output
@@ -82,7 +82,7 @@ def test_a_program_linking_the_math_libraries_is_captured(toolchain, tmp_path):
 
 
 def test_launches_through_pointers_and_every_runtime_launch_call_are_recorded(toolchain, tmp_path):
-    c = capture_program(toolchain.nvcc, toolchain.cuobjdump, PROGRAMS / "indirect.cu", cache_dir=tmp_path)
+    c = capture_program(toolchain, PROGRAMS / "indirect.cu", cache_dir=tmp_path)
     assert c.finished
     got = [(x.kernel.split("_cu_")[-1][8:] if "_GLOBAL__N_" in x.kernel else x.kernel, x.grid, x.block, x.api,
             x.scalar(1)) for x in c.launches]

@@ -112,7 +112,7 @@ def test_the_set_spans_enough_real_kernels_and_projects():
 def captured(toolchain, tmp_path_factory):
     """Capture a program once per module (captures are cached by the program's inputs)."""
     cache = tmp_path_factory.mktemp("capture")
-    return lambda name: capture_program(toolchain.nvcc, toolchain.cuobjdump, REAL / name, flags=flags(name),
+    return lambda name: capture_program(toolchain, REAL / name, flags=flags(name),
                                         cache_dir=cache)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.memory import memory_shapes
 from kernelscope.analysis.emulator.model import emulate_detailed
@@ -57,11 +58,11 @@ def test_an_atomics_only_reduction_is_bounded_by_its_updates(built):
     """4 M updates of one word at one per cycle cannot take fewer than 4 M cycles; a warp-level
     pre-reduction sends 32x fewer and is predicted about that much faster."""
     program, source, arch, device = built
-    e = emulate_detailed(program, _kernel(program, "every_thread"), arch, device, AnalysisOptions(), source)
+    e = emulate_detailed(AnalysisContext.of(arch, device, AnalysisOptions(), source, program=program), _kernel(program, "every_thread"))
     assert e.prediction.cycles >= UPDATES / SAME_ADDRESS_UPDATES_PER_CYCLE
     assert e.prediction.cycles < 1.5 * UPDATES / SAME_ADDRESS_UPDATES_PER_CYCLE
     assert e.profile.utilization["l2_atomic"] > 0.9
-    w = emulate_detailed(program, _kernel(program, "one_lane_per_warp"), arch, device, AnalysisOptions(), source)
+    w = emulate_detailed(AnalysisContext.of(arch, device, AnalysisOptions(), source, program=program), _kernel(program, "one_lane_per_warp"))
     assert 20 < e.prediction.cycles / w.prediction.cycles < 40
 
 
@@ -72,7 +73,7 @@ def test_the_drain_at_exit_is_blamed_on_the_writes(built):
 
     program, source, arch, device = built
     k = _kernel(program, "every_thread")
-    e = emulate_detailed(program, k, arch, device, AnalysisOptions(), source)
+    e = emulate_detailed(AnalysisContext.of(arch, device, AnalysisOptions(), source, program=program), k)
     b = blame(k, e.profile)
     drains = b.edges_where(lambda x: x.category == DRAIN)
     assert drains and all(x.def_opcode.startswith(("REDG", "RED", "ATOM")) for x in drains)

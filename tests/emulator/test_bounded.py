@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.engine import EngineConfig
 from kernelscope.analysis.emulator.model import DEFAULT_SETTINGS, emulate_detailed, sensitivity
@@ -53,7 +54,7 @@ def _kernel(program, name):
 @pytest.mark.parametrize("name", sorted(HOT))
 def test_every_loop_shape_is_sampled_and_the_hot_loop_is_on_top(built, name):
     program, source, arch, device = built
-    e = emulate_detailed(program, _kernel(program, name), arch, device, AnalysisOptions(), source)
+    e = emulate_detailed(AnalysisContext.of(arch, device, AnalysisOptions(), source, program=program), _kernel(program, name))
     assert e.issues < BOUND, (name, e.issues, e.loop_trips, e.emulated_trips)
     assert not any(a.name == "emulation" for a in e.profile.provenance.assumptions)  # the guard was not hit
     assert any(t > 8 for t in e.loop_trips)  # the shape's loop really is long ...
@@ -67,8 +68,7 @@ def test_cost_is_flat_in_the_trip_count(built):
     iteration counter, so the loop never ended and every run hit the 5·10^6 guard."""
     program, source, arch, device = built
     k = _kernel(program, "nbody")
-    issues = [emulate_detailed(program, k, arch, device, AnalysisOptions(launch_hints={"nbody": {"values": {"n": n}}}),
-                               source).issues for n in (1_000, 16_384, 131_072)]
+    issues = [emulate_detailed(AnalysisContext.of(arch, device, AnalysisOptions(launch_hints={"nbody": {"values": {"n": n}}}), source, program=program), k).issues for n in (1_000, 16_384, 131_072)]
     assert issues[0] == issues[1] == issues[2] < BOUND
 
 
@@ -81,8 +81,7 @@ def test_a_deep_nest_costs_its_windows_whatever_its_trips(built):
     k = _kernel(program, "nest3")
 
     def run(n, **kw):
-        return emulate_detailed(program, k, arch, device, AnalysisOptions(launch_hints={"nest3": {"values": {"n": n}}}),
-                                source, **kw)
+        return emulate_detailed(AnalysisContext.of(arch, device, AnalysisOptions(launch_hints={"nest3": {"values": {"n": n}}}), source, program=program), k, **kw)
 
     # n of one residue mod 16 (the leaf's unroll): the walked lanes decide ptxas's remainder
     # loops from n, so n = 100 and n = 1,000 now run different code, not only different trips
@@ -104,9 +103,8 @@ def test_sampled_time_and_line_shares_match_the_unsampled_emulation(built, name)
     program, source, arch, device = built
     k = _kernel(program, name)
     opts = AnalysisOptions(launch_hints={name: {"values": {"n": 256}}})
-    sampled = emulate_detailed(program, k, arch, device, opts, source)
-    full = emulate_detailed(program, k, arch, device, opts, source,
-                            settings=DEFAULT_SETTINGS.model_copy(update={"sample_loops": False}))
+    sampled = emulate_detailed(AnalysisContext.of(arch, device, opts, source, program=program), k)
+    full = emulate_detailed(AnalysisContext.of(arch, device, opts, source, program=program), k, settings=DEFAULT_SETTINGS.model_copy(update={"sample_loops": False}))
     assert sampled.issues < full.issues
     assert sampled.prediction.seconds == pytest.approx(full.prediction.seconds, rel=0.05)
 
@@ -122,7 +120,7 @@ def test_sampled_time_and_line_shares_match_the_unsampled_emulation(built, name)
 
 def test_sensitivity_of_a_loop_with_calls_is_bounded(built):
     program, source, arch, device = built
-    rep = sensitivity(program, _kernel(program, "nbody"), arch, device, AnalysisOptions(), source)
+    rep = sensitivity(AnalysisContext.of(arch, device, AnalysisOptions(), source, program=program), _kernel(program, "nbody"))
     assert rep.kernel_region.resources
     hot = max(rep.loops, key=lambda r: r.share)
     # the j loop's own instructions: since the cache model (issue 33) its broadcast pos[j] loads
@@ -187,7 +185,7 @@ def test_the_guard_ends_a_run_and_says_so(built):
     from kernelscope.analysis.emulator.listeners import PCSampler
 
     program, source, arch, device = built
-    prep = prepare(_kernel(program, "nest3"), arch, device, AnalysisOptions(), source)
+    prep = prepare(AnalysisContext.of(arch, device, AnalysisOptions(), source), _kernel(program, "nest3"))
     emul, cool = emulated_trips(prep.decoded, prep.settings, 16)
     for guard in ({"max_issues": 500}, {"max_events": 500}):
         cfg = EngineConfig(blocks=4, warps_per_block=8, cooldowns=tuple(cool), **guard)

@@ -3,6 +3,7 @@ analysis's budget, cut in a fixed order, every cut named. Pure functions over a 
 
 from __future__ import annotations
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator.budget import (MIN_RUN_ISSUES, FileSize, Ledger, StudyShape, coarse_sm_counts,
                                                   neighbour_block_sizes, plan_second_stage, quick_run_budget)
 from kernelscope.analysis.emulator.model import GRID_MULTIPLIERS, sm_count_sweep
@@ -75,7 +76,7 @@ def test_the_default_budget_leaves_every_example_uncut(toolchain, examples_dir):
     for path in sorted(examples_dir.glob("*.cu")):
         program = build_example(path, toolchain)
         for k in program.kernels:
-            prep = prepare(k, arch, device, AnalysisOptions(), program.source, program, settings=SENSITIVITY_SETTINGS)
+            prep = prepare(AnalysisContext.of(arch, device, AnalysisOptions(), program.source, program), k, settings=SENSITIVITY_SETTINGS)
             # the file's budget (proportional to nvcc's time on it), less what the quick stage may
             # take at most, then an equal share
             n = len(program.kernels)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator import emulate_detailed
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.options import AnalysisOptions
@@ -27,7 +28,7 @@ def runs(toolchain):
     out = {}
     for fn in prog.kernels:
         name = fn.name.split("(")[0]
-        out[name] = emulate_detailed(prog, fn, arch, dev, AnalysisOptions())
+        out[name] = emulate_detailed(AnalysisContext.of(arch, dev, AnalysisOptions(), program=prog), fn)
     return out, dev
 
 
@@ -87,8 +88,8 @@ def test_a_user_l2_hit_rate_still_wins(toolchain):
     arch = cat.arch("sm_90")
     dev = cat.default_device(arch)
     fn = next(f for f in prog.kernels if f.name.startswith("stride32"))
-    lo = emulate_detailed(prog, fn, arch, dev, AnalysisOptions(l2_hit_rate=0.0)).profile.bytes
-    hi = emulate_detailed(prog, fn, arch, dev, AnalysisOptions(l2_hit_rate=0.9)).profile.bytes
+    lo = emulate_detailed(AnalysisContext.of(arch, dev, AnalysisOptions(l2_hit_rate=0.0), program=prog), fn).profile.bytes
+    hi = emulate_detailed(AnalysisContext.of(arch, dev, AnalysisOptions(l2_hit_rate=0.9), program=prog), fn).profile.bytes
     assert hi["dram"] == pytest.approx(0.1 * lo["dram"], rel=0.05)
 
 
@@ -142,7 +143,7 @@ def test_arrays_stay_apart_where_the_base_is_a_uniform_register(toolchain):
     dev = cat.default_device(arch)
     fn = next(f for f in prog.kernels if f.name.startswith("reload_wide"))
     assert any("+UR" in i.text for i in fn.sass.instructions if i.opcode.startswith("LDG"))
-    b = emulate_detailed(prog, fn, arch, dev, AnalysisOptions()).profile.bytes
+    b = emulate_detailed(AnalysisContext.of(arch, dev, AnalysisOptions(), program=prog), fn).profile.bytes
     # a and b read once each; c and d written back as far as the four arrays overflow L2
     arrays = N * 4
     want = 2 * arrays + 2 * arrays * (1 - dev.l2_size_kib * 1024 / (4 * arrays))
@@ -173,7 +174,7 @@ def test_a_wavefront_bound_kernel_runs_at_one_wavefront_per_clock_per_sm(toolcha
     per_sm = occupancy(arch, 32, fn.resources.registers, 0, fn.resources.static_smem).active_blocks_per_sm
     blocks = 2 * per_sm * dev.sm_count  # two full waves: no tail to blur the bound
     opts = AnalysisOptions(launch_hints={"row_walk": {"grid": blocks, "block": 32}})
-    e = emulate_detailed(prog, fn, arch, dev, opts)
+    e = emulate_detailed(AnalysisContext.of(arch, dev, opts, program=prog), fn)
     wavefronts = blocks * 256 * 32  # blocks (one warp each) x loads x one line per lane
     bound = wavefronts / dev.sm_count / dev.clock_hz
     assert bound <= e.profile.duration_s <= 1.3 * bound + 5e-6, (e.profile.duration_s, bound)

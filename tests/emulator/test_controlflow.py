@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.frontend.cfg import EdgeKind
 from kernelscope.analysis.emulator.decode import B_EXIT, B_JUMP, K_BRA, K_CALL, decode
@@ -64,7 +65,7 @@ def test_call_rel_noinc_to_a_local_label_is_a_loop_exit_edge(gemm_sm80):
 def test_register_blocked_gemm_executes_every_flop(arch, toolchain, request):
     prog = request.getfixturevalue(f"gemm_{arch.replace('_', '')}")
     (k,) = prog.kernels
-    emu = emulate_detailed(prog, k, *_target(arch), AnalysisOptions())
+    emu = emulate_detailed(AnalysisContext.of(*_target(arch), AnalysisOptions(), program=prog), k)
     flops = emu.profile.flops.get("fp32", 0.0)
     # 2·M·N·K FFMA FLOPs; the epilogue adds none (a store per output)
     assert 0.99 <= flops / (2 * M * N * K) <= 1.02, flops
@@ -111,7 +112,7 @@ def test_debug_build_runs_its_callees(toolchain, examples_dir, tmp_path):
     prog = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), parse_source(src.read_text()), str(src), {})
     (k,) = prog.kernels
     callee = next(f for f in prog.functions if f.mangled == "_Z11smooth_stepfff")
-    emu = emulate_detailed(prog, k, *_target("sm_90"), AnalysisOptions(), settings=EmulationSettings(sample_loops=False))
+    emu = emulate_detailed(AnalysisContext.of(*_target("sm_90"), AnalysisOptions(), program=prog), k, settings=EmulationSettings(sample_loops=False))
     ran = {p.function for p in emu.profile.pcs if p.executed}
     assert {"_Z11smooth_stepfff", "fminf", "fmaxf"} <= ran
     # the kernel itself has no FP32 arithmetic under -G: every FLOP is the callee's, once per iteration
@@ -143,7 +144,7 @@ def test_math_slow_paths_are_not_run(toolchain, tmp_path, flags):
     prog = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), source, str(src), {})
     (k,) = prog.kernels
     target = _target("sm_90")
-    prep = prepare(k, *target, AnalysisOptions(), source, prog)
+    prep = prepare(AnalysisContext.of(*target, AnalysisOptions(), source, prog), k)
     img = prep.decoded
     calls = [s for s in range(len(img.kind)) if img.kind[s] == K_CALL]
     slow = {s: math_slow_path(img.instr[s]) for s in calls if math_slow_path(img.instr[s])}
@@ -162,8 +163,7 @@ def test_math_slow_paths_are_not_run(toolchain, tmp_path, flags):
     calls_named = [f.cause for f in kernel_facts(prog, k, target[0]).facts if f.kind == "noinline_call"]
     assert not [c for c in calls_named if c in names]  # the user wrote no such call
 
-    emu = emulate_detailed(prog, k, *target, AnalysisOptions(), source,
-                           settings=EmulationSettings(sample_loops=False))
+    emu = emulate_detailed(AnalysisContext.of(*target, AnalysisOptions(), source, program=prog), k, settings=EmulationSettings(sample_loops=False))
     ran = {p.function for p in emu.profile.pcs if p.executed}
     assert not {f for f in ran if any(n in f for n in names)}
     assert any("pow" in f for f in ran) or not flags  # release: pow's path is in the kernel's section

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator import emulate, emulate_detailed, sensitivity, what_if
 from kernelscope.analysis.options import AnalysisOptions, LaunchHint
@@ -37,7 +38,7 @@ def test_every_example_gives_a_modeled_profile(programs, target, name):
     prog = programs[name]
     arch, dev = target
     for k in prog.kernels:
-        p = emulate(prog, k, arch, dev, AnalysisOptions())
+        p = emulate(AnalysisContext.of(arch, dev, AnalysisOptions(), program=prog), k)
         assert p.provenance.kind == "modeled" and p.duration_s > 0
         assert p.pcs and p.lines, "samples must reach PCs and source lines"
         assert any(a.name == "grid" for a in p.provenance.assumptions)
@@ -48,17 +49,17 @@ def test_every_example_gives_a_modeled_profile(programs, target, name):
 
 def test_deterministic(programs, target):
     prog = programs["sgemm_tiled"]
-    a = emulate(prog, prog.kernels[0], *target, AnalysisOptions())
-    b = emulate(prog, prog.kernels[0], *target, AnalysisOptions())
+    a = emulate(AnalysisContext.of(*target, AnalysisOptions(), program=prog), prog.kernels[0])
+    b = emulate(AnalysisContext.of(*target, AnalysisOptions(), program=prog), prog.kernels[0])
     assert a.pcs == b.pcs and a.duration_s == b.duration_s
 
 
 def test_naive_sgemm_inner_loop_is_memory_bound(programs, target):
     prog = programs["sgemm_naive"]
     k = prog.kernels[0]
-    p = emulate(prog, k, *target, AnalysisOptions())
+    p = emulate(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
     assert _share(p, StallReason.long_scoreboard) + _share(p, StallReason.lg_throttle) > 0.6
-    s = sensitivity(prog, k, *target, AnalysisOptions())
+    s = sensitivity(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
     assert s.bottleneck in ("lsu", "l2", "dram")
     hot = max(s.loops, key=lambda r: r.share)
     assert hot.share > 0.8 and hot.bottleneck in ("lsu", "l2", "dram")
@@ -66,49 +67,49 @@ def test_naive_sgemm_inner_loop_is_memory_bound(programs, target):
 
 def test_tiled_sgemm_shifts_toward_shared_memory(programs, target):
     naive, tiled = programs["sgemm_naive"], programs["sgemm_tiled"]
-    pn = emulate(naive, naive.kernels[0], *target, AnalysisOptions())
-    pt = emulate(tiled, tiled.kernels[0], *target, AnalysisOptions())
+    pn = emulate(AnalysisContext.of(*target, AnalysisOptions(), program=naive), naive.kernels[0])
+    pt = emulate(AnalysisContext.of(*target, AnalysisOptions(), program=tiled), tiled.kernels[0])
     assert pt.utilization.get("shared", 0) > 0.3 > pn.utilization.get("shared", 0)
     assert pt.utilization.get("fp32", 0) > pn.utilization.get("fp32", 0)
     assert pt.duration_s < pn.duration_s
-    s = sensitivity(tiled, tiled.kernels[0], *target, AnalysisOptions())
+    s = sensitivity(AnalysisContext.of(*target, AnalysisOptions(), program=tiled), tiled.kernels[0])
     assert s.bottleneck in ("shared", "fp32")
 
 
 def test_double_constant_stencil_shows_fp64_pressure(programs, target):
     prog = programs["stencil_double_const"]
     k = prog.kernels[0]
-    p = emulate(prog, k, *target, AnalysisOptions())
+    p = emulate(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
     assert p.utilization.get("fp64", 0) > 0.2
     assert p.flops.get("fp64", 0) > p.flops.get("fp32", 0)
-    s = sensitivity(prog, k, *target, AnalysisOptions())
+    s = sensitivity(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
     fp64 = next(e for e in s.kernel_region.resources if e.resource == "fp64")
     assert fp64.gap > 0.1
 
 
 def test_divergent_reduction_waits_at_barriers(programs, target):
     prog = programs["reduction_divergent"]
-    p = emulate(prog, prog.kernels[0], *target, AnalysisOptions())
+    p = emulate(AnalysisContext.of(*target, AnalysisOptions(), program=prog), prog.kernels[0])
     assert _share(p, StallReason.barrier) > 0.05
 
 
 def test_small_grid_is_parallelism_limited(programs, target):
     prog = programs["small_grid"]
     k = prog.kernels[0]
-    e = emulate_detailed(prog, k, *target, AnalysisOptions())
+    e = emulate_detailed(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
     assert e.prediction.waves < 1
     assert e.loop_trips == (32768,)  # 2^24 elements / (4 blocks × 128 threads), from the annotation
-    w = what_if(prog, k, *target, AnalysisOptions(), block_sizes=(64, 128, 256, 512))
+    w = what_if(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k, block_sizes=(64, 128, 256, 512))
     assert w.current_waves < 1 and w.more_blocks_help
     assert w.sm_scaling[0].seconds >= w.sm_scaling[-1].seconds
-    s = sensitivity(prog, k, *target, AnalysisOptions())
+    s = sensitivity(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
     assert s.bound == "latency"
 
 
 def test_noinline_callee_is_emulated(programs, target):
     prog = programs["noinline_call"]
     k = prog.kernels[0]
-    p = emulate(prog, k, *target, AnalysisOptions())
+    p = emulate(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
     subs = k.sass.subroutines
     assert subs, "the example keeps a __noinline__ callee"
     start = min(s.pc for s in subs)
@@ -119,11 +120,11 @@ def test_strided_access_is_uncoalesced_once_the_stride_is_known(programs, target
     prog = programs["strided_access"]
     k = prog.kernels[0]
     # A hint overrides the launch site's `stride` (32, a local of main): with stride 1 the read is coalesced ...
-    p = emulate(prog, k, *target, AnalysisOptions(launch_hints={"strided_copy": LaunchHint(values={"stride": 1})}))
+    p = emulate(AnalysisContext.of(*target, AnalysisOptions(launch_hints={"strided_copy": LaunchHint(values={"stride": 1})}), program=prog), k)
     assert not any(a.name == "coalescing" for a in p.provenance.assumptions)
     threads = p.launch.blocks * p.launch.threads_per_block
     # ... and with the launch site's value each lane reads its own sector (SAAKE §4.4)
-    hinted = emulate(prog, k, *target, AnalysisOptions())
+    hinted = emulate(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
     assert hinted.bytes["dram"] > 3 * p.bytes["dram"]
     assert hinted.bytes["dram"] >= 32 * threads
     assert hinted.duration_s > 2 * p.duration_s
@@ -135,8 +136,8 @@ def test_l2_hit_rate_setting_changes_dram_traffic(programs, target):
     for name, slower in (("sgemm_naive", False), ("strided_access", True)):
         prog = programs[name]
         k = prog.kernels[0]
-        hi = emulate(prog, k, *target, AnalysisOptions(l2_hit_rate=0.9))
-        lo = emulate(prog, k, *target, AnalysisOptions(l2_hit_rate=0.0))
+        hi = emulate(AnalysisContext.of(*target, AnalysisOptions(l2_hit_rate=0.9), program=prog), k)
+        lo = emulate(AnalysisContext.of(*target, AnalysisOptions(l2_hit_rate=0.0), program=prog), k)
         assert lo.bytes["dram"] > 5 * hi.bytes["dram"], name
         if slower:
             assert lo.duration_s > 1.5 * hi.duration_s, name
@@ -161,7 +162,7 @@ def test_modeled_throughput_stays_under_the_roofline_ceilings(programs, target, 
     l2_model_bw = 128 / machine.gap("l2") * arch.schedulers_per_sm * dev.sm_count * dev.clock_hz
     prog = programs[name]
     for k in prog.kernels:
-        p = emulate(prog, k, arch, dev, AnalysisOptions())
+        p = emulate(AnalysisContext.of(arch, dev, AnalysisOptions(), program=prog), k)
         for level, b in p.bytes.items():
             bw = model.bandwidth(level) or (l2_model_bw if level == "l2" else None)
             assert bw is not None, level
@@ -174,12 +175,12 @@ def test_modeled_throughput_stays_under_the_roofline_ceilings(programs, target, 
 def test_what_if_sweeps_block_sizes_only_for_1d_blocks(programs, target):
     arch, dev = target
     tiled = programs["sgemm_tiled"]  # block (32, 32, 1): indexed by threadIdx.y
-    w = what_if(tiled, tiled.kernels[0], arch, dev, AnalysisOptions())
+    w = what_if(AnalysisContext.of(arch, dev, AnalysisOptions(), program=tiled), tiled.kernels[0])
     assert w.block_sizes == () and w.best_block_size is None
     assert w.block_sizes_note and "2-D" in w.block_sizes_note
     assert w.sm_scaling and w.grid_scaling  # the other sweeps still apply
     grid = programs["small_grid"]  # block (128, 1, 1)
-    w1 = what_if(grid, grid.kernels[0], arch, dev, AnalysisOptions())
+    w1 = what_if(AnalysisContext.of(arch, dev, AnalysisOptions(), program=grid), grid.kernels[0])
     assert w1.block_sizes_note is None
     # powers of two from one warp to the largest block, plus the current size, those that fit
     assert {p.block_size for p in w1.block_sizes} <= {32, 64, 128, 256, 512, 1024}
@@ -189,8 +190,8 @@ def test_what_if_sweeps_block_sizes_only_for_1d_blocks(programs, target):
 def test_second_stage_is_deterministic(programs, target):
     prog = programs["sgemm_naive"]
     k = prog.kernels[0]
-    assert sensitivity(prog, k, *target, AnalysisOptions()) == sensitivity(prog, k, *target, AnalysisOptions())
-    assert what_if(prog, k, *target, AnalysisOptions()) == what_if(prog, k, *target, AnalysisOptions())
+    assert sensitivity(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k) == sensitivity(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
+    assert what_if(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k) == what_if(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -201,8 +202,8 @@ def test_instruction_cache_leaves_small_kernels_alone(programs, target, name):
     assert arch.icache is not None
     no_fetch = arch.model_copy(update={"icache": None})
     for k in prog.kernels:
-        with_ic = emulate(prog, k, arch, dev, AnalysisOptions())
-        without = emulate(prog, k, no_fetch, dev, AnalysisOptions())
+        with_ic = emulate(AnalysisContext.of(arch, dev, AnalysisOptions(), program=prog), k)
+        without = emulate(AnalysisContext.of(no_fetch, dev, AnalysisOptions(), program=prog), k)
         assert abs(with_ic.duration_s / without.duration_s - 1) < 0.01, (k.name, with_ic.duration_s, without.duration_s)
         assert _share(with_ic, StallReason.no_instruction) < 0.01
 
@@ -221,19 +222,18 @@ def test_second_stage_reuses_the_quick_stages_run_where_it_samples_the_same_iter
     k = prog.kernels[0]
     opts = AnalysisOptions()
     waves: dict = {}
-    quick = emulate_detailed(prog, k, arch, dev, opts, prog.source, cache=waves)
+    quick = emulate_detailed(AnalysisContext.of(arch, dev, opts, prog.source, program=prog), k, cache=waves)
     assert len(waves) == 1
     apart, shared = Ledger.start(AnalysisBudget()), Ledger.start(AnalysisBudget())
-    alone = sensitivity_study(prog, k, arch, dev, opts, prog.source, ledger=apart)
-    reused = sensitivity_study(prog, k, arch, dev, opts, prog.source, ledger=shared, cache=waves)
+    alone = sensitivity_study(AnalysisContext.of(arch, dev, opts, prog.source, program=prog), k, ledger=apart)
+    reused = sensitivity_study(AnalysisContext.of(arch, dev, opts, prog.source, program=prog), k, ledger=shared, cache=waves)
     assert apart.spent > 0 and shared.spent == 0  # the base run (all its waves) came from the memo
     assert alone.finish([job() for job in alone.jobs]) == reused.finish([job() for job in reused.jobs])
     # a study whose budget samples fewer iterations does not take the quick stage's run
     small = DEFAULT_SETTINGS.model_copy(update={"issue_budget": 2_000})
     other = Ledger.start(AnalysisBudget())
-    study = sensitivity_study(prog, k, arch, dev, opts, prog.source, settings=small, ledger=other,
-                              cache=dict(waves))
+    study = sensitivity_study(AnalysisContext.of(arch, dev, opts, prog.source, program=prog), k, settings=small, ledger=other, cache=dict(waves))
     assert other.spent > 0 and len(study.jobs) == len(alone.jobs)
     warps = next(iter(waves.values())).run.warps_emulated
-    decoded = prepare(k, arch, dev, opts, prog.source, prog, settings=small).decoded
+    decoded = prepare(AnalysisContext.of(arch, dev, opts, prog.source, prog), k, settings=small).decoded
     assert emulated_trips(decoded, small, warps)[0] != list(quick.emulated_trips)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator import emulate
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.options import AnalysisOptions
@@ -102,8 +103,8 @@ def test_straight_line_code_larger_than_the_l1_icache_streams(target, toolchain,
     arch, dev = target
     prog, k = _kernel(STRAIGHT, "straight", toolchain, tmp_path)
     assert _code_bytes(k, arch) > arch.icache.l1_bytes
-    streamed = emulate(prog, k, arch, dev, AnalysisOptions())
-    unfetched = emulate(prog, k, _no_prefetch(arch), dev, AnalysisOptions())
+    streamed = emulate(AnalysisContext.of(arch, dev, AnalysisOptions(), program=prog), k)
+    unfetched = emulate(AnalysisContext.of(_no_prefetch(arch), dev, AnalysisOptions(), program=prog), k)
     with_sb, without = _stalls(streamed), _stalls(unfetched)
     # without the prefetcher every line a warp reaches first is a miss, and fetch is its top stall
     assert _top(without) is StallReason.no_instruction, without
@@ -116,9 +117,9 @@ def test_a_loop_whose_body_exceeds_the_icache_is_fetch_bound(target, toolchain, 
     arch, dev = target
     prog, k = _kernel(LOOP, "loop", toolchain, tmp_path)
     assert _code_bytes(k, arch) > arch.icache.l1_bytes
-    p = emulate(prog, k, arch, dev, AnalysisOptions())
+    p = emulate(AnalysisContext.of(arch, dev, AnalysisOptions(), program=prog), k)
     stalls = _stalls(p)
     assert _top(stalls) is StallReason.no_instruction, stalls
     # the stream still hides part of it: the prefetcher is on, and it is not the no-prefetch model
-    unfetched = emulate(prog, k, _no_prefetch(arch), dev, AnalysisOptions())
+    unfetched = emulate(AnalysisContext.of(_no_prefetch(arch), dev, AnalysisOptions(), program=prog), k)
     assert p.duration_s < unfetched.duration_s

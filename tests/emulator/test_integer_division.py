@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator import emulate_detailed
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.options import AnalysisOptions
@@ -23,7 +24,7 @@ def test_the_loop_runs_the_quotient_of_its_arguments(toolchain, n, chunk):
     cat = load_arch_specs()
     arch = cat.arch("sm_90")
     opts = AnalysisOptions(launch_hints={"per_chunk": {"grid": 1, "block": 32, "values": {"n": n, "chunk": chunk}}})
-    e = emulate_detailed(prog, prog.kernels[0], arch, cat.default_device(arch), opts)
+    e = emulate_detailed(AnalysisContext.of(arch, cat.default_device(arch), opts, program=prog), prog.kernels[0])
     steps = n // chunk
     # ptxas unrolls the loop (by 16, then 4, then a remainder loop); the main loop's trips are the
     # quotient's (folded from the source, and the walk's executed condition, which replaces a

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator.decode import M_GLOBAL, M_SHARED
 from kernelscope.analysis.emulator.memory import MAX_BANK_LOAD
 from kernelscope.analysis.emulator.model import EmulationError, EmulationSettings, prepare
@@ -35,7 +36,7 @@ def program(toolchain):
 def _prepared(program, target, name: str, hint: LaunchHint, lanes: bool = True):
     k = next(k for k in program.kernels if base_name(k.name) == name)
     opts = AnalysisOptions(launch_hints={name: hint})
-    return prepare(k, *target, opts, program.source, program, settings=EmulationSettings(execute_lanes=lanes))
+    return prepare(AnalysisContext.of(*target, opts, program.source, program), k, settings=EmulationSettings(execute_lanes=lanes))
 
 
 def _accesses(prep, line: int, store: bool | None = None):
@@ -102,8 +103,7 @@ def test_strided_store(program, target, stride, sectors):
 
 def test_strided_store_without_its_stride_is_labeled(program, target):
     k = next(k for k in program.kernels if base_name(k.name) == "strided_store")
-    prep = prepare(k, *target, AnalysisOptions(launch_hints={"strided_store": LaunchHint(grid=256, block=256)}),
-                   program.source, program)
+    prep = prepare(AnalysisContext.of(*target, AnalysisOptions(launch_hints={"strided_store": LaunchHint(grid=256, block=256)}), program.source, program), k)
     line = _line("out[i * stride] = in[i]")
     named = next(a for a in prep.assumptions if a.name == "launch_values")
     assert f"STG at line {line}: kernel argument `stride` is not known" in named.detail
@@ -198,7 +198,7 @@ def test_every_corpus_access_is_followed_or_labeled(toolchain, target):
         program = build_example(src, toolchain, flags=real_flags(src))
         for k in program.kernels:
             try:
-                prep = prepare(k, arch, dev, AnalysisOptions(), program.source, program)
+                prep = prepare(AnalysisContext.of(arch, dev, AnalysisOptions(), program.source, program), k)
             except EmulationError:
                 continue
             seen += _accesses_labeled(prep, f"{src.name} {k.name}")
@@ -253,6 +253,6 @@ def test_every_accuracy_kernel_access_is_followed_or_labeled(toolchain):
         for k in program.kernels:
             if base_name(k.name) != case.kernel:
                 continue
-            prep = prepare(k, arch, device, opts, program.source, program)
+            prep = prepare(AnalysisContext.of(arch, device, opts, program.source, program), k)
             seen += _accesses_labeled(prep, f"{case.source.name} {k.name}")
     assert seen > 300

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator.decode import M_GLOBAL, M_SHARED
 from kernelscope.analysis.emulator.model import EmulationError, EmulationSettings, prepare
 from kernelscope.analysis.frontend.program import base_name
@@ -60,8 +61,7 @@ def _compare(toolchain, lanes: bool) -> list[tuple[str, str, float, float, str]]
             lc = launch_config(act)
             hint = LaunchHint(grid=lc.grid, block=lc.block, dynamic_smem=lc.dynamic_smem or None)
             try:
-                prep = prepare(k, arch, device, AnalysisOptions(launch_hints={base_name(k.name): hint}),
-                               program.source, program, settings=EmulationSettings(execute_lanes=lanes))
+                prep = prepare(AnalysisContext.of(arch, device, AnalysisOptions(launch_hints={base_name(k.name): hint}), program.source, program), k, settings=EmulationSettings(execute_lanes=lanes))
             except EmulationError:
                 continue
             d = prep.decoded

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.limits import limit_violations, loop_flops_floor
 from kernelscope.analysis.emulator.model import emulate_detailed, prepare
@@ -47,10 +48,10 @@ def _check(src: Path, arch: str, toolchain) -> None:
     assert prog.kernels
     for k in prog.kernels:
         options = AnalysisOptions()
-        prep = prepare(k, spec, device, options, program=prog)
+        prep = prepare(AnalysisContext.of(spec, device, options, program=prog), k)
         warps = prep.launch.blocks * math.ceil(prep.launch.threads_per_block / spec.warp_size)
         floor = loop_flops_floor(prep.decoded, warps)
-        emu = emulate_detailed(prog, k, spec, device, options)
+        emu = emulate_detailed(AnalysisContext.of(spec, device, options, program=prog), k)
         assert limit_violations(emu.profile, ceilings, floor) == ()
 
 
@@ -62,10 +63,10 @@ def test_the_check_catches_a_body_run_once(toolchain):
     device = cat.default_device(spec)
     prog = build_example(Path(__file__).parent / "kernels" / "gemm_register_blocked.cu", toolchain, arch="sm_80")
     (k,) = prog.kernels
-    prep = prepare(k, spec, device, AnalysisOptions(), program=prog)
+    prep = prepare(AnalysisContext.of(spec, device, AnalysisOptions(), program=prog), k)
     warps = prep.launch.blocks * math.ceil(prep.launch.threads_per_block / spec.warp_size)
     floor = loop_flops_floor(prep.decoded, warps)
-    emu = emulate_detailed(prog, k, spec, device, AnalysisOptions())
+    emu = emulate_detailed(AnalysisContext.of(spec, device, AnalysisOptions(), program=prog), k)
     trips = max(L.trip for L in prep.decoded.loops)
     once = emu.profile.model_copy(update={"flops": {p: v / trips for p, v in emu.profile.flops.items()}})
     assert floor.get("fp32", 0) > 0

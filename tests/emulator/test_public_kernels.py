@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator.decode import M_GLOBAL, M_SHARED
 from kernelscope.analysis.emulator.model import prepare
 from kernelscope.analysis.frontend.program import base_name
@@ -62,7 +63,7 @@ def _program(rel: str, toolchain):
 def _prepared(program, target, name: str, hint: LaunchHint | None = None, instance: str = ""):
     k = next(k for k in program.kernels if base_name(k.name) == name and instance in k.name)
     opts = AnalysisOptions(launch_hints={name: hint} if hint else {})
-    return prepare(k, *target, opts, program.source, program)
+    return prepare(AnalysisContext.of(*target, opts, program.source, program), k)
 
 
 def _line(path: Path, text: str, after: str = "") -> int:
@@ -112,7 +113,7 @@ def test_every_public_access_is_followed_or_labeled(toolchain, target):
         for k in program.kernels:
             name = base_name(k.name)
             opts = AnalysisOptions(launch_hints={name: LAUNCHES[name]} if name in LAUNCHES else {})
-            prep = prepare(k, *target, opts, program.source, program)
+            prep = prepare(AnalysisContext.of(*target, opts, program.source, program), k)
             seen += _accesses_labeled(prep, f"{src.relative_to(PUBLIC)} {k.name}")
             followed += len(prep.lanes.followed)
             kernels += 1

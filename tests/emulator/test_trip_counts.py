@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.launch import loop_step
 from kernelscope.analysis.emulator.model import EmulationSettings, prepare
@@ -43,8 +44,7 @@ def _trips(prog, name, target, options=None):
     folding rules give them (the walked lanes' executed trips, which replace these where the walk
     decides a loop, are tested in test_lanes.py)."""
     k = _kernel(prog, name)
-    prep = prepare(k, *target, options or AnalysisOptions(), program=prog,
-                   settings=EmulationSettings(execute_lanes=False))
+    prep = prepare(AnalysisContext.of(*target, options or AnalysisOptions(), program=prog), k, settings=EmulationSettings(execute_lanes=False))
     trips = [a for a in prep.assumptions if a.name.startswith("trip_count@")]
     ins = k.sass.instructions
     out = []

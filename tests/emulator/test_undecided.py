@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator import emulate_detailed
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.options import AnalysisOptions
@@ -23,7 +24,7 @@ def assumptions(toolchain):
     arch = cat.arch("sm_90")
     out = {}
     for fn in prog.kernels:
-        e = emulate_detailed(prog, fn, arch, cat.default_device(arch), AnalysisOptions())
+        e = emulate_detailed(AnalysisContext.of(arch, cat.default_device(arch), AnalysisOptions(), program=prog), fn)
         out[fn.name.split("(")[0]] = e.profile.provenance.assumptions
     return out
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.machine.arch import load_arch_specs
 from kernelscope.analysis.emulator.launch import resolve_trip
 from kernelscope.analysis.emulator.model import EmulationSettings, prepare
@@ -74,7 +75,7 @@ def _loops(path: Path, toolchain, target) -> list[tuple[str, int, int | None, in
     all: test_lanes.py)."""
     prog = build_example(path, toolchain)
     (k,) = prog.kernels
-    prep = prepare(k, *target, AnalysisOptions(), program=prog, settings=EmulationSettings(execute_lanes=False))
+    prep = prepare(AnalysisContext.of(*target, AnalysisOptions(), program=prog), k, settings=EmulationSettings(execute_lanes=False))
     infos = {li.index: li for li in k.loops}
     trips = [a for a in prep.assumptions if a.name.startswith("trip_count@")]
     return [(infos[L.info_index].role, infos[L.info_index].unroll_factor, infos[L.info_index].max_trip_count,

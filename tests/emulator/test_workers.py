@@ -11,6 +11,7 @@ import time
 import pytest
 from _processes import children
 
+from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator.budget import BudgetSpent, Ledger
 from kernelscope.analysis.emulator.workers import can_fork, fan_out
 from kernelscope.analysis.options import AnalysisBudget
@@ -107,10 +108,10 @@ def test_sensitivity_and_what_if_do_not_depend_on_the_number_of_processes(toolch
     opts = AnalysisOptions()
     serial = [Ledger.start(AnalysisBudget()) for _ in range(2)]
     forked = [Ledger.start(AnalysisBudget()) for _ in range(2)]
-    s1 = sensitivity(program, k, arch, device, opts, program.source, ledger=serial[0], processes=1)
-    s3 = sensitivity(program, k, arch, device, opts, program.source, ledger=forked[0], processes=3)
-    w1 = what_if(program, k, arch, device, opts, program.source, ledger=serial[1], processes=1)
-    w3 = what_if(program, k, arch, device, opts, program.source, ledger=forked[1], processes=3)
+    s1 = sensitivity(AnalysisContext.of(arch, device, opts, program.source, program=program), k, ledger=serial[0], processes=1)
+    s3 = sensitivity(AnalysisContext.of(arch, device, opts, program.source, program=program), k, ledger=forked[0], processes=3)
+    w1 = what_if(AnalysisContext.of(arch, device, opts, program.source, program=program), k, ledger=serial[1], processes=1)
+    w3 = what_if(AnalysisContext.of(arch, device, opts, program.source, program=program), k, ledger=forked[1], processes=3)
     assert s1 == s3 and w1 == w3
     assert s1.kernel_region.bottleneck is not None and len(w1.sm_scaling) > 2
     # every run is charged, whichever process ran it (a child repeats a cached base wave at most)

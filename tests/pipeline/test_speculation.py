@@ -92,12 +92,12 @@ def test_not_taken_when_the_device_code_differs_and_not_retried_at_once(same_rel
     # the time is spent on nvcc's line (6), which NVRTC's kernel does not have
     kernel = ahead.profile.kernels[0]
     assert kernel.line(6) is not None and kernel.line(4) is None
-    from kernelscope.analysis.machine.arch import load_arch_specs
+    from dataclasses import replace
 
-    catalog = load_arch_specs(None)
-    device = catalog.default_device(catalog.arch("sm_90"))
-    begin = [Speculation.begin(source.resolve(), source.read_bytes(), _options(True), same_release, catalog, device,
-                               None) for _ in range(SKIP_AFTER_MISS + 1)]
+    from kernelscope.analysis.context import AnalysisContext
+
+    ctx = AnalysisContext.resolve(_options(True), path=source.resolve(), data=source.read_bytes())
+    begin = [Speculation.begin(replace(ctx, toolchain=same_release), None) for _ in range(SKIP_AFTER_MISS + 1)]
     assert begin[:SKIP_AFTER_MISS] == [None] * SKIP_AFTER_MISS
     assert begin[-1] is not None  # then tried again
     begin[-1].close()

@@ -85,3 +85,20 @@ def test_no_module_of_the_engine_imports_one_that_imports_it_back():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _parameters(f: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """A function's parameters, a method's `self` or `cls` left out; `*args` and `**kwargs` count one each."""
+    a = f.args
+    names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    names += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+    return names[1:] if names[:1] in (["self"], ["cls"]) else names
+
+
+def test_no_function_of_the_engine_takes_more_than_ten_parameters():
+    wide = []
+    for name, f in _modules().items():
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(_parameters(node)) > 10:
+                wide.append(f"{name}.{node.name}: {len(_parameters(node))}")
+    assert wide == []

@@ -283,12 +283,12 @@ class Optimizer:
     # -- building advice ------------------------------------------------------------------------
 
     def advice(self, ctx: MatchContext, *, lines: Sequence[int], importance: float, estimate: Estimate, message: str,
-               detail: str = "", title: str | None = None, hotspots: Sequence[Hotspot] = (), fix: Fix | None = None,
-               columns: tuple[int, int] | None = None, static: bool = False,
+               detail: str = "", hotspots: Sequence[Hotspot] = (), fix: Fix | None = None,
+               columns: tuple[int, int] | None = None,
                changes: Sequence[Instruction] = ()) -> Advice:
         """`changes`: the instructions the remedy changes, whose blamed cost the share is; the stalls
         blamed on them become the advice's hotspots (where that cost is paid) unless given."""
-        prov = "static" if static or ctx.profile is None else ctx.provenance
+        prov = "static" if ctx.profile is None else ctx.provenance
         if not hotspots and changes and ctx.blame is not None:
             idx = {i.index for i in changes}
             hotspots = _pairs(ctx.blame.edges_where(lambda e: e.def_index in idx))
@@ -307,7 +307,7 @@ class Optimizer:
         if assumed:
             message += " " + assumed_launch_caveat(assumed)
         return Advice(id=advice_id(self.name, ctx.kernel, lines[0] if lines else 0, detail), optimizer=self.name,
-                      title=title or self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
+                      title=self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
                       columns=columns, hotspots=tuple(hotspots), importance=max(0.0, min(1.0, importance)),
                       estimate=estimate, provenance=prov, message=message, fix=fix,
                       importance_basis=self.importance_basis, assumed=tuple(a.name for a in assumed),

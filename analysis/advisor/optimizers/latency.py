@@ -187,5 +187,4 @@ class FunctionInlining(Optimizer):
                f"{', '.join(map(str, sites[:4]))}: the CALL, its return address, the RET){inside}. Each call moves "
                f"arguments through the ABI, saves registers to the stack and blocks scheduling and constant folding "
                f"across the call. Inline it (`__forceinline__`). Est. {est.speedup:.2f}× ({eqn}).")
-        return [self.advice(ctx, lines=sites or [0], importance=share, estimate=est, message=msg, fix=fix,
-                            static=ctx.profile is None)]
+        return [self.advice(ctx, lines=sites or [0], importance=share, estimate=est, message=msg, fix=fix)]

@@ -56,7 +56,7 @@ class RegisterReuse(Optimizer):
                f"in registers: constant indices, fewer live values, or shared memory. "
                f"Est. {est.speedup:.2f}× (GPA Eq. 2 over static issue counts).")
         return [self.advice(ctx, lines=sorted({x.line for x in facts}), importance=m / ctx.denominator,
-                            estimate=est, message=msg, static=True)]
+                            estimate=est, message=msg)]
 
 
 def _index_only(ctx: MatchContext, line: int) -> bool:
