@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 
 from tree_sitter import Node
 
+from ..frontend.kernel_names import base_name
 from ..frontend.source import Function, LaunchSite, Loop, SourceModel, parse_source
 from ..frontend.treesitter import parser as _parser
 from .advice import Advice, Fix, SourceEdit
@@ -135,10 +136,6 @@ def _within(root: Node, start_byte: int, end_byte: int) -> Iterable[Node]:
             yield n
 
 
-def _base(name: str) -> str:
-    return name.split("(")[0].split("<")[0].split("::")[-1].strip()
-
-
 # ---------------------------------------------------------------------------- one-token fixes
 
 #: CUDA's fast intrinsics (CUDA C++ Programming Guide, "Intrinsic Functions"): reduced accuracy,
@@ -235,7 +232,7 @@ def launch_bounds_fix(function: Function, threads: int, min_blocks: int | None =
 
 
 def _launch_site(model: SourceModel, kernel: str) -> LaunchSite | None:
-    sites = [s for s in model.launch_sites if s.kernel == _base(kernel) and s.block is not None]
+    sites = [s for s in model.launch_sites if s.kernel == base_name(kernel) and s.block is not None]
     return sites[0] if len(sites) == 1 else None  # several launches: which one the advice means is unknown
 
 
@@ -271,11 +268,11 @@ def block_size_fix(kernel: str, new_block: int, model: SourceModel, text: str) -
     site = _launch_site(model, kernel)
     if site is None or site.block is None or site.grid is None:
         return None
-    fn = model.kernel(_base(kernel))
+    fn = model.kernel(base_name(kernel))
     if fn is not None and fn.launch_bounds is not None and fn.launch_bounds.max_threads is not None \
             and new_block > fn.launch_bounds.max_threads:
         return None  # the launch would fail: more threads than the kernel was compiled for
-    if any(a.function == _base(kernel) and (a.get("block") or a.get("grid")) for a in model.annotations):
+    if any(a.function == base_name(kernel) and (a.get("block") or a.get("grid")) for a in model.annotations):
         return None  # the annotation, not the launch site, tells the model the launch: both would need changing
     old_dims, grid_dims = site.block.dims, site.grid.dims
     if old_dims is None or old_dims[1:] != (1, 1) or grid_dims is None or new_block == old_dims[0]:

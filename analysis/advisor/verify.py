@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..cache import DiskCache
 from ..errors import KernelscopeError
+from ..frontend.kernel_names import without_parameters
 from ..frontend.source import parse_source
 from ..frontend.toolchain import find_compile_command
 from ..options import AnalysisOptions
@@ -120,8 +121,8 @@ def _kernel(result: AnalysisResult, advice: Advice) -> KernelReport | None:
     exact = result.kernel(advice.kernel)
     if exact is not None:
         return exact
-    base = advice.kernel_name.split("(")[0]
-    same = [k for k in result.kernels if k.name.split("(")[0] == base]
+    base = without_parameters(advice.kernel_name)
+    same = [k for k in result.kernels if without_parameters(k.name) == base]
     return same[0] if len(same) == 1 else None
 
 

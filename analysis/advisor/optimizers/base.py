@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 from ...frontend.instructions import Instruction
+from ...frontend.kernel_names import base_name
 from ...frontend.program import source_line_of
 from ...profile import Assumption, KernelProfile, PCSample, StallReason
 from ...results import OccupancyReport, Resources, StaticFact
@@ -183,8 +184,7 @@ class MatchContext:
     def function_model(self) -> Any:
         if self.source is None:
             return None
-        # a template instance demangles with its return type: `void gemm_v01<float>(...)`
-        base = self.kernel_name.split("(")[0].split("<")[0].split("::")[-1].split()[-1]
+        base = base_name(self.kernel_name)
         return next((f for f in self.source.functions if f.name == base and f.kind == "kernel"), None) or \
             self.source.function(base)
 
