@@ -51,6 +51,7 @@ class SharedMemoryTiling(Optimizer):
         # where it ran; Starlight Eq. 3 on the loop's global-memory stalls otherwise (a measured
         # profile, the quick stage). Eq. 3 moves with how ptxas schedules the loop (an unrolled
         # loop blames more stalls on its batched loads at the same time); the what-if does not.
+        waiting = m  # the loop's samples that wait on its global loads
         staged = next((st for st in getattr(ctx.what_if, "staged_loops", ()) if loop.span.contains_line(st.line)), None)
         if staged is not None and ctx.profile is not None and ctx.what_if.current_seconds > 0:
             ratio = ctx.what_if.current_seconds / staged.seconds if staged.seconds > 0 else 1.0
@@ -59,13 +60,20 @@ class SharedMemoryTiling(Optimizer):
                                            f"served from shared memory, the tile's own loads and barriers left out")
             how = (f"Est. at most {est.speedup:.2f}× (emulator what-if: the loop's loads served from shared memory; "
                    f"the tile's own loads and barriers are left out, so it is a ceiling).")
+            # the what-if re-models the whole loop, so its Amdahl bound is the loop's share of the
+            # samples, not only its global loads' stalls (with L1 modeled, a loop whose loads hit
+            # L1 spends its time in the FMAs that wait on them)
+            in_loop = [ls for ls in ctx.profile.lines if loop.span.contains_line(ls.line) and ls.total > 0]
+            if sum(ls.total for ls in in_loop) > m:
+                m = sum(ls.total for ls in in_loop)
+                by_line.update({ls.line: by_line.get(ls.line, 0.0) for ls in in_loop})  # named below
         else:
             est = estimators.line_speedup(ctx.total, m)
             how = f"Est. {est.speedup:.2f}× (Starlight Eq. 3)."
         if est.speedup < 1.05:
             return []
         bound = f" The kernel is {ctx.roofline.bound}-bound on the roofline." if ctx.roofline is not None and ctx.roofline.bound else ""
-        msg = (f"{pct(m / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) wait on global loads inside "
+        msg = (f"{pct(waiting / ctx.total)} of this kernel's samples ({provenance_note(ctx)}) wait on global loads inside "
                f"the loop at line {loop.header_line} ({len(loads_per_loop[loop_idx])} loads per iteration; "
                f"{describe_edge(hotspots(edges)[0])}).{bound} Threads of a block re-read the same elements from "
                f"global memory; load a tile once per block into `__shared__` memory, synchronize, and reuse it from "
