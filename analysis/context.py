@@ -116,6 +116,6 @@ class AnalysisContext:
 
 def _occupancy(arch: ArchSpec, fn: FunctionProgram, resolved: ResolvedLaunch) -> Occupancy:
     launch = resolved.launch
-    regs = fn.resources.registers if fn.resources else 0
+    regs = fn.resources.registers if fn.resources else 32  # the emulator's default, an assumption it names
     smem = fn.resources.static_smem if fn.resources else 0
     return occupancy(arch, launch.threads_per_block, regs, launch.dynamic_smem, smem)

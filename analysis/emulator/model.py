@@ -191,8 +191,9 @@ def prepare(ctx: AnalysisContext, kernel: FunctionProgram, *, launch: LaunchConf
     hit = _PREPARED.get(key)
     if hit is not None and all(a is b for a, b in zip(hit[0], inputs)):
         return hit[1] if hit[1].settings == settings else replace(hit[1], settings=settings)
+    # the context resolved this launch's occupancy once; a what-if launch is another launch
     prep = _prepare(kernel, arch, device, options, source, program, launch=launch, settings=settings,
-                    resolved=resolved)
+                    resolved=resolved, occ=ctx.occupancy.get(kernel.mangled) if launch is None else None)
     if len(_PREPARED) >= _PREPARED_SIZE:
         _PREPARED.pop(next(iter(_PREPARED)))
     _PREPARED[key] = (inputs, prep)
@@ -201,7 +202,7 @@ def prepare(ctx: AnalysisContext, kernel: FunctionProgram, *, launch: LaunchConf
 
 def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, options: AnalysisOptions,
              source: SourceModel | None, program: Program | None, *, launch: LaunchConfig | None,
-             settings: EmulationSettings, resolved: ResolvedLaunch) -> Prepared:
+             settings: EmulationSettings, resolved: ResolvedLaunch, occ: Occupancy | None) -> Prepared:
     src = source if source is not None else (program.source if program is not None else None)
     assumptions = list(resolved.assumptions)
     if launch is not None:
@@ -214,7 +215,8 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
     static_smem = res.static_smem if res is not None else 0
     if res is None:
         assumptions.append(Assumption(name="registers", value="32", source="default", detail="no ptxas report"))
-    occ = occupancy(arch, cfg_launch.threads_per_block, regs, cfg_launch.dynamic_smem, static_smem)
+    if occ is None:
+        occ = occupancy(arch, cfg_launch.threads_per_block, regs, cfg_launch.dynamic_smem, static_smem)
     if occ.active_blocks_per_sm <= 0:
         raise EmulationError(f"{kernel.name}: no block of {cfg_launch.threads_per_block} threads fits on an SM "
                              f"({occ.limiter.value})")
