@@ -154,6 +154,8 @@ def _snake_keys(d: Mapping[str, Any], model: type[BaseModel]) -> dict[str, Any]:
         if name == "launch_hints" and isinstance(v, Mapping):
             # Keys are kernel names: keep them, convert each hint's own fields.
             v = {kernel: _snake_keys(h, LaunchHint) if isinstance(h, Mapping) else h for kernel, h in v.items()}
+        elif isinstance(v, Mapping) and name in model.model_fields and (sub := _submodel(model.model_fields[name])):
+            v = _snake_keys(v, sub)  # a nested model's fields too (`budget.nvccMultiple`)
         out[name] = v
     return out
 

@@ -256,6 +256,18 @@ def process_rss(pid: int) -> int:
     return 0
 
 
+def left_after_teardown(pgid: int, grace_s: float = 5.0) -> list[tuple[int, str]]:
+    """`processes_of(pgid)` once the kernel has finished tearing the group down: a process killed
+    with its parent is still listed (cmdline already empty, not yet a zombie) for a moment after
+    the parent is reaped. Not a speed check: a process still there after the grace outlived it."""
+    deadline = time.monotonic() + grace_s
+    left = processes_of(pgid)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = processes_of(pgid)
+    return left
+
+
 def processes_of(pgid: int | None = None, mentioning: str | None = None) -> list[tuple[int, str]]:
     """(pid, cmdline) of live processes in process group `pgid` or whose cmdline mentions `mentioning`."""
     found = []

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .client import RawServer, frame, processes_of
+from .client import RawServer, frame, left_after_teardown, processes_of
 from .conftest import report, scaled
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -393,7 +393,7 @@ def test_exit_during_an_analysis_exits_at_once_with_stdin_still_open(examples_ws
         assert quick and server.stats()["running"] == 1, "the second stage was not running"
         server.notify("exit")  # without shutdown: nothing was cancelled before the pipe closed
         assert server.proc.wait(20) == 1, server.stderr_tail()
-        assert not processes_of(server.pgid), "a compiler outlived the server"
+        assert not left_after_teardown(server.pgid), "a compiler outlived the server"
         # Against a client that does not drain stderr, that chain blocked the server for good.
         log = server.stderr_tail(1 << 20)
         assert "I/O operation on closed file" not in log and "Error sending data" not in log, log
