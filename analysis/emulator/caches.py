@@ -45,7 +45,7 @@ import numpy as np
 
 from ..frontend import isa
 from .decode import M_GLOBAL, DecodedKernel
-from .lanes import SHARED_WINDOW_HI
+from .memory import in_shared_window
 
 #: trips a loop whose addresses step evenly runs in the simulation: a lane stepping 4 B crosses a
 #: 32 B sector twice, so the steady state (the later half) holds one crossing
@@ -111,10 +111,6 @@ class _Stream:
     extended: bool
 
 
-def _is_shared_window(addrs) -> bool:
-    return all(int(v) >> 32 == SHARED_WINDOW_HI for v in addrs)
-
-
 def _streams(k: DecodedKernel, accesses: dict) -> dict[int, _Stream]:
     out: dict[int, _Stream] = {}
     for s, execs in accesses.items():
@@ -124,7 +120,7 @@ def _streams(k: DecodedKernel, accesses: dict) -> dict[int, _Stream]:
         info = isa.opcode_info(ins.opcode)
         if info.memory_space not in ("global", "generic") or any(a.addresses is None for a in execs):
             continue
-        if _is_shared_window(execs[0].addresses):
+        if in_shared_window(execs[0].addresses):
             continue
         # 64-bit addresses as int64 bit patterns: an address past 2**63 (an index the launch does
         # not give, taken as a large unsigned value) wraps, and sectors and differences stay exact
@@ -133,9 +129,7 @@ def _streams(k: DecodedKernel, accesses: dict) -> dict[int, _Stream]:
         L = k.loop_of[s]
         trip = max(1, k.loops[L].trip) if L >= 0 else 1
         load = info.access is isa.Access.LOAD
-        # the opcode with its modifiers, after any guard predicate (`@P0 LDG.E.STRONG.GPU ...`)
-        mnemonic = next((t for t in ins.text.split() if not t.startswith("@")), ins.opcode)
-        bypass = any(m in mnemonic for m in (".STRONG.GPU", ".STRONG.SYS", ".MMIO"))
+        bypass = any(m in ins.full_opcode for m in (".STRONG.GPU", ".STRONG.SYS", ".MMIO"))
         out[s] = _Stream(s, load, load and not bypass, times, addrs, trip, False)
     return out
 

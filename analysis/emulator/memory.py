@@ -582,6 +582,11 @@ class LaneShapes:
     truncated: bool
 
 
+def in_shared_window(addresses) -> bool:
+    """Every address is a generic pointer into the shared window (`SR_SWINHI` << 32)."""
+    return all(int(v) >> 32 == SHARED_WINDOW_HI for v in addresses)
+
+
 def walked_shapes(k, result) -> LaneShapes:
     """Memory shapes of the decoded kernel `k`'s global, generic and shared accesses from the
     walk `result` (`walk.walk`). Local memory keeps its interleaved shape (`memory_shapes`), and
@@ -601,8 +606,7 @@ def walked_shapes(k, result) -> LaneShapes:
             continue
         old = k.shape[s]
         width = max(1, isa.access_bytes(ins) or 4)
-        if space == "generic" and all(a.addresses is not None and all(v >> 32 == SHARED_WINDOW_HI for v in a.addresses)
-                                      for a in execs):
+        if space == "generic" and all(a.addresses is not None and in_shared_window(a.addresses) for a in execs):
             space = "shared"  # a generic pointer into the shared window: banks, not sectors
         shape = executed_shape("shared" if space == "shared" else "global", execs, width, old.l2_hit_rate)
         missing = [a.reason for a in execs if a.addresses is None]
