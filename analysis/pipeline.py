@@ -29,10 +29,10 @@ from .process import CancelToken
 from .results import AnalysisResult, Message, ToolchainInfo
 from .speculation import Speculation
 
-#: the stages after the compile (`modeling.py`, and the SASS reader), imported on a thread while
+#: the stages after the compile (`stages.py`, and the SASS reader), imported on a thread while
 #: nvcc runs: their imports are about half of the command line's start-up, and the compile waits
 #: on a child process that leaves this one idle
-_LATE_STAGES = (f"{__package__}.frontend.disassembly", f"{__package__}.modeling")
+_LATE_STAGES = (f"{__package__}.frontend.disassembly", f"{__package__}.stages")
 
 
 #: architectures whose SASS decoding table this process has built (`load_late_stages`)
@@ -160,7 +160,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
             module = read_sass(compiled.cubin, compiled.cubin_path, toolchain.nvdisasm, cancel=cancel)
             timings["disassemble"] = time.perf_counter() - t
 
-        from . import modeling
+        from . import stages
 
         inputs = ProgramInputs.of(module, compiled.resources, compiled.command, options.arch, toolchain)
         ctx = replace(ctx, unit=unit, inputs=inputs)
@@ -171,7 +171,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
             ahead.close()  # not taken: stopped now, not when the second stage ends
             if taken is not None:
                 timings["model"] = time.perf_counter() - t  # the wait for what was run ahead to end
-        return modeling.model_file(ctx, compiled, messages, base, timings, cancel, report, depth, on_partial, taken)
+        return stages.model_file(ctx, compiled, messages, base, timings, cancel, report, depth, on_partial, taken)
     finally:
         if ahead is not None:
             ahead.close()

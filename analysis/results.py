@@ -125,7 +125,7 @@ class KernelReport(BaseModel):
     instruction_mix: dict[str, int] = Field(default_factory=dict)
     #: the launch's executed FLOPs per precision and bytes per level (the profile's `flops` and
     #: `bytes`, the roofline's) per thread of the launch: per thread x threads is the profile's
-    #: total (modeling.per_thread); empty where nothing was emulated or measured
+    #: total (stages.per_thread); empty where nothing was emulated or measured
     flops_per_thread: dict[str, float] = Field(default_factory=dict)
     bytes_per_thread: dict[str, float] = Field(default_factory=dict)
     facts: tuple[StaticFact, ...] = ()

@@ -29,7 +29,7 @@ from .frontend.toolchain import CompileCommand, Toolchain
 from .process import CancelToken
 
 if TYPE_CHECKING:
-    from .modeling import QuickStage
+    from .stages import QuickStage
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class Speculation:
                 return
             from .frontend.disassembly import decoded_sass
             from .emulator.budget import FileSize, Ledger
-            from .modeling import QuickStage, findings, model_kernels, program_of
+            from .stages import QuickStage, findings, model_kernels, program_of
 
             module = decoded_sass(cubin.cubin, cancel=self._cancel)
             if module is None:  # nvdisasm would be needed, at ~0.35 s: nvcc is as near
@@ -120,7 +120,7 @@ class Speculation:
             program = program_of(ctx)
             ctx = ctx.with_program(program)
             ledger = Ledger.start(options.budget, self._cancel)
-            ledger.fit(options.budget, FileSize.of(module, data))  # as modeling.model_file
+            ledger.fit(options.budget, FileSize.of(module, data))  # as stages.model_file
             facts, studies = model_kernels(ctx, None, ledger, self._cancel, lambda stage, fraction: None)
             self._cancel.check()
             found = findings(ctx, facts, studies, None)

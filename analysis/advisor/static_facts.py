@@ -33,7 +33,7 @@ class KernelFacts(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     #: static instruction counts by class; the executed FLOPs and bytes per thread are the
-    #: emulated run's (`modeling.per_thread`), not a sum over every path here
+    #: emulated run's (`stages.per_thread`), not a sum over every path here
     instruction_mix: dict[str, int]
     facts: tuple[StaticFact, ...]
     lines: tuple[LineReport, ...]

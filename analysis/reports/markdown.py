@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..advisor.advice import Advice
 from ..frontend.kernel_names import base_name
-from ..model_error import model_error
+from ..prediction_error import model_error
 from ..results import AnalysisResult, KernelReport, LineReport
 from . import docs
 from .text import advice_order, assumed_values, grid_fill

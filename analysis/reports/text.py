@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..emulator.launch import GIVE_A_LAUNCH
 from ..frontend.kernel_names import without_parameters
-from ..model_error import model_error
+from ..prediction_error import model_error
 from ..results import AnalysisResult, KernelReport
 
 _TOP_LINES = 5

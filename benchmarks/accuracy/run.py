@@ -264,7 +264,7 @@ def split_error(rows: list[tuple[Case, float, float]]) -> dict:
 
 
 def record(rows: list[tuple[Case, float, float]]) -> None:
-    """analysis/data/model_error.json: this run's figures, for `analysis/model_error.py`."""
+    """analysis/data/model_error.json: this run's figures, for `analysis/prediction_error.py`."""
     import datetime
     import json
     import subprocess

@@ -62,7 +62,7 @@ def analyse(source: str, toolchain, tmp_path: Path, *, emulate: bool = True, arc
     device = cat.default_device(arch_spec)
     launches = {fn.mangled: resolve_launch(fn.name, src, options, device.sm_count) for fn in program.kernels}
     executed = {}
-    if emulate:  # the walked warp's memory shapes, as the pipeline gives the facts (modeling._executed)
+    if emulate:  # the walked warp's memory shapes, as the pipeline gives the facts (stages._executed)
         from kernelscope.analysis.advisor.static_facts import executed_shapes
         from kernelscope.analysis.emulator.model import EmulationError, prepare
         for fn in program.kernels:

@@ -61,13 +61,13 @@ def test_server_features_hold_no_module_state_and_no_private_calls():
 def test_verification_never_imports_the_pipeline():
     tree = ast.parse((REPO / "analysis" / "advisor" / "verify.py").read_text(encoding="utf-8"))
     names = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert not any(n and n.split(".")[-1] in ("pipeline", "modeling", "application") for n in names), names
+    assert not any(n and n.split(".")[-1] in ("pipeline", "stages", "application") for n in names), names
 
 
 def test_importing_the_server_loads_no_later_stage():
     """The stages after the compile (pipeline.load_late_stages) load when the server starts serving
     (app.main), not as a side effect of importing it."""
     code = ("import sys, kernelscope.server.app, kernelscope.server.scheduler; "
-            "print(sorted(m for m in sys.modules if m.endswith(('.modeling', '.frontend.disassembly'))))")
+            "print(sorted(m for m in sys.modules if m.endswith(('.stages', '.frontend.disassembly'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.strip() == "[]", out

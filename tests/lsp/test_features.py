@@ -6,7 +6,7 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 from pygls.workspace.text_document import TextDocument
 
-from kernelscope.analysis.model_error import model_error
+from kernelscope.analysis.prediction_error import model_error
 from kernelscope.analysis.frontend.toolchain import locate_toolchain
 
 SAXPY_DECL = 3  # 0-based line of `__global__ void saxpy(`
@@ -28,7 +28,7 @@ async def test_hover_on_a_line_and_on_a_kernel_name(lsp):
         assert "modeled" in line or "measured" in line or "static" in line
         summary = _hover_text(await s.hover("saxpy.cu", SAXPY_DECL, 18))  # on `saxpy`
         assert summary.startswith("### `saxpy") and "registers" in summary
-        # a predicted time carries the model's measured error beside it (analysis/model_error.py)
+        # a predicted time carries the model's measured error beside it (analysis/prediction_error.py)
         err = model_error()
         assert err is not None and f"predicted ({err.note()})" in summary, summary
         assert await s.hover("saxpy.cu", 0, 3) is None  # a comment outside every kernel

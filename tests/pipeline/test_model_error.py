@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kernelscope.analysis.model_error import model_error
+from kernelscope.analysis.prediction_error import model_error
 
 REPO = Path(__file__).resolve().parents[2]
 

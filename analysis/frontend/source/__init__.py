@@ -31,7 +31,7 @@ from ..treesitter import parser as _parser
 from .declarations import _assigned_globals, _deduced_arguments, _definitions, _file_constants, _template_instances, _function, _function_scopes, _has_qualifier, _parameter_values
 from .folding import Definitions, _Env, _fold
 from .loops import _loop, _pragma_text
-from .model import (  # the records, for every stage that reads the source model
+from .records import (  # the records, for every stage that reads the source model
     Annotation,
     AnnotationValue,
     Branch,

@@ -16,7 +16,7 @@ from tree_sitter import Node
 
 from ..c_arithmetic import binary as _binary
 from .folding import _Env, _fold
-from .model import Function
+from .records import Function
 from .syntax import _text
 from .walk import _Collected
 

@@ -12,7 +12,7 @@ from tree_sitter import Node
 
 from .folding import (Definitions, Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold, _fold_local,
                       _fold_text, _fold_value, _is_integral, _type_name, element_key)
-from .model import Function, FunctionKind, LaunchBounds, Parameter
+from .records import Function, FunctionKind, LaunchBounds, Parameter
 from .syntax import _Locator, _squash, _text
 from .walk import _Collected, assigning_statement
 

@@ -12,7 +12,7 @@ from tree_sitter import Node
 from ..c_arithmetic import binary as _binary
 from ..c_arithmetic import int_literal as _int_literal
 from ..treesitter import parser as _parser
-from .model import Constant
+from .records import Constant
 from .syntax import _squash, _text
 
 

@@ -9,7 +9,7 @@ from tree_sitter import Node
 from .declarations import _declarators
 from ..c_arithmetic import c_div as _c_div
 from .folding import _Env, _fold, _fold_text, expanded_text, poly_text, polynomial
-from .model import Function, Loop, UnrollPragma
+from .records import Function, Loop, UnrollPragma
 from .syntax import _Locator, _squash, _text
 from .walk import _LOOP_KINDS, _RawLoop, _written_name
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from .folding import _Env, _fold_text
-from .model import Annotation, AnnotationValue, Include
+from .records import Annotation, AnnotationValue, Include
 from .syntax import _Locator, _text
 
 

@@ -8,7 +8,7 @@ from tree_sitter import Node
 
 from .declarations import _declarator_chain, _declarators, _declared_name, _has_qualifier, _type_text_before
 from .folding import _Env, _Scope, _SIZEOF, _fold, _fold_dims, _parse_expression, expanded_text
-from .model import Branch, Call, FloatLiteral, LaunchConfigArg, LaunchSite, SharedDecl
+from .records import Branch, Call, FloatLiteral, LaunchConfigArg, LaunchSite, SharedDecl
 from .syntax import _Locator, _squash, _text
 
 

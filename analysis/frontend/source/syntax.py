@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from .model import Position, Span
+from .records import Position, Span
 
 
 class _Locator:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from .model import LoopKind
+from .records import LoopKind
 from .syntax import _text
 
 
