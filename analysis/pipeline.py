@@ -134,9 +134,11 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
             def compile_unit(unit: Path):
                 unit_cc = cc if unit == source else (
                     find_compile_command(unit, options.compile_commands) if options.compile_commands else None)
+                # the file's bytes as the context read them (its device-only fallback blanks them)
                 return compile_cuda(unit, arch=options.arch, user_flags=options.flags, toolchain=toolchain,
                                     compile_command=unit_cc, cancel=cancel, timeout=options.compile_timeout_s,
-                                    workdir=Path(work), prelaunch=prelaunch)
+                                    workdir=Path(work), prelaunch=prelaunch,
+                                    source_bytes=ctx.data if unit == source else None)
 
             compiled, context = compile_in_context(source, options.flags, toolchain, options.compile_commands,
                                                    compile_unit)

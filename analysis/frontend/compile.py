@@ -113,7 +113,8 @@ def compile_flags(source: Path, user_flags: Sequence[str],
 
 def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str] = (), toolchain: Toolchain,
                  compile_command: CompileCommand | None = None, cancel: CancelToken | None = None,
-                 timeout: float = 120, workdir: Path | None = None, prelaunch: Prelaunch | None = None) -> CompileResult:
+                 timeout: float = 120, workdir: Path | None = None, prelaunch: Prelaunch | None = None,
+                 source_bytes: bytes | None = None) -> CompileResult:
     """Compile `source` to a cubin for `arch`; errors become messages, never exceptions.
 
     Raises CompileSetupError before running anything when the arch or the source is unusable,
@@ -122,16 +123,19 @@ def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str]
     a cache may keep. Raises Cancelled when `cancel` fires. The cubin is written under `workdir` (a fresh temp dir
     when None; the caller owns it either way). `prelaunch` (the CLI's, prelaunch.py) may already
     run this very nvcc invocation: it is adopted then, and the invocation is recorded for the next
-    run once it compiled.
+    run once it compiled. `source_bytes`: the file's content as the caller already read it (the
+    analysis context's), which the device-only fallback compiles with the host code blanked; read
+    here when not given.
     """
     start = time.perf_counter()
     source = Path(source).absolute()
     arch = validate_arch(arch, toolchain)
     _refuse_shell_text(source)
-    try:
-        source_bytes = source.read_bytes()
-    except OSError as e:
-        raise CompileSetupError(f"Cannot read {source}: {e.strerror or e}") from None
+    if source_bytes is None:
+        try:
+            source_bytes = source.read_bytes()
+        except OSError as e:
+            raise CompileSetupError(f"Cannot read {source}: {e.strerror or e}") from None
     workdir = Path(tempfile.mkdtemp(prefix="kernelscope-")) if workdir is None else workdir
     workdir.mkdir(parents=True, exist_ok=True)
     cubin_path = workdir / f"{source.stem}.cubin"
