@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # loaded on first use (see the module's docstring)
     from .advisor.verify import ActionPlan, Verification, VerificationCache
     from .frontend.prelaunch import Prelaunch
     from .frontend.toolchain import Toolchain
+    from .machine.arch import ArchCatalog
     from .measure.fallback import Measurement
     from .measure.target import ProfileTarget
     from .options import AnalysisOptions
@@ -49,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("DiskCache", "Hit"), "cache"),
     **dict.fromkeys(("Toolchain", "ToolchainError"), "frontend.toolchain"),
     **dict.fromkeys(("ALLOWED", "refused_flag"), "frontend.flag_policy"),
+    **dict.fromkeys(("ArchCatalog",), "machine.arch"),
     **dict.fromkeys(("without_parameters",), "frontend.kernel_names"),
     **dict.fromkeys(("Advice", "Fix", "SourceEdit"), "advisor.advice"),
     **dict.fromkeys(("plain_text",), "advisor.fixes"),
@@ -97,6 +99,15 @@ def load_stages(arch: str | None = None) -> None:
     load_late_stages(arch)
 
 
+def arch_catalog(arch_file: Path | None = None) -> ArchCatalog:
+    """The arch catalog (the built-in specs, with a user's `arch_file` merged over them), loaded once
+    for everything one request does: the front end hands it to each step (the report's device,
+    capture, the analysis, its verifications, the chart), and none loads it again."""
+    from .machine.arch import load_arch_specs
+
+    return load_arch_specs(arch_file)
+
+
 def resolve_toolchain(source: Path, options: AnalysisOptions) -> Toolchain:
     from .pipeline import resolve_toolchain
 
@@ -126,15 +137,16 @@ class Captured:
 
 def capture_launches(source: Path, options: AnalysisOptions, *, argv: Sequence[str] = (),
                      time_limit: float | None = None, launches_per_kernel: int | None = None,
-                     cancel: CancelToken | None = None) -> Captured:
+                     cancel: CancelToken | None = None, catalog: ArchCatalog | None = None) -> Captured:
     """`options` with the launches and argument values `source`'s own main() makes (capture/: it runs
     the user's program, contained; only where the user's own command line or a trusted workspace
-    asked). A capture that fails leaves the options as they were and says why."""
+    asked). A capture that fails leaves the options as they were and says why. `catalog`: the one
+    the analysis that follows uses (`arch_catalog`)."""
     from .capture.run import with_capture
 
     limits = {k: v for k, v in (("time_limit", time_limit), ("launches_per_kernel", launches_per_kernel))
               if v is not None}
-    outcome = with_capture(source, options, argv=tuple(argv), cancel=cancel, **limits)
+    outcome = with_capture(source, options, argv=tuple(argv), cancel=cancel, catalog=catalog, **limits)
     return Captured(outcome.options, outcome.message)
 
 
@@ -142,34 +154,38 @@ def analyse(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
             progress: Progress | None = None, toolchain: Toolchain | None = None,
             measured_report: Path | None = None, depth: Depth = "full",
             on_partial: Callable[[AnalysisResult], None] | None = None,
-            prelaunch: Prelaunch | None = None) -> AnalysisResult:
-    """One analysis of the file on disk (pipeline.analyze): compile, model, advise."""
+            prelaunch: Prelaunch | None = None, catalog: ArchCatalog | None = None) -> AnalysisResult:
+    """One analysis of the file on disk (pipeline.analyze): compile, model, advise. `catalog`: the
+    arch catalog of the request (`arch_catalog`), else loaded for this analysis."""
     from .pipeline import analyze
 
     return analyze(source, options, cancel=cancel, progress=progress, toolchain=toolchain,
-                   measured_report=measured_report, depth=depth, on_partial=on_partial, prelaunch=prelaunch)
+                   measured_report=measured_report, depth=depth, on_partial=on_partial, prelaunch=prelaunch,
+                   catalog=catalog)
 
 
 def analyse_file(source: Path, options: AnalysisOptions, *, capture_argv: Sequence[str] | None = None,
                  on_capture: Callable[[str], None] | None = None, measured_report: Path | None = None,
                  depth: Depth = "full", verify_limit: int = 0, progress: Progress | None = None,
-                 prelaunch: Prelaunch | None = None) -> AnalysisResult:
+                 prelaunch: Prelaunch | None = None, catalog: ArchCatalog | None = None) -> AnalysisResult:
     """The whole flow for one file, as the command line runs it: capture (with `capture_argv`; its
     message, if any, to `on_capture`), analyse, then re-model the `verify_limit` most promising fixes
-    and show their verified figures."""
+    and show their verified figures. `catalog`: the front end's (`arch_catalog`), else loaded here;
+    either way once for all these steps."""
     source = source.resolve()
+    catalog = catalog if catalog is not None else arch_catalog(options.arch_file)
     if capture_argv is not None:
-        captured = capture_launches(source, options, argv=capture_argv)
+        captured = capture_launches(source, options, argv=capture_argv, catalog=catalog)
         if captured.message and on_capture is not None:
             on_capture(captured.message)
         options = captured.options
     result = analyse(source, options, measured_report=measured_report, depth=depth, progress=progress,
-                     prelaunch=prelaunch)
+                     prelaunch=prelaunch, catalog=catalog)
     if verify_limit <= 0 or not result.compiled:
         return result
     if progress is not None:
         progress("verify", 1.0)
-    done = verify_fixes(source, result, options, limit=verify_limit)
+    done = verify_fixes(source, result, options, limit=verify_limit, catalog=catalog)
     return with_verified(result, done, _text(source))
 
 
@@ -183,7 +199,7 @@ def _text(source: Path) -> str:
 def verify_fix(source: Path, advice: Advice, options: AnalysisOptions, *, cancel: CancelToken | None = None,
                toolchain: Toolchain | None = None, baseline: AnalysisResult | None = None,
                measure: Callable[[Path, str], float] | None = None, cache: VerificationCache | None = None,
-               fast_math: bool = False) -> Verification:
+               fast_math: bool = False, catalog: ArchCatalog | None = None) -> Verification:
     """Apply `advice`'s fix to a shadow copy of `source`, recompile, re-model and compare
     (advisor/verify.py). `baseline`: the analysis of `source` as it is, reused when it is of this
     content. Raises VerifyError when the advice has no mechanical fix."""
@@ -191,27 +207,34 @@ def verify_fix(source: Path, advice: Advice, options: AnalysisOptions, *, cancel
 
     source = source.resolve()
     toolchain = toolchain or resolve_toolchain(source, options)
-    return verify(source, advice, options, remodel=_remodel(cancel, toolchain), toolchain_version=toolchain.version,
-                  baseline=baseline, measure=measure, cache=cache, fast_math=fast_math)
+    catalog = catalog if catalog is not None else arch_catalog(options.arch_file)
+    return verify(source, advice, options, remodel=_remodel(cancel, toolchain, catalog),
+                  toolchain_version=toolchain.version, baseline=baseline, measure=measure, cache=cache,
+                  fast_math=fast_math)
 
 
-def _remodel(cancel: CancelToken | None, toolchain: Toolchain) -> Callable[[Path, AnalysisOptions], AnalysisResult]:
+def _remodel(cancel: CancelToken | None, toolchain: Toolchain,
+             catalog: ArchCatalog) -> Callable[[Path, AnalysisOptions], AnalysisResult]:
     # Only a kernel's predicted duration is compared: it comes from the first emulation, which
     # "quick" runs exactly as "full" does (sensitivity and what-if sweeps are not needed here).
-    return lambda path, options: analyse(path, options, cancel=cancel, toolchain=toolchain, depth="quick")
+    return lambda path, options: analyse(path, options, cancel=cancel, toolchain=toolchain, depth="quick",
+                                         catalog=catalog)
 
 
 def verify_fixes(source: Path, result: AnalysisResult, options: AnalysisOptions, *, limit: int,
                  cancel: CancelToken | None = None, toolchain: Toolchain | None = None,
                  cache: VerificationCache | None = None, fast_math: bool = False,
-                 on_each: Callable[[Verification], None] | None = None) -> tuple[Verification, ...]:
+                 on_each: Callable[[Verification], None] | None = None,
+                 catalog: ArchCatalog | None = None) -> tuple[Verification, ...]:
     """Verify the `limit` fixes of `result` that promise the most (issue 15: verified by default), one
-    quick analysis of a shadow copy each; `cancel` stops between them."""
+    quick analysis of a shadow copy each, all with one arch catalog (`catalog`, else loaded here
+    once); `cancel` stops between them."""
     from .advisor.verify import verify_all
 
     source = source.resolve()
     toolchain = toolchain or resolve_toolchain(source, options)
-    return verify_all(source, result, options, limit=limit, remodel=_remodel(cancel, toolchain),
+    catalog = catalog if catalog is not None else arch_catalog(options.arch_file)
+    return verify_all(source, result, options, limit=limit, remodel=_remodel(cancel, toolchain, catalog),
                       toolchain_version=toolchain.version, cancel=cancel, cache=cache, fast_math=fast_math,
                       on_each=on_each)
 
@@ -273,8 +296,9 @@ def verify_advice(source: Path, advice_id: str, options: AnalysisOptions, *, fas
     from .advisor.fixes import attach_fixes
 
     source = source.resolve()
+    catalog = arch_catalog(options.arch_file)  # once, for the analysis and the verification
     try:
-        baseline = analyse(source, options, progress=progress)
+        baseline = analyse(source, options, progress=progress, catalog=catalog)
     finally:
         if on_analysed is not None:
             on_analysed()
@@ -283,7 +307,7 @@ def verify_advice(source: Path, advice_id: str, options: AnalysisOptions, *, fas
     advice = next((a for a in baseline.advice if a.id == advice_id), None)
     if advice is None:
         return VerifiedAdvice(baseline)
-    v = verify_fix(source, advice, options, baseline=baseline, fast_math=fast_math)
+    v = verify_fix(source, advice, options, baseline=baseline, fast_math=fast_math, catalog=catalog)
     plan = action_plans(attach_fixes([advice], _text(source), fast_math=fast_math), [v])[0]
     return VerifiedAdvice(baseline, advice, v, plan)
 
@@ -299,14 +323,14 @@ def import_report(report: Path, source: Path | None = None, *, cancel: CancelTok
     return load_ncu_report(report, source=source, cancel=cancel)
 
 
-def report_device(report: Path, source: Path | None, arch_file: Path | None) -> tuple[str, str | None, str | None]:
+def report_device(report: Path, source: Path | None, catalog: ArchCatalog) -> tuple[str, str | None, str | None]:
     """(arch, device, note) of the GPU `report` was captured on: the report's numbers belong to that
     GPU, so the model beside them uses its specs (a T4 is not a GTX 1660). A GPU the catalogue lacks
-    gives device None (the arch's default device) and a note saying so."""
-    from .machine.arch import ArchSpecError, load_arch_specs
+    gives device None (the arch's default device) and a note saying so. `catalog`: the one the
+    analysis with the report then uses (`arch_catalog`)."""
+    from .machine.arch import ArchSpecError
 
     prov = import_report(report, source).provenance  # as the analysis reads it: read once
-    catalog = load_arch_specs(arch_file)
     try:
         return prov.arch, catalog.device(prov.device).name, None
     except ArchSpecError:
@@ -348,10 +372,9 @@ def build_program(source: Path, options: AnalysisOptions, exe: Path) -> Built:
     return Built(exe, built.returncode, (built.stderr or built.stdout).strip())
 
 
-def roofline_chart(result: AnalysisResult, arch_file: Path | None = None) -> str:
+def roofline_chart(result: AnalysisResult, catalog: ArchCatalog) -> str:
     """The SVG of every kernel of `result` on its device's roofline (reports/chart.py), with the
-    device catalogue the analysis used."""
-    from .machine.arch import load_arch_specs
+    device catalogue the analysis used (`arch_catalog` of its options)."""
     from .reports.chart import roofline_chart
 
-    return roofline_chart(result, load_arch_specs(arch_file))
+    return roofline_chart(result, catalog)

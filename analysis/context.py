@@ -79,10 +79,12 @@ class AnalysisContext:
     occupancy: Mapping[str, Occupancy] = field(default_factory=dict)
 
     @classmethod
-    def resolve(cls, options: AnalysisOptions, *, path: Path | None = None, data: bytes = b"",
-                measured_report: Path | None = None) -> AnalysisContext:
-        """The context before the compile: the catalog (loaded here, once), the arch and the device."""
-        catalog = load_arch_specs(options.arch_file)
+    def resolve(cls, options: AnalysisOptions, *, catalog: ArchCatalog | None = None, path: Path | None = None,
+                data: bytes = b"", measured_report: Path | None = None) -> AnalysisContext:
+        """The context before the compile: the catalog, the arch and the device. `catalog`: the one
+        the caller loaded for the whole flow (`application.arch_catalog`: capture, this analysis, its
+        chart); without it, loaded here."""
+        catalog = catalog if catalog is not None else load_arch_specs(options.arch_file)
         arch = catalog.arch(options.arch)
         device = catalog.device(options.device) if options.device else catalog.default_device(arch)
         return cls(options=options, arch=arch, device=device, catalog=catalog, path=path, unit=path, data=data,

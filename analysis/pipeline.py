@@ -24,6 +24,7 @@ from .frontend.compile import CompilerMessage, compile_cuda, local_headers
 from .frontend.inclusion import compile_in_context, inclusion_context, is_header
 from .frontend.prelaunch import Prelaunch
 from .frontend.toolchain import Toolchain, find_compile_command, locate_toolchain
+from .machine.arch import ArchCatalog
 from .options import AnalysisOptions
 from .process import CancelToken
 from .results import AnalysisResult, Message, ToolchainInfo
@@ -91,7 +92,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
             progress: Progress | None = None, toolchain: Toolchain | None = None,
             measured_report: Path | None = None, depth: Literal["quick", "full"] = "full",
             on_partial: Callable[[AnalysisResult], None] | None = None,
-            prelaunch: Prelaunch | None = None) -> AnalysisResult:
+            prelaunch: Prelaunch | None = None, catalog: ArchCatalog | None = None) -> AnalysisResult:
     """Analyse the file on disk at `source` (editors analyse what was saved).
 
     `depth="quick"` stops after one emulation per kernel; "full" adds sensitivity and what-if
@@ -101,6 +102,8 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     Raises ToolchainError / CompileSetupError / ArchSpecError for setup problems (the caller
     shows their message); compiler errors in the file are results, not exceptions.
     `prelaunch` is the command line's head start on the compile (frontend/prelaunch.py).
+    `catalog`: the arch catalog the caller loaded for the whole flow (capture ran with it; the
+    context takes it rather than loading it again).
     """
     cancel = cancel or CancelToken()
     report = progress or (lambda stage, fraction: None)
@@ -108,7 +111,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     source = source.resolve()
     data = read_regular(source)  # a FIFO or a link to /dev/zero under a .cu name: an OSError, not a hang
     digest = source_digest(data)
-    ctx = AnalysisContext.resolve(options, path=source, data=data, measured_report=measured_report)
+    ctx = AnalysisContext.resolve(options, catalog=catalog, path=source, data=data, measured_report=measured_report)
     device = ctx.device
     toolchain = toolchain or resolve_toolchain(source, options)
     ctx = replace(ctx, toolchain=toolchain)

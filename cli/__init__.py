@@ -141,14 +141,14 @@ def _options(args: argparse.Namespace, *, arch: str | None = None, device: str |
         raise UsageError("; ".join(f"--{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
 
 
-def _report_device(args: argparse.Namespace, report: Path) -> tuple[str | None, str | None]:
+def _report_device(args: argparse.Namespace, report: Path, catalog) -> tuple[str | None, str | None]:
     """(arch, device) of the GPU a report was captured on, unless the user named one: the report's
     numbers belong to that GPU, so the model beside them must use its specs."""
     if args.arch or args.device:
         return None, None
     from kernelscope.analysis import application
 
-    arch, device, note = application.report_device(report, args.file, args.arch_file)
+    arch, device, note = application.report_device(report, args.file, catalog)
     if note:  # a GPU the catalogue lacks: its arch's default device, and we say so
         print(f"kernelscope: {note}", file=sys.stderr)
     return arch, device
@@ -176,11 +176,13 @@ def _end_progress(show) -> None:
 VERIFY_LIMIT = 8
 
 
-def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, label: str | None = None,
+def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, catalog, label: str | None = None,
                   prelaunch=None):
+    """`source` analysed with `catalog`, the arch catalog the command loaded once (the report's
+    device, capture, the analysis, its verifications and the HTML chart all use it)."""
     from kernelscope.analysis import application
 
-    arch, device = _report_device(args, report) if report else (None, None)
+    arch, device = _report_device(args, report, catalog) if report else (None, None)
     options = _options(args, arch=arch, device=device)
     capture_argv = None
     if getattr(args, "capture", False):  # the user's own command line: their program may run
@@ -194,7 +196,8 @@ def _analyze_file(args: argparse.Namespace, source: Path, report: Path | None, l
             source, options, capture_argv=capture_argv,
             on_capture=None if args.quiet else lambda m: print(f"kernelscope: {m}", file=sys.stderr),
             measured_report=report, depth="quick" if getattr(args, "quick", False) else "full",
-            verify_limit=VERIFY_LIMIT if getattr(args, "verify", False) else 0, progress=show, prelaunch=prelaunch)
+            verify_limit=VERIFY_LIMIT if getattr(args, "verify", False) else 0, progress=show, prelaunch=prelaunch,
+            catalog=catalog)
     finally:
         _end_progress(show)
 
@@ -228,20 +231,19 @@ def _analyze(args: argparse.Namespace) -> int:
     _require_regular(source)
     # nvcc starts now, from the invocation the last run on this file recorded, while the engine
     # imports (analysis/frontend/prelaunch.py); the compile step adopts it only if it is the same
-    pre = None
-    if not args.capture:
-        from kernelscope.analysis import application
+    from kernelscope.analysis import application
 
-        pre = application.start_compile(source, args.command_line, Path.cwd())
+    pre = None if args.capture else application.start_compile(source, args.command_line, Path.cwd())
     try:
-        result = _analyze_file(args, source, args.profile, prelaunch=pre)
+        catalog = application.arch_catalog(args.arch_file)
+        result = _analyze_file(args, source, args.profile, catalog, prelaunch=pre)
     finally:
         if pre is not None:
             pre.close()
     if args.html:
         from kernelscope.analysis.reports import render_html
 
-        args.html.write_text(render_html(result), encoding="utf-8")
+        args.html.write_text(render_html(result, catalog=catalog), encoding="utf-8")
     if args.sarif:
         from kernelscope.analysis.reports import render_sarif
 
@@ -258,6 +260,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
 def _analyze_directory(args: argparse.Namespace, folder: Path) -> int:
     """Every .cu directly in `folder`, each reported as for one file, then one summary line per file."""
+    from kernelscope.analysis import application
     from kernelscope.analysis.application import MAX_SOURCE_BYTES, regular_size
     from kernelscope.analysis.reports import render_text
 
@@ -275,8 +278,9 @@ def _analyze_directory(args: argparse.Namespace, folder: Path) -> int:
     if not files:
         raise UsageError(f"{folder} is a directory with no .cu files; give a .cu file or a directory of them")
     results, worst = [], EXIT_OK
+    catalog = application.arch_catalog(args.arch_file)  # one for the folder: the files share the options
     for n, f in enumerate(files, start=1):
-        result = _analyze_file(args, f, None, label=f"[{n}/{len(files)}] {f.name}")
+        result = _analyze_file(args, f, None, catalog, label=f"[{n}/{len(files)}] {f.name}")
         _print_messages(result)
         results.append(result)
         worst = max(worst, _exit_code(result))
@@ -371,7 +375,7 @@ def _profile(args: argparse.Namespace) -> int:
             for line in application.hot_lines(measured.profile) if measured.profile is not None else ():
                 print(f"kernelscope: sampled by CUPTI: {line}", file=sys.stderr)
             report = None
-        result = _analyze_file(args, source, report)
+        result = _analyze_file(args, source, report, application.arch_catalog(args.arch_file))
     _print_messages(result)
     print(result.model_dump_json(indent=2) if args.json else render_text(result))
     if report is not None and (args.output or shared):

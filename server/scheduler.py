@@ -308,10 +308,14 @@ class Scheduler:
         self.stats.running += 1
         job.in_executor = True
         log.info("analysing %s (%s)", path, job.reason)
+        def run() -> AnalysisResult:  # on the worker thread
+            # the arch catalog, loaded once for the job: capture and the analysis both use it
+            catalog = application.arch_catalog(settings.analysis.arch_file)
+            return analyze(path, _with_capture(path, settings, job.token, catalog), cancel=job.token, progress=report,
+                           toolchain=toolchain, on_partial=partial, measured_report=job.report, catalog=catalog)
+
         try:
-            return await loop.run_in_executor(
-                self._pool, lambda: analyze(path, _with_capture(path, settings, job.token), cancel=job.token, progress=report,
-                                            toolchain=toolchain, on_partial=partial, measured_report=job.report))
+            return await loop.run_in_executor(self._pool, run)
         finally:
             job.in_executor = False
             self.stats.running -= 1
@@ -334,9 +338,10 @@ def _file_identity(path: Path) -> str:
     return f"{path.resolve()}:{st.st_mtime_ns}:{st.st_size}"
 
 
-def _with_capture(path: Path, settings: Settings, cancel) -> AnalysisOptions:
+def _with_capture(path: Path, settings: Settings, cancel, catalog=None) -> AnalysisOptions:
     """The analysis options, with the launches the file's main() makes when capture is on (on only in
-    a trusted workspace, whatever the setting's origin: settings.screen)."""
+    a trusted workspace, whatever the setting's origin: settings.screen). `catalog`: the job's arch
+    catalog (`application.arch_catalog`), which the analysis after it uses too."""
     # the second stage's runs go to worker processes only: a hover while they run needs this
     # process's interpreter, which a run here would hold for milliseconds at a time
     options = settings.analysis.model_copy(update={"budget": settings.analysis.budget.model_copy(
@@ -345,7 +350,7 @@ def _with_capture(path: Path, settings: Settings, cancel) -> AnalysisOptions:
         return options
     c = settings.capture
     outcome = application.capture_launches(path, options, argv=c.args, time_limit=c.timeout_s,
-                                           launches_per_kernel=c.launches_per_kernel, cancel=cancel)
+                                           launches_per_kernel=c.launches_per_kernel, cancel=cancel, catalog=catalog)
     if outcome.message:
         log.info("%s: %s", path.name, outcome.message)
     return outcome.options

@@ -18,7 +18,8 @@ from ..frontend.inclusion import includers
 from ..frontend.sass import demangle
 from ..frontend.source import parse_source
 from ..frontend.toolchain import CompileCommand, Toolchain, ToolchainError, locate_toolchain, parse_compile_command
-from ..machine.arch import load_arch_specs
+from ..context import AnalysisContext
+from ..machine.arch import ArchCatalog
 from ..options import AnalysisOptions
 from ..process import CancelToken
 from .capture import Capture, CaptureError, Containment, Unit, capture_program
@@ -164,10 +165,13 @@ def _calls(unit: Path, names: set[str]) -> bool:
 
 
 def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] = (), time_limit: float = 20.0,
-                 launches_per_kernel: int = 64, cancel: CancelToken | None = None) -> CaptureOutcome:
+                 launches_per_kernel: int = 64, cancel: CancelToken | None = None,
+                 catalog: ArchCatalog | None = None) -> CaptureOutcome:
     """`options` with the launches `source`'s own main() makes. Failure is not an error of the
     analysis: the static sources (launch sites, annotations, defaults) still apply, and the
-    message says why capture did not."""
+    message says why capture did not. `catalog`: the arch catalog the caller loaded for the
+    analysis that follows (the stand-in runtime reports its device's SM count, which a program may size
+    its grid by)."""
     source = source.resolve()
     program = program_of(source, options)
     if program is None:
@@ -175,8 +179,8 @@ def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] 
                                              "includes it or calls it has one: launch capture needs a program to run")
     try:
         tc = locate_toolchain(options.nvcc_path)
-        catalog = load_arch_specs(options.arch_file)
-        device = catalog.device(options.device) if options.device else catalog.default_device(catalog.arch(options.arch))
+        # the device as the analysis resolves it (context.py), from the caller's catalog
+        device = AnalysisContext.resolve(options, catalog=catalog).device
 
         def run(units: Sequence[Unit]) -> Capture:
             return capture_program(tc, program.main.path, arch=options.arch, flags=(*options.flags, *program.main.flags),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..machine.arch import ArchSpecError, load_arch_specs
+from ..machine.arch import ArchCatalog, ArchSpecError, load_arch_specs
 from ..results import AnalysisResult, KernelReport
 from .chart import roofline_chart
 from .text import COMMAND_LINE_FIX, advice_order, assumed_values, in_source_order, launch_source, occupancy_text
@@ -27,13 +27,13 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-def _roofline(result: AnalysisResult) -> str:
+def _roofline(result: AnalysisResult, catalog: ArchCatalog | None) -> str:
     """The chart whenever a kernel was modeled or measured: one with no arithmetic (a copy, an
     integer hash) has no point, and the chart says so and why rather than vanishing."""
     if not result.rooflines:
         return ""
     try:
-        return roofline_chart(result, load_arch_specs())
+        return roofline_chart(result, catalog if catalog is not None else load_arch_specs())
     except ArchSpecError:  # a device only a user's arch file names: no chart rather than no report
         return ""
 
@@ -94,7 +94,10 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
     return "\n".join(out)
 
 
-def render_html(result: AnalysisResult, source_text: str | None = None) -> str:
+def render_html(result: AnalysisResult, source_text: str | None = None, catalog: ArchCatalog | None = None) -> str:
+    """The page. `catalog`: the arch catalog the analysis used (`application.arch_catalog`), so the
+    chart's ceilings are the device's the analysis assumed, a user's arch file included; without
+    it, the built-in catalog (a result rendered on its own)."""
     if source_text is None:
         try:
             with open(result.source, encoding="utf-8", errors="replace") as fh:
@@ -105,7 +108,7 @@ def render_html(result: AnalysisResult, source_text: str | None = None) -> str:
     prov = result.profile.provenance.summary if result.profile else "static analysis only (no profile)"
     body = [f"<h1>kernelscope — {escape(result.source)}</h1>",
             f"<p class=prov>{escape(result.arch)}, {escape(result.device)}; {escape(prov)}</p>"]
-    svg = _roofline(result)
+    svg = _roofline(result, catalog)
     if svg:
         body.append(f"<figure>{svg}</figure>")
     body += [_kernel(result, k, src) for k in in_source_order(result.kernels)]

@@ -22,7 +22,7 @@ def build(result: AnalysisResult, options: AnalysisOptions) -> dict[str, Any]:
     Blocking (reads the arch catalogue): call it from an executor.
     """
     return {
-        "svg": application.roofline_chart(result, options.arch_file),
+        "svg": application.roofline_chart(result, application.arch_catalog(options.arch_file)),
         "kind": provenance_kind(result),
         "device": result.device,
         "kernels": [{"kernel": r.kernel, "name": r.name, "precision": r.precision, "bound": r.bound, "fraction": r.fraction,

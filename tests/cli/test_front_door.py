@@ -71,3 +71,36 @@ def test_importing_the_server_loads_no_later_stage():
             "print(sorted(m for m in sys.modules if m.endswith(('.stages', '.frontend.disassembly'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.strip() == "[]", out
+
+
+def test_one_command_loads_the_arch_catalog_once(tmp_path, monkeypatch, capsys, examples_dir, toolchain):
+    """`analyze --capture --html` with a user's arch file: the report's device, capture, the analysis
+    and the HTML chart all take the catalog the command loaded, so the user's file is read once. The
+    device only that file names proves each step used it (the chart is drawn for it)."""
+    import json
+    import tomllib
+
+    from kernelscope.analysis.machine import arch
+    from kernelscope.cli import main
+
+    h100 = tomllib.loads(arch.BUILTIN_FILE.read_text(encoding="utf-8"))["device"]["h100-sxm"]
+    user = tmp_path / "arch.json"
+    user.write_text(json.dumps({"schema_version": 1,
+                                "device": {"test-gpu": {**h100, "name": "Test GPU", "aliases": []}}}))
+    real_read, reads = arch._read, []
+
+    def counted(path):  # the real reader, counted
+        reads.append(Path(path))
+        return real_read(path)
+
+    monkeypatch.setattr(arch, "_read", counted)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    page = tmp_path / "report.html"
+    code = main(["analyze", str(examples_dir / "small_grid.cu"), "--json", "--capture", "--arch-file", str(user),
+                 "--device", "Test GPU", "--html", str(page)])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["device"] == "Test GPU"
+    (kernel,) = result["kernels"]
+    assert {a["name"] for a in kernel["assumptions"] if a["source"] == "captured"} >= {"grid", "block"}
+    assert "on Test GPU" in page.read_text(encoding="utf-8")  # the chart, from the user's catalog
+    assert reads.count(user) == 1, reads
