@@ -9,13 +9,16 @@ one remedy: 128-bit requests, coalescing, wider shared requests or registers).
 The changes are read from the series' own code and write-ups, written once below, never tuned to
 what the advisor says. Steps whose change is none of the advisor's remedies stay in the count
 (a miss). The held-out repositories of the project are not used. The series marked `held_out` were
-set aside before the advisor was tuned on the others (issue 34) and are reported apart.
+set aside before the advisor was tuned on the others and are reported apart, each set by when it was
+set aside: FIRST before issue 34's first tuning, SECOND (series fetched for it, benchmarks/series/)
+before its second.
 
     python benchmarks/advice_series.py        # prints one line per step and the figure
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from dataclasses import dataclass
@@ -54,6 +57,21 @@ MORE_WORK = Change("fewer blocks, more elements per thread",
                    ("fewer blocks", "more elements per thread"))
 SHUFFLE = Change("warp shuffles instead of shared memory + syncs", frozenset({"warp_balance"}))
 BIGGER_BLOCK = Change("a block per row instead of a warp", frozenset({"thread_increase", "occupancy_limit"}))
+COALESCE_TILE = Change("coalesce through a shared tile", frozenset({"coalesced_access", "shared_memory_tiling"}),
+                       ("neighbouring lanes access",))
+PAD_TILE = Change("pad the tile (bank conflicts)", frozenset({"bank_conflicts"}))
+# The second held-out set's changes, written from each series' code and its own words (benchmarks/series/README.md)
+SOA_FLOAT4 = Change("structure of arrays of float4 (coalesced, 128-bit)", frozenset({"coalesced_access", "vectorize_loads"}),
+                    ("neighbouring lanes access", "128-bit (float4"))
+FTZ = Change("flush denormals to zero (-ftz=true, no code change)", frozenset({"fast_math"}), ("-ftz",))
+UNROLL_INNER = Change("#pragma unroll on the inner loop", frozenset({"loop_unrolling"}))
+OVER_THE_ROW = Change("parallelise over the row too (more threads, each with less work)", frozenset({"block_increase"}),
+                      ("more threads in the grid",))
+SEQUENTIAL = Change("sequential addressing (no divergent warps, no bank conflicts)",
+                    frozenset({"divergent_branch", "bank_conflicts"}))
+GRID_STRIDE = Change("a grid-stride loop: as many blocks as fit at once, each thread adding many elements",
+                     frozenset({"thread_coarsening"}), ("fewer blocks", "more elements per thread"))
+LOADS_IN_FLIGHT = Change("four independent loads per trip (the loop unrolled by hand)", frozenset({"loop_unrolling"}))
 
 
 @dataclass(frozen=True)
@@ -64,11 +82,23 @@ class Step:
     kernel: str  # base name of step k's kernel
     then: Change  # what step k+1 changed
     case: str | None = None  # benchmarks/accuracy/run.py case name: its launch as a hint
-    held_out: bool = False  # kept aside before the advisor was tuned on the others (issue 34): reported apart
+    held_out: str = ""  # FIRST or SECOND: kept aside before the advisor was tuned on the others, reported apart
+    flags: tuple[str, ...] = ()  # the series' own nvcc flags for step k
+    launch: tuple[int, int, int] | None = None  # (grid, block, dynamic smem) from the series' main in another file
+
+
+TUNED, FIRST, SECOND = "", "held out at the first tuning", "held out at the second tuning"
 
 
 LM = REPO / "benchmarks" / "accuracy" / "kernels" / "leimao-gemm"
 HOW = REAL / "how-to-optimize-in-gpu"
+NBODY = REPO / "tests" / "data" / "public-kernels" / "mini-nbody"
+NB_FLAGS = (f"-I{NBODY}", "-DSHMOO")  # cuda/shmoo-cuda-nbody-*.sh
+LLMC = REPO / "benchmarks" / "series" / "llm-c"
+LCP = REPO / "benchmarks" / "series" / "learn-cuda-programming"
+# Learn-CUDA-Programming's reduction.cpp: 2^24 floats, 256 threads, n_threads * 4 bytes of shared memory; from
+# 06 on, min(blocks per SM * SMs, blocks needed) blocks: 8 blocks of 256 threads * 132 SMs on the H100 modeled
+REDUCE_05, REDUCE_06 = (1 << 24) // 256, 8 * 132
 STEPS: tuple[Step, ...] = (
     # leimao/CUDA-GEMM-Optimization (MIT), FP32: 00 -> 01 -> 02 -> 03 -> 04 -> 05 -> 06 -> 07
     Step("leimao-gemm", "V00", LM / "00_non_coalesced_global_memory_access.cu", "gemm_v00", COALESCE, "V00"),
@@ -90,19 +120,52 @@ STEPS: tuple[Step, ...] = (
     # how-to-optimize-in-gpu elementwise add: scalar -> float2 -> float4
     Step("how-to-optimize elementwise", "add", HOW / "elementwise_add.cu", "add", VECTORIZE),
     # NVIDIA code-samples transpose (BSD-3): naive -> coalesced (tile) -> no bank conflicts
-    Step("transpose", "naive", REAL / "code-samples" / "transpose.cu", "transposeNaive",
-         Change("coalesce through a shared tile", frozenset({"coalesced_access", "shared_memory_tiling"}),
-                ("neighbouring lanes access",))),
-    Step("transpose", "coalesced", REAL / "code-samples" / "transpose.cu", "transposeCoalesced",
-         Change("pad the tile (bank conflicts)", frozenset({"bank_conflicts"}))),
+    Step("transpose", "naive", REAL / "code-samples" / "transpose.cu", "transposeNaive", COALESCE_TILE),
+    Step("transpose", "coalesced", REAL / "code-samples" / "transpose.cu", "transposeCoalesced", PAD_TILE),
     # llm.c layernorm_forward: kernel3 (a warp per row) -> kernel5 (a block per row)
     Step("llm.c layernorm", "k3", REPO / "benchmarks" / "accuracy" / "kernels" / "llm-c" / "layernorm-d5601d16"
-         / "layernorm_forward.cu", "layernorm_forward_kernel3", BIGGER_BLOCK, "layernorm k3 bs32", held_out=True),
+         / "layernorm_forward.cu", "layernorm_forward_kernel3", BIGGER_BLOCK, "layernorm k3 bs32", held_out=FIRST),
     # blackwell-tensorcore-kernels (MIT): naive -> tiled -> wmma
     Step("tc-gemm", "naive", REPO / "benchmarks" / "accuracy" / "kernels" / "blackwell-tensorcore" / "gemm_naive.cu",
-         "gemm_naive", TILE, held_out=True),
+         "gemm_naive", TILE, held_out=FIRST),
     Step("tc-gemm", "tiled", REPO / "benchmarks" / "accuracy" / "kernels" / "blackwell-tensorcore" / "gemm_tiled.cu",
-         "gemm_tiled", TENSOR, held_out=True),
+         "gemm_tiled", TENSOR, held_out=FIRST),
+    # --- held out at the second tuning: fetched and written here before the advisor was changed again ---
+    # harrism/mini-nbody (Apache-2.0), README: orig -> soa -> soa + ftz -> block -> unroll
+    Step("mini-nbody", "orig", NBODY / "cuda" / "nbody-orig.cu", "bodyForce", SOA_FLOAT4, held_out=SECOND,
+         flags=NB_FLAGS),
+    Step("mini-nbody", "soa", NBODY / "cuda" / "nbody-soa.cu", "bodyForce", FTZ, held_out=SECOND, flags=NB_FLAGS),
+    Step("mini-nbody", "soa ftz", NBODY / "cuda" / "nbody-soa.cu", "bodyForce", TILE, held_out=SECOND,
+         flags=(*NB_FLAGS, "-ftz=true")),
+    Step("mini-nbody", "block", NBODY / "cuda" / "nbody-block.cu", "bodyForce", UNROLL_INNER, held_out=SECOND,
+         flags=(*NB_FLAGS, "-ftz=true")),
+    # karpathy/llm.c (MIT) dev/cuda/softmax_forward.cu: versions 1 -> 2 -> 3 -> 4, and online 5 -> 6
+    Step("llm.c softmax", "k1", LLMC / "softmax_forward.cu", "softmax_forward_kernel1", OVER_THE_ROW, held_out=SECOND),
+    Step("llm.c softmax", "k2", LLMC / "softmax_forward.cu", "softmax_forward_kernel2", SHUFFLE, held_out=SECOND),
+    Step("llm.c softmax", "k3", LLMC / "softmax_forward.cu", "softmax_forward_kernel3", BIGGER_BLOCK, held_out=SECOND),
+    Step("llm.c softmax", "online1", LLMC / "softmax_forward.cu", "softmax_forward_online_kernel1", OVER_THE_ROW,
+         held_out=SECOND),
+    # llm.c encoder_forward.cu: 1 -> 2 (over all of B,T,C) -> 3 (float4 reads/writes)
+    Step("llm.c encoder", "k1", LLMC / "encoder_forward.cu", "encoder_forward_kernel1", OVER_THE_ROW, held_out=SECOND),
+    Step("llm.c encoder", "k2", LLMC / "encoder_forward.cu", "encoder_forward_kernel2", VECTORIZE, held_out=SECOND),
+    # llm.c gelu_forward.cu and residual_forward.cu: 1 -> 2 (Packed128: 128-bit reads and writes)
+    Step("llm.c gelu", "k1", LLMC / "gelu_forward.cu", "gelu_forward_kernel1", VECTORIZE, held_out=SECOND),
+    Step("llm.c residual", "k1", LLMC / "residual_forward.cu", "residual_forward_kernel1", VECTORIZE, held_out=SECOND),
+    # PacktPublishing/Learn-CUDA-Programming (MIT): chapter 2's AoS -> SoA and transposes, chapter 3's reductions
+    Step("Learn-CUDA aos/soa", "aos", LCP / "chapter02" / "aos.cu", "complicatedCalculation", COALESCE,
+         held_out=SECOND),
+    Step("Learn-CUDA transpose", "naive", LCP / "chapter02" / "matrix_transpose.cu", "matrix_transpose_naive",
+         COALESCE_TILE, held_out=SECOND),
+    Step("Learn-CUDA transpose", "shared", LCP / "chapter02" / "matrix_transpose.cu", "matrix_transpose_shared",
+         PAD_TILE, held_out=SECOND),
+    Step("Learn-CUDA reduction", "interleaved", LCP / "05_warp_divergence" / "reduction_kernel_interleaving.cu",
+         "reduction_kernel_1", SEQUENTIAL, held_out=SECOND, launch=(REDUCE_05, 256, 1024)),
+    Step("Learn-CUDA reduction", "sequential", LCP / "05_warp_divergence" / "reduction_kernel_sequential.cu",
+         "reduction_kernel_2", GRID_STRIDE, held_out=SECOND, launch=(REDUCE_05, 256, 1024)),
+    Step("Learn-CUDA reduction", "grid-stride", LCP / "06_limiter_balancing" / "reduction_kernel.cu",
+         "reduction_kernel", LOADS_IN_FLIGHT, held_out=SECOND, launch=(REDUCE_06, 256, 1024)),
+    Step("Learn-CUDA reduction", "4 loads", LCP / "06_limiter_balancing" / "reduction_kernel_opt.cu",
+         "reduction_kernel", SHUFFLE, held_out=SECOND, launch=(REDUCE_06, 256, 1024)),
 )
 
 
@@ -116,9 +179,6 @@ def _flags(path: Path) -> tuple[str, ...]:
 
 def analyse(step: Step):
     """(the result, the mangled name of step k's kernel: the case's template instance where there is one)"""
-    from kernelscope.analysis.options import AnalysisOptions
-    from kernelscope.analysis.pipeline import analyze
-
     if step.case is not None:
         import run
 
@@ -127,8 +187,22 @@ def analyse(step: Step):
         return result, run.kernel_report(case, result).mangled
     from kernelscope.analysis.measure.ncu_report import base_name
 
-    result = analyze(step.source, AnalysisOptions(flags=_flags(step.source)), depth="quick")
+    hint = (step.kernel, step.launch) if step.launch else None
+    result = _quick(step.source, (*_flags(step.source), *step.flags), hint)
     return result, next(k.mangled for k in result.kernels if base_name(k.name) == step.kernel)
+
+
+@functools.lru_cache(maxsize=None)
+def _quick(source: Path, flags: tuple[str, ...], hint: tuple[str, tuple[int, int, int]] | None):
+    """One quick analysis per file, flags and launch: a series' steps often share a file"""
+    from kernelscope.analysis.options import AnalysisOptions, LaunchHint
+    from kernelscope.analysis.pipeline import analyze
+
+    hints = {}
+    if hint is not None:
+        grid, block, smem = hint[1]
+        hints[hint[0]] = LaunchHint(grid=grid, block=block, dynamic_smem=smem or None)
+    return analyze(source, AnalysisOptions(flags=flags, launch_hints=hints), depth="quick")
 
 
 def ranked(result, mangled: str):
@@ -136,7 +210,7 @@ def ranked(result, mangled: str):
 
 
 def main() -> int:
-    tally = {False: [0, 0, 0], True: [0, 0, 0]}  # held out -> [steps, top 3, any rank]
+    tally = {held: [0, 0, 0] for held in (TUNED, FIRST, SECOND)}  # -> [steps, top 3, any rank]
     for step in STEPS:
         items = ranked(*analyse(step))
         rank = next((n for n, a in enumerate(items, 1) if step.then.named_by(a)), None)
@@ -145,15 +219,16 @@ def main() -> int:
         t[1] += rank is not None and rank <= 3
         t[2] += rank is not None
         names = ", ".join(f"{a.optimizer} {a.speedup:.2f}×" for a in items[:3]) or "no advice"
-        print(f"{'HIT ' if rank and rank <= 3 else 'miss'} {step.series + (' (held out)' if step.held_out else ''):39} "
-              f"{step.label:10} next: {step.then.what:45} rank {rank or '-'} of {len(items)}; top 3: {names}",
-              flush=True)
+        series = step.series + (f" ({step.held_out})" if step.held_out else "")
+        print(f"{'HIT ' if rank and rank <= 3 else 'miss'} {series:52} {step.label:11} next: {step.then.what:45} "
+              f"rank {rank or '-'} of {len(items)}; top 3: {names}", flush=True)
     print()
-    for held, what in ((False, "series tuned on"), (True, "series held out")):
+    for held, what in ((TUNED, "series tuned on"), (FIRST, "series held out at the first tuning"),
+                       (SECOND, "series held out at the second tuning")):
         n, top3, anywhere = tally[held]
         print(f"{what}: {top3} of {n} steps ({100 * top3 / max(1, n):.0f} %): the top 3 name the next step; "
               f"{anywhere} name it at any rank")
-    n, top3 = tally[False][0] + tally[True][0], tally[False][1] + tally[True][1]
+    n, top3 = sum(t[0] for t in tally.values()), sum(t[1] for t in tally.values())
     print(f"all: {top3} of {n} steps ({100 * top3 / n:.0f} %)")
     return 0
 
