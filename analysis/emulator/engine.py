@@ -37,7 +37,7 @@ from .decode import (B_BACK, B_EXIT, B_JUMP, GLOBAL_ROUTE, K_BAR, K_BRA, K_CALL,
                      M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, R, DecodedKernel)
 from .sampling import MAX_CALL_DEPTH, bucket_scales, call_contexts
 from .units import (INF, POLICIES, RES_ID, RESOURCES, SCOPE, THROTTLE_REASON, BlockBarrier, InstructionCache,
-                    MachineModel, MemoryHierarchy, Pipe, ResourceParams, WarpScheduler, WarpState)
+                    MachineModel, MemoryHierarchy, Pipe, ResourceParams, WarpScheduler, WarpState, pipe_units)
 
 
 _WAIT = R[StallReason.wait]
@@ -254,12 +254,12 @@ class Engine:
     # ---------------------------------------------------------------------------------------
     def _records(self) -> list[tuple]:
         """One tuple per slot with what `_issue` reads (one unpack instead of many list lookups)."""
-        k = self.k
+        k, m = self.k, self.m
         out = []
         for i in range(len(k)):
             out.append((k.kind[i], k.mem[i], k.pipe[i], k.res[i], k.defs[i], k.stall[i], k.wbar[i], k.rbar[i],
                         k.result_reason[i], k.is_store[i], k.branch_role[i], k.target[i], k.branch_loop[i],
-                        k.instr[i].predicate is not None, k.shape[i]))
+                        k.instr[i].predicate is not None, k.shape[i], pipe_units(k.instr[i], k.pipe[i], m)))
         return out
 
     def _issue(self, w: WarpState, t: float, sched: WarpScheduler) -> bool:
@@ -267,7 +267,7 @@ class Engine:
         i = w.slot
         bucket = w.bucket
         (kind, mem, pipe, res, defs, stall, wbar, rbar, rr, is_store, role, target, bloop, predicated,
-         shp) = self.rec[i]
+         shp, units) = self.rec[i]
         # --- stall attribution for the cycles since this warp last issued (integrated samples)
         cur = w.prev_issue + 1.0
         stall_hooks = self.stall_hooks
@@ -300,8 +300,13 @@ class Engine:
         if mem == M_NONE:
             p = self.ctx_pipes[ctx][pipe]
             start = t if t > p.admit else p.admit
-            p.admit = start + p.gap
-            fin = start + p.latency
+            if units == 1.0:
+                p.admit = start + p.gap
+                fin = start + p.latency
+            else:  # an MMA of another shape or rate (`pipe_units`): Pipe.accept's hold
+                hold = p.gap * units
+                p.admit = start + hold
+                fin = start + p.latency + (hold - p.gap if hold > p.gap else 0.0)
             if pipe in self.shared_ids:
                 for bl in self.ctx_blocked:
                     bl[pipe] = p.admit - p.backlog

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..profile import StallReason
 from .decode import M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, REASONS, R, DecodedKernel
 from .engine import EngineRun
-from .units import RES_ID, RESOURCES, MachineModel, WarpState
+from .units import RES_ID, RESOURCES, MachineModel, WarpState, pipe_units
 
 _SELECTED = R[StallReason.selected]
 _NR = len(REASONS)
@@ -125,7 +125,7 @@ class Utilization(_CountView):
         for s, e in enumerate(self.executed):
             if not e:
                 continue
-            for r, units in resource_units(k, s):
+            for r, units in resource_units(k, s, m):
                 busy[r] += e * units * m.params[r].gap
         cycles = max(run.cycles, 1.0)
         n_smsp = _smsps(run)
@@ -142,12 +142,12 @@ def _smsps(run: EngineRun) -> int:
     return 1 if run.warps_emulated < run.warps_on_sm else max(1, run.active_smsps)
 
 
-def resource_units(k: DecodedKernel, s: int) -> list[tuple[int, float]]:
+def resource_units(k: DecodedKernel, s: int, m: MachineModel) -> list[tuple[int, float]]:
     """(resource, admissions) one execution of slot `s` costs (expected value for L2 hits)."""
     mem = k.mem[s]
     shp = k.shape[s]
     if mem == M_NONE:
-        return [(k.pipe[s], 1.0)]
+        return [(k.pipe[s], pipe_units(k.instr[s], k.pipe[s], m))]
     if mem in (M_GLOBAL, M_ATOMIC_GLOBAL):
         hit = 1.0 if mem == M_ATOMIC_GLOBAL else shp.l2_hit_rate
         to_l2 = shp.requests * (1.0 - shp.l1_hit_rate)

@@ -802,7 +802,7 @@ def study_shape(prep: Prepared) -> StudyShape:
                                      for w in warps)
         return memo[issue_budget]
 
-    used = {r for s in range(len(k)) for r, units in resource_units(k, s) if units > 0}
+    used = {r for s in range(len(k)) for r, units in resource_units(k, s, prep.machine) if units > 0}
     used |= {RES_ID["branch"]} if any(kind == K_BRA for kind in k.kind) else set()
     current = prep.launch.threads_per_block
     sizes = block_size_sweep(prep.arch, current) if prep.launch.block[1:] == (1, 1) else ()

@@ -19,7 +19,7 @@ import heapq
 import math
 import operator
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..profile import StallReason
 
@@ -30,6 +30,7 @@ INF = math.inf
 RESOURCES: tuple[str, ...] = ("fp32", "fp64", "fp16", "int", "sfu", "conversion", "tensor", "lsu",
                               "shared", "l2", "dram", "constant", "branch", "barrier", "atomic", "l2_atomic")
 RES_ID = {name: i for i, name in enumerate(RESOURCES)}
+_TENSOR = RES_ID["tensor"]
 
 #: Where a resource lives. The arch gaps are per SMSP (a sub-partition's share); an SM-wide unit
 #: shared by fewer active sub-partitions serves each faster, a GPU-wide one (L2, DRAM) serves
@@ -89,6 +90,12 @@ class MachineModel:
     issue_per_cycle: int = 1  # instructions per scheduler per cycle
     queue_depth: tuple[int, ...] = field(default_factory=lambda: tuple(QUEUE_DEPTH.get(r, 0) for r in RESOURCES))
     icache: ICacheParams | None = None  # None: every fetch hits (no instruction-fetch stalls)
+    #: FLOP per lane of the warp-instruction the tensor gap is one admission of (the arch's
+    #: `results_per_lane`: HMMA.16816's 2·16·8·16/32 = 128)
+    tensor_lane_flops: float = 128.0
+    #: the device's FP16-input, FP32-accumulate tensor rate over its FP16-accumulate rate (0.5 on
+    #: GeForce boards: `DeviceSpec.tensor_fp32_accumulate_ratio`)
+    tensor_fp32_accumulate_ratio: float = 1.0
 
     def latency(self, name: str) -> float:
         return self.params[RES_ID[name]].latency
@@ -101,8 +108,7 @@ class MachineModel:
         i = RES_ID[name]
         p = self.params[i]
         new = ResourceParams(p.latency * latency_scale, p.gap * gap_scale)
-        return MachineModel(self.params[:i] + (new,) + self.params[i + 1:], self.schedulers_per_sm,
-                            self.warp_size, self.issue_per_cycle, self.queue_depth, self.icache)
+        return replace(self, params=self.params[:i] + (new,) + self.params[i + 1:])
 
     def shared_by(self, active_smsps: int, active_sms: int, sm_count: int) -> MachineModel:
         """Gaps as seen by one SMSP when only some sub-partitions / SMs compete for shared units."""
@@ -113,8 +119,34 @@ class MachineModel:
             scope = SCOPE.get(name)
             f = f_sm if scope == "sm" else f_gpu if scope == "gpu" else 1.0
             out.append(ResourceParams(p.latency, p.gap * f))
-        return MachineModel(tuple(out), self.schedulers_per_sm, self.warp_size, self.issue_per_cycle,
-                            self.queue_depth, self.icache)
+        return replace(self, params=tuple(out))
+
+
+#: Tensor-core inputs per FLOP relative to FP16/BF16, from the whitepapers' dense peaks (A100
+#: whitepaper Table 1: TF32 156, FP16 312, INT8 624, INT4 1248 T(FL)OPS; GA102 whitepaper: the
+#: same ratios on the RTX 3090): a TF32 MMA takes twice an FP16 MMA's time per FLOP, an INT8 one
+#: half, an INT4 one a quarter.
+_TENSOR_INPUT_COST = {"TF32": 2.0, "S8": 0.5, "U8": 0.5, "S4": 0.25, "U4": 0.25}
+
+
+def pipe_units(ins, pipe: int, m: MachineModel) -> float:
+    """Admissions of its pipe one execution of `ins` takes: 1, except an HMMA/IMMA, whose gap
+    the arch rate gives in FLOP (`rate_per_sm`, the FP16-accumulate rate of an HMMA.16816): a
+    smaller shape (Turing's HMMA.1688, TF32's HMMA.1684) takes its FLOP's share, the input type
+    its cost above, and an FP32 accumulator on a board that runs it at a lower rate (GeForce:
+    GA102/AD102/RTX Blackwell whitepapers) 1 / that ratio."""
+    if pipe != _TENSOR or ins.opcode not in ("HMMA", "IMMA"):
+        return 1.0
+    from ..frontend.isa import flops
+    fl = flops(ins)
+    if not fl:
+        return 1.0
+    units = fl / m.tensor_lane_flops
+    mods = ins.modifiers
+    units *= next((c for mod in mods[1:] if (c := _TENSOR_INPUT_COST.get(mod)) is not None), 1.0)
+    if ins.opcode == "HMMA" and "F32" in mods:  # the accumulator (BF16 and TF32 always accumulate in FP32)
+        units /= m.tensor_fp32_accumulate_ratio
+    return units
 
 
 class Pipe:
@@ -520,4 +552,6 @@ def machine_from_arch(arch, device) -> tuple[MachineModel, tuple[tuple[str, str,
         l0_lines=ic.l0_bytes // ic.line_bytes, l1_lines=ic.l1_bytes // ic.line_bytes, line_bytes=ic.line_bytes,
         instruction_bytes=ic.instruction_bytes, l0_miss_latency=float(ic.l0_miss_latency),
         l1_miss_latency=float(ic.l1_miss_latency), prefetch_lines=ic.prefetch_lines)
-    return MachineModel(tuple(params), sched, arch.warp_size, icache=icache), tuple(used)
+    return MachineModel(tuple(params), sched, arch.warp_size, icache=icache,
+                        tensor_lane_flops=arch.instructions[Resource.tensor].results_per_lane,
+                        tensor_fp32_accumulate_ratio=device.tensor_fp32_accumulate_ratio), tuple(used)

@@ -251,6 +251,10 @@ class DeviceSpec(Sourced):
     dram_bandwidth_gbs: float = Field(gt=0)
     l2_size_kib: int | None = Field(None, gt=0)
     tensor_fp16_dense_tflops: float = Field(gt=0)
+    #: the FP16-input tensor rate with an FP32 accumulator over the rate with an FP16 one: 0.5 on
+    #: GeForce boards (their whitepapers' two "Peak FP16 Tensor TFLOPS" rows), 1 on data-center and
+    #: workstation parts, whose datasheets give one rate
+    tensor_fp32_accumulate_ratio: float = Field(1.0, gt=0, le=1)
     # Empirical ceilings (Starlight §4): when set they replace the derived values.
     fp64_tflops: float | None = Field(None, gt=0)
     fp32_tflops: float | None = Field(None, gt=0)
