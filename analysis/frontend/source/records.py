@@ -402,6 +402,7 @@ class SourceModel(BaseModel):
     # `unit_annotations`) read them; every line-based lookup is this file's alone.
     context: tuple[IncludedSource, ...] = ()
     _lookup: tuple | None = PrivateAttr(default=None)
+    _loop_lines: tuple | None = PrivateAttr(default=None)
 
     def _index(self) -> tuple:
         """(functions, kernels by name, functions by name, branch lines, branches in line order).
@@ -439,9 +440,20 @@ class SourceModel(BaseModel):
         return min(inside, key=lambda f: f.span.end_byte - f.span.start_byte, default=None)
 
     def loop_at(self, line: int) -> Loop | None:
-        """The innermost loop whose statement spans `line`."""
-        inside = [lp for lp in self.loops if lp.span.contains_line(line)]
-        return max(inside, key=lambda lp: (lp.depth, lp.span.start_byte), default=None)
+        """The innermost loop whose statement spans `line`. From an index of every line a loop spans,
+        made once: the advice asks for each of a kernel's lines, and a scan of the file's loops each
+        time made a file of n kernels cost n² (issue 35: a 5,000-line file, 4.7 million span tests)."""
+        index = self._loop_lines
+        if index is None or index[0] is not self.loops:
+            innermost: dict[int, Loop] = {}
+            for lp in self.loops:  # the first of equal keys wins, as max() over a scan finds it
+                key = (lp.depth, lp.span.start_byte)
+                for ln in range(lp.span.start.line, lp.span.end.line + 1):
+                    held = innermost.get(ln)
+                    if held is None or key > (held.depth, held.span.start_byte):
+                        innermost[ln] = lp
+            index = self._loop_lines = (self.loops, innermost)
+        return index[1].get(line)
 
     def kernel(self, name: str) -> Function | None:
         return self._index()[1].get(name)
