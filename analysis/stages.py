@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from .advisor import blame
 from .advisor.call_sites import call_sites
 from .advisor.ranking import advise
 from .advisor.static_facts import KernelFacts, executed_shapes, kernel_facts
@@ -21,7 +22,7 @@ from .emulator.budget import (SMALLEST_SECOND_STAGE, BudgetSpent, FileSize, Ledg
 from .context import AnalysisContext
 from .emulator.launch import assumed_launch_note
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError, WaveCache,
-                             SensitivityReport, WhatIfReport, emulate_detailed, prepare, run_studies,
+                             Prepared, SensitivityReport, WhatIfReport, prepare, profile_of, run_studies,
                              sensitivity_study, study_shape, what_if_study)
 from .emulator.workers import available_cores
 from .files import read_regular, regular_size
@@ -46,6 +47,13 @@ def model_file(ctx: AnalysisContext, compiled: CompileResult, messages: list[Mes
                on_partial, taken: QuickStage | None = None) -> AnalysisResult:
     """`pipeline.analyze` once the file compiled and its SASS is read into `ctx.inputs` (see there).
     `taken` is the quick stage run on NVRTC's cubin while nvcc compiled, on the same inputs."""
+    with blame.memoised():  # the full result's advice blames the quick result's profiles again
+        return _model_file(ctx, compiled, messages, base, timings, cancel, report, depth, on_partial, taken)
+
+
+def _model_file(ctx: AnalysisContext, compiled: CompileResult, messages: list[Message], base: dict,
+                timings: dict[str, float], cancel: CancelToken, report, depth: Literal["quick", "full"],
+                on_partial, taken: QuickStage | None) -> AnalysisResult:
     options, source = ctx.options, ctx.path
     t = time.perf_counter()
     measured = _measured_profile(ctx.measured_report, source) if ctx.measured_report else None
@@ -147,10 +155,11 @@ def model_kernels(ctx: AnalysisContext, measured: Profile | None, ledger: Ledger
 
 
 def _executed(ctx: AnalysisContext, fn: FunctionProgram, study: _Study) -> dict:
-    """The memory shapes the quick stage's walked warp gave (static_facts.executed_shapes): its
-    launch prepared again, the walk itself memoised (emulator/walk.py)."""
+    """The memory shapes the quick stage's walked warp gave (static_facts.executed_shapes)."""
     if study.modeled is None:
         return {}
+    if study.prepared is not None:
+        return executed_shapes(study.prepared)
     try:
         return executed_shapes(prepare(ctx, fn, launch=study.launch if study.measured else None))
     except EmulationError:
@@ -196,6 +205,9 @@ class _Study:
     modeled: KernelProfile | None = None  # the emulator's profile, also when `profile` is measured
     #: the engine runs made for this kernel so far, which the second stage's base runs may repeat
     waves: WaveCache | None = field(default=None, compare=False, repr=False)
+    #: the quick stage's prepared launch, which the second stage starts from: `prepare`'s memo holds
+    #: 64, so in a file of more kernels the second stage prepared (and walked) each launch again
+    prepared: Prepared | None = field(default=None, compare=False, repr=False)
 
 
 def _measured_profile(report_path: Path, source: Path) -> Profile:
@@ -228,10 +240,10 @@ def _study(ctx: AnalysisContext, fn: FunctionProgram, measured: Profile | None, 
         # With a measurement too, the model still runs: hover shows both (the honesty check).
         launch_used = measured_kernel.launch if measured_kernel is not None else None
         waves: WaveCache = {}
-        emulation = emulate_detailed(ctx, fn, launch=launch_used,
-                                     settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget,
-                                                                                  "max_issues": run_cap(ledger)}),
-                                     cache=waves)
+        prepared = prepare(ctx, fn, launch=launch_used,
+                           settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget,
+                                                                        "max_issues": run_cap(ledger)}))
+        emulation = profile_of(prepared, cache=waves)
         ledger.charge_quick(emulation.issues, 1)
         modeled = emulation.profile
         if run_budget < DEFAULT_SETTINGS.issue_budget:
@@ -247,10 +259,12 @@ def _study(ctx: AnalysisContext, fn: FunctionProgram, measured: Profile | None, 
         own = tuple(a for a in modeled.provenance.assumptions
                     if a.name not in _MEASURED_LAUNCH) if modeled is not None else ()
         return _Study(measured_kernel.launch, occ, measured_kernel, None, (), None,
-                      (*measured_kernel.provenance.assumptions, *own), measured=True, modeled=modeled)
+                      (*measured_kernel.provenance.assumptions, *own), measured=True, modeled=modeled,
+                      prepared=prepared if modeled is not None else None)
     if modeled is None:
         return _Study(launch, occ, None, None, (), None, resolved.assumptions)
-    return _Study(launch, occ, modeled, None, (), None, modeled.provenance.assumptions, modeled=modeled, waves=waves)
+    return _Study(launch, occ, modeled, None, (), None, modeled.provenance.assumptions, modeled=modeled, waves=waves,
+                  prepared=prepared)
 
 
 #: what a report's launch gives (the model then emulates that launch, noted as a what-if)
@@ -266,26 +280,28 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
     """Sensitivity and what-if for one kernel, planned to fit its share of what is left of the
     budget (budget.plan_second_stage); what had to be cut becomes an assumption."""
     if study.profile is None or study.measured:
-        return study
+        return replace(study, prepared=None)
     if any(a.name == "emulation" and a.value == "truncated" for a in study.assumptions):
         # the quick run hit the engine's guard (a loop the model cannot end): every perturbed run
         # would too, at ten times its plan, to move a time that is only a lower bound
-        return replace(study, waves=None, assumptions=(*study.assumptions, Assumption(
+        return replace(study, waves=None, prepared=None, assumptions=(*study.assumptions, Assumption(
             name="budget", value="second stage skipped", source="default",
             detail="no sensitivity or what-if: the quick run was truncated, so its time is a lower bound")))
     allowance = ledger.second_stage_allowance(kernels_left)
     if allowance < SMALLEST_SECOND_STAGE:
         # what the plan would say, without preparing the launch again (a file of many kernels:
         # the quick stage's prepared launches are no longer in the memo)
-        return replace(study, waves=None, assumptions=(*study.assumptions, Assumption(
+        return replace(study, waves=None, prepared=None, assumptions=(*study.assumptions, Assumption(
             name="budget", value="second stage reduced", source="default",
             detail=f"no second stage (sensitivity, what-if): its smallest form needs at least "
                    f"{SMALLEST_SECOND_STAGE:,.0f} warp-instructions and {allowance:,.0f} were left for this kernel "
                    f"(AnalysisOptions.budget)")))
     try:
-        base = prepare(ctx, fn, settings=SENSITIVITY_SETTINGS)
+        # what `prepare`'s memo gives for these settings (it ignores the issue budgets), without the memo
+        base = (replace(study.prepared, settings=SENSITIVITY_SETTINGS) if study.prepared is not None
+                else prepare(ctx, fn, settings=SENSITIVITY_SETTINGS))
     except EmulationError:
-        return study
+        return replace(study, prepared=None)
     plan = plan_second_stage(study_shape(base), allowance, SENSITIVITY_SETTINGS.issue_budget,
                              WHAT_IF_SETTINGS.issue_budget)
     sens = wi = None
@@ -296,12 +312,11 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
         sens_study = wi_study = None
         if plan.sensitivity_run_budget is not None:
             st = SENSITIVITY_SETTINGS.model_copy(update={"issue_budget": plan.sensitivity_run_budget})
-            sens_study = sensitivity_study(ctx, fn, settings=st,
-                                           prepared=base if st == SENSITIVITY_SETTINGS else None,
+            sens_study = sensitivity_study(ctx, fn, settings=st, prepared=replace(base, settings=st),
                                            resources=plan.sensitivity_resources, ledger=ledger, cache=study.waves)
         if plan.what_if_run_budget is not None:
             st = WHAT_IF_SETTINGS.model_copy(update={"issue_budget": plan.what_if_run_budget})
-            wi_study = what_if_study(ctx, fn, settings=st,
+            wi_study = what_if_study(ctx, fn, settings=st, prepared=replace(base, settings=st),
                                      block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
                                      grid_multipliers=plan.grid_multipliers, ledger=ledger, cache=study.waves)
         sens, wi = run_studies([sens_study, wi_study], processes, ledger, here=not options.budget.workers_only)
@@ -316,7 +331,7 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
     per_sm = [(f"{p.sms} SMs", float(p.sms), dict(study.profile.flops), dict(study.profile.bytes), p.seconds)
               for p in (wi.sm_scaling if wi else ())]
     return replace(study, sensitivity=sens, what_if=wi, trajectory=trajectory_points(per_sm) if per_sm else (),
-                   assumptions=assumptions, waves=None)
+                   assumptions=assumptions, waves=None, prepared=None)
 
 
 def memory_report(profile: KernelProfile | None, binding_level: str | None) -> MemoryReport | None:
