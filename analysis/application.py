@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:  # loaded on first use (see the module's docstring)
     from .advisor.advice import Advice
     from .advisor.verify import ActionPlan, Verification, VerificationCache
+    from .context import AnalysisContext
     from .frontend.prelaunch import Prelaunch
     from .frontend.toolchain import Toolchain
     from .machine.arch import ArchCatalog
@@ -46,11 +47,12 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("AnalysisResult", "KernelReport", "LineReport", "Message", "SCHEMA_VERSION"), "results"),
     **dict.fromkeys(("CancelToken", "Cancelled"), "process"),
     **dict.fromkeys(("USER_ERRORS",), "errors"),
-    **dict.fromkeys(("MAX_SOURCE_BYTES", "regular_size"), "files"),
+    **dict.fromkeys(("MAX_SOURCE_BYTES", "regular_size", "read_regular"), "files"),
     **dict.fromkeys(("DiskCache", "Hit"), "cache"),
     **dict.fromkeys(("Toolchain", "ToolchainError"), "frontend.toolchain"),
     **dict.fromkeys(("ALLOWED", "refused_flag"), "frontend.flag_policy"),
     **dict.fromkeys(("ArchCatalog",), "machine.arch"),
+    **dict.fromkeys(("AnalysisContext",), "context"),
     **dict.fromkeys(("without_parameters",), "frontend.kernel_names"),
     **dict.fromkeys(("Advice", "Fix", "SourceEdit"), "advisor.advice"),
     **dict.fromkeys(("plain_text",), "advisor.fixes"),
@@ -108,6 +110,23 @@ def arch_catalog(arch_file: Path | None = None) -> ArchCatalog:
     return load_arch_specs(arch_file)
 
 
+def resolve_context(source: Path, options: AnalysisOptions, *, catalog: ArchCatalog | None = None,
+            data: bytes | None = None) -> AnalysisContext:
+    """What an analysis of `source` resolves before its compile, once for the whole request
+    (context.py): the arch catalog (`catalog`, else loaded now), the arch and the device of
+    `options`, and the file's bytes (`data`, as the caller read them, else read now). Capture takes
+    its catalog, the analysis takes it whole (`analyse`), and its `text` is the text analysed: the
+    fixes are attached to that text, not to a second read of the file."""
+    from .context import AnalysisContext
+    from .files import read_regular
+
+    source = source.resolve()
+    catalog = catalog if catalog is not None else arch_catalog(options.arch_file)
+    # read_regular: a FIFO or a link to /dev/zero under a .cu name is an OSError, not a hang
+    return AnalysisContext.resolve(options, catalog=catalog, path=source,
+                                   data=read_regular(source) if data is None else data)
+
+
 def resolve_toolchain(source: Path, options: AnalysisOptions) -> Toolchain:
     from .pipeline import resolve_toolchain
 
@@ -120,11 +139,12 @@ def source_digest(data: bytes) -> str:
     return source_digest(data)
 
 
-def input_digest(source: Path, options: AnalysisOptions, toolchain: Toolchain) -> str:
-    """The content hash a result of `source` is valid for: the file and its local headers."""
+def input_digest(source: Path, options: AnalysisOptions, toolchain: Toolchain, data: bytes | None = None) -> str:
+    """The content hash a result of `source` is valid for: the file (`data`: its bytes as the caller
+    read them) and its local headers."""
     from .pipeline import input_digest
 
-    return input_digest(source, options, toolchain)
+    return input_digest(source, options, toolchain, data)
 
 
 @dataclass(frozen=True)
@@ -154,14 +174,15 @@ def analyse(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
             progress: Progress | None = None, toolchain: Toolchain | None = None,
             measured_report: Path | None = None, depth: Depth = "full",
             on_partial: Callable[[AnalysisResult], None] | None = None,
-            prelaunch: Prelaunch | None = None, catalog: ArchCatalog | None = None) -> AnalysisResult:
-    """One analysis of the file on disk (pipeline.analyze): compile, model, advise. `catalog`: the
-    arch catalog of the request (`arch_catalog`), else loaded for this analysis."""
+            prelaunch: Prelaunch | None = None, context: AnalysisContext | None = None) -> AnalysisResult:
+    """One analysis of the file on disk (pipeline.analyze): compile, model, advise. `context`: the
+    request's (`resolve_context`): its catalog and the file's bytes, which the analysis neither loads nor
+    reads again; else both are resolved for this analysis."""
     from .pipeline import analyze
 
     return analyze(source, options, cancel=cancel, progress=progress, toolchain=toolchain,
                    measured_report=measured_report, depth=depth, on_partial=on_partial, prelaunch=prelaunch,
-                   catalog=catalog)
+                   context=context)
 
 
 def analyse_file(source: Path, options: AnalysisOptions, *, capture_argv: Sequence[str] | None = None,
@@ -171,26 +192,22 @@ def analyse_file(source: Path, options: AnalysisOptions, *, capture_argv: Sequen
     """The whole flow for one file, as the command line runs it: capture (with `capture_argv`; its
     message, if any, to `on_capture`), analyse, then re-model the `verify_limit` most promising fixes
     and show their verified figures. `catalog`: the front end's (`arch_catalog`), else loaded here;
-    either way once for all these steps."""
+    either way the catalog is loaded and the file read once for all these steps (`resolve_context`)."""
     source = source.resolve()
-    catalog = catalog if catalog is not None else arch_catalog(options.arch_file)
+    ctx = resolve_context(source, options, catalog=catalog)
     if capture_argv is not None:
-        captured = capture_launches(source, options, argv=capture_argv, catalog=catalog)
+        captured = capture_launches(source, options, argv=capture_argv, catalog=ctx.catalog)
         if captured.message and on_capture is not None:
             on_capture(captured.message)
         options = captured.options
     result = analyse(source, options, measured_report=measured_report, depth=depth, progress=progress,
-                     prelaunch=prelaunch, catalog=catalog)
+                     prelaunch=prelaunch, context=ctx)
     if verify_limit <= 0 or not result.compiled:
         return result
     if progress is not None:
         progress("verify", 1.0)
-    done = verify_fixes(source, result, options, limit=verify_limit, catalog=catalog)
-    return with_verified(result, done, _text(source))
-
-
-def _text(source: Path) -> str:
-    return source.read_text(errors="replace")
+    done = verify_fixes(source, result, options, limit=verify_limit, catalog=ctx.catalog)
+    return with_verified(result, done, ctx.text)
 
 
 # ---------------------------------------------------------------------------- verifying
@@ -218,7 +235,7 @@ def _remodel(cancel: CancelToken | None, toolchain: Toolchain,
     # Only a kernel's predicted duration is compared: it comes from the first emulation, which
     # "quick" runs exactly as "full" does (sensitivity and what-if sweeps are not needed here).
     return lambda path, options: analyse(path, options, cancel=cancel, toolchain=toolchain, depth="quick",
-                                         catalog=catalog)
+                                         context=resolve_context(path, options, catalog=catalog))
 
 
 def verify_fixes(source: Path, result: AnalysisResult, options: AnalysisOptions, *, limit: int,
@@ -296,9 +313,9 @@ def verify_advice(source: Path, advice_id: str, options: AnalysisOptions, *, fas
     from .advisor.fixes import attach_fixes
 
     source = source.resolve()
-    catalog = arch_catalog(options.arch_file)  # once, for the analysis and the verification
+    ctx = resolve_context(source, options)  # the catalog and the text, once for the analysis and the verification
     try:
-        baseline = analyse(source, options, progress=progress, catalog=catalog)
+        baseline = analyse(source, options, progress=progress, context=ctx)
     finally:
         if on_analysed is not None:
             on_analysed()
@@ -307,8 +324,8 @@ def verify_advice(source: Path, advice_id: str, options: AnalysisOptions, *, fas
     advice = next((a for a in baseline.advice if a.id == advice_id), None)
     if advice is None:
         return VerifiedAdvice(baseline)
-    v = verify_fix(source, advice, options, baseline=baseline, fast_math=fast_math, catalog=catalog)
-    plan = action_plans(attach_fixes([advice], _text(source), fast_math=fast_math), [v])[0]
+    v = verify_fix(source, advice, options, baseline=baseline, fast_math=fast_math, catalog=ctx.catalog)
+    plan = action_plans(attach_fixes([advice], ctx.text, fast_math=fast_math), [v])[0]
     return VerifiedAdvice(baseline, advice, v, plan)
 
 

@@ -24,7 +24,6 @@ from .frontend.compile import CompilerMessage, compile_cuda, local_headers
 from .frontend.inclusion import compile_in_context, inclusion_context, is_header
 from .frontend.prelaunch import Prelaunch
 from .frontend.toolchain import Toolchain, find_compile_command, locate_toolchain
-from .machine.arch import ArchCatalog
 from .options import AnalysisOptions
 from .process import CancelToken
 from .results import AnalysisResult, Message, ToolchainInfo
@@ -61,9 +60,10 @@ def source_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def input_digest(source: Path, options: AnalysisOptions, toolchain: Toolchain) -> str:
-    """The content hash a cached result of `source` is valid for: the file and its local headers."""
-    h = hashlib.sha256(read_regular(source))
+def input_digest(source: Path, options: AnalysisOptions, toolchain: Toolchain, data: bytes | None = None) -> str:
+    """The content hash a cached result of `source` is valid for: the file (`data`, its bytes as the
+    caller read them, else read here) and its local headers."""
+    h = hashlib.sha256(read_regular(source) if data is None else data)
     # a header is analysed in the unit of a file that includes it (analysis/frontend/inclusion.py)
     context = inclusion_context(source, options.flags, toolchain, options.compile_commands) if is_header(source) else None
     unit = context.unit if context is not None else source
@@ -92,7 +92,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
             progress: Progress | None = None, toolchain: Toolchain | None = None,
             measured_report: Path | None = None, depth: Literal["quick", "full"] = "full",
             on_partial: Callable[[AnalysisResult], None] | None = None,
-            prelaunch: Prelaunch | None = None, catalog: ArchCatalog | None = None) -> AnalysisResult:
+            prelaunch: Prelaunch | None = None, context: AnalysisContext | None = None) -> AnalysisResult:
     """Analyse the file on disk at `source` (editors analyse what was saved).
 
     `depth="quick"` stops after one emulation per kernel; "full" adds sensitivity and what-if
@@ -102,16 +102,23 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     Raises ToolchainError / CompileSetupError / ArchSpecError for setup problems (the caller
     shows their message); compiler errors in the file are results, not exceptions.
     `prelaunch` is the command line's head start on the compile (frontend/prelaunch.py).
-    `catalog`: the arch catalog the caller loaded for the whole flow (capture ran with it; the
-    context takes it rather than loading it again).
+    `context`: what the caller resolved before (`AnalysisContext.resolve`, through
+    `application.resolve_context`): its arch catalog, and the file's bytes when it read `source`. The
+    analysis takes both rather than loading or reading them again, so the text the caller shows is
+    the text analysed; it resolves the arch and the device for `options` (capture, run between,
+    adds launches to the options, never another arch).
     """
     cancel = cancel or CancelToken()
     report = progress or (lambda stage, fraction: None)
     timings: dict[str, float] = {}
     source = source.resolve()
-    data = read_regular(source)  # a FIFO or a link to /dev/zero under a .cu name: an OSError, not a hang
+    if context is not None and context.path == source:
+        data = context.data
+    else:
+        data = read_regular(source)  # a FIFO or a link to /dev/zero under a .cu name: an OSError, not a hang
     digest = source_digest(data)
-    ctx = AnalysisContext.resolve(options, catalog=catalog, path=source, data=data, measured_report=measured_report)
+    ctx = AnalysisContext.resolve(options, catalog=context.catalog if context is not None else None, path=source,
+                                  data=data, measured_report=measured_report)
     device = ctx.device
     toolchain = toolchain or resolve_toolchain(source, options)
     ctx = replace(ctx, toolchain=toolchain)
@@ -143,12 +150,12 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
                                     workdir=Path(work), prelaunch=prelaunch,
                                     source_bytes=ctx.data if unit == source else None)
 
-            compiled, context = compile_in_context(source, options.flags, toolchain, options.compile_commands,
-                                                   compile_unit)
-            unit = context.unit if context is not None else source
+            compiled, includer = compile_in_context(source, options.flags, toolchain, options.compile_commands,
+                                                    compile_unit)
+            unit = includer.unit if includer is not None else source
             timings["compile"] = time.perf_counter() - t
             messages = [_message(m) for m in compiled.messages]
-            if context is not None:
+            if includer is not None:
                 messages.append(Message.note(
                     source, f"analysed in the translation unit of {unit}, which includes this file"))
             if compiled.device_only:

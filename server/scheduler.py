@@ -202,7 +202,7 @@ class Scheduler:
                     (job.reason == "save" and not settings.analyze_on_save):
                 return
             toolchain = await self._toolchain(path, settings)
-            key, text, hit = await self._from_cache(job, path, settings, toolchain)
+            key, data, text, hit = await self._from_cache(job, path, settings, toolchain)
             if hit is not None and job.use_cache:
                 self._emit(job, hit, started)
                 return
@@ -214,7 +214,7 @@ class Scheduler:
                                                 lambda: job.cancel("user"))
                 if job.cancelled:  # cancelled while the progress bar was being created
                     return
-                result = await self._compile(job, path, settings, toolchain, progress,
+                result = await self._compile(job, path, data, settings, toolchain, progress,
                                              lambda quick: self._emit(job, Outcome(job.uri, job.reason, quick, text,
                                                                                    "miss", report=job.report), started))
             await self._in_thread(self._cache().put, key, result)
@@ -248,9 +248,11 @@ class Scheduler:
                 job.done.set_result(job.last)
 
     async def _from_cache(self, job: _Job, path: Path, settings: Settings,
-                          toolchain: Toolchain) -> tuple[str, str, Outcome | None]:
-        """(cache key, file text, the Outcome on a hit or None)."""
-        data: bytes = await self._in_thread(path.read_bytes)
+                          toolchain: Toolchain) -> tuple[str, bytes, str, Outcome | None]:
+        """(cache key, the file's bytes and text, the Outcome on a hit or None). The bytes read here
+        are the ones analysed on a miss (`_compile`), so the text shown is the text analysed."""
+        # read as the analysis reads a file (a FIFO or /dev/zero under a .cu name: an error, not a hang)
+        data: bytes = await self._in_thread(application.read_regular, path)
         text = data.decode("utf-8", errors="replace")
         if job.report_source is not None and application.source_digest(data) != job.report_source:
             # The report was checked against other content; only the file's own text can vouch for a
@@ -258,7 +260,8 @@ class Scheduler:
             raise StaleReportError(f"{path.name} changed since {job.report.name if job.report else 'the report'} "
                                    "was loaded")
         # Headers count: editing a local header must not serve the result computed before the edit.
-        digest = await self._in_thread(application.input_digest, path, settings.analysis, toolchain)
+        digest = await self._in_thread(application.input_digest, path, settings.analysis, toolchain,
+                                       data)
         if job.report is not None:
             # A measured result depends on the report file as well; a replaced report is a new key.
             digest = hashlib.sha256(f"{digest}\0{await self._in_thread(_file_identity, job.report)}".encode()).hexdigest()
@@ -277,9 +280,9 @@ class Scheduler:
                 self.stats.cache_hits_memory += 1
             else:
                 self.stats.cache_hits_disk += 1
-            return key, text, Outcome(job.uri, job.reason, hit, text, how, report=job.report)
+            return key, data, text, Outcome(job.uri, job.reason, hit, text, how, report=job.report)
         self.stats.cache_misses += 1
-        return key, text, None
+        return key, data, text, None
 
     async def _toolchain(self, path: Path, settings: Settings) -> Toolchain:
         opts = settings.analysis
@@ -290,7 +293,7 @@ class Scheduler:
             self._toolchains[key] = await self._in_thread(application.resolve_toolchain, path, opts)
         return self._toolchains[key]
 
-    async def _compile(self, job: _Job, path: Path, settings: Settings, toolchain: Toolchain,
+    async def _compile(self, job: _Job, path: Path, data: bytes, settings: Settings, toolchain: Toolchain,
                        progress: ProgressHandle, publish_quick: Callable[[AnalysisResult], None]) -> AnalysisResult:
         loop = asyncio.get_running_loop()
 
@@ -309,10 +312,12 @@ class Scheduler:
         job.in_executor = True
         log.info("analysing %s (%s)", path, job.reason)
         def run() -> AnalysisResult:  # on the worker thread
-            # the arch catalog, loaded once for the job: capture and the analysis both use it
-            catalog = application.arch_catalog(settings.analysis.arch_file)
-            return analyze(path, _with_capture(path, settings, job.token, catalog), cancel=job.token, progress=report,
-                           toolchain=toolchain, on_partial=partial, measured_report=job.report, catalog=catalog)
+            # resolved once for the job: the arch catalog (capture and the analysis both use it) and
+            # the file's bytes the cache was looked up with
+            before = application.resolve_context(path, settings.analysis, data=data)
+            return analyze(path, _with_capture(path, settings, job.token, before.catalog), cancel=job.token,
+                           progress=report, toolchain=toolchain, on_partial=partial, measured_report=job.report,
+                           context=before)
 
         try:
             return await loop.run_in_executor(self._pool, run)
