@@ -1,0 +1,96 @@
+"""What one analysis used to pay twice, and no longer does, with the same result (issue 35): the
+second stage starts from the quick stage's prepared launch, the full result's advice reuses the
+quick result's blame, and a line's loop is looked up in an index. Real nvcc output, real analyses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from emulator._build import build_example
+
+from kernelscope.analysis.advisor import blame as blame_module
+from kernelscope.analysis.emulator import model, walk
+from kernelscope.analysis.frontend.source import parse_source
+from kernelscope.analysis.options import AnalysisBudget, AnalysisOptions
+
+REPO = Path(__file__).resolve().parents[2]
+
+THREE = """
+__global__ void scale(float *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }
+__global__ void shift(float *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.0f; }
+__global__ void total(const float *x, float *s, int n) {
+    float acc = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) acc += x[i];
+    atomicAdd(s, acc);
+}
+int main() {
+    float *x = nullptr, *s = nullptr;
+    scale<<<64, 256>>>(x, 16384);
+    shift<<<64, 256>>>(x, 16384);
+    total<<<1, 256>>>(x, s, 16384);
+    return 0;
+}
+"""
+
+
+def _without_times(result) -> dict:
+    """The result as `analyze --json` prints it, less what varies from run to run (benchmarks/same_json.py)."""
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in ("timings", "time", "seconds")}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+    return strip(json.loads(result.model_dump_json()))
+
+
+def test_the_second_stage_and_the_full_advice_reuse_the_quick_stages_work(toolchain, tmp_path, monkeypatch):
+    from kernelscope.analysis.pipeline import analyze
+
+    src = tmp_path / "three.cu"
+    src.write_text(THREE)
+    opts = AnalysisOptions(budget=AnalysisBudget(run_ahead=False, processes=1))
+    whole = analyze(src, opts, toolchain=toolchain)
+    assert all(k.bottleneck for k in whole.kernels)  # every kernel got its second stage
+
+    # prepare's memo holding one launch: the second stage no longer finds the quick stage's there
+    monkeypatch.setattr(model, "_PREPARED_SIZE", 1)
+    model._PREPARED.clear()
+    walk._MEMO.clear()
+    own, blamed = [], []
+    prepare, make_blame = model._prepare, blame_module._blame
+    monkeypatch.setattr(model, "_prepare", lambda *a, **k: (own.append(k["launch"]) if k["launch"] is None else None,
+                                                           prepare(*a, **k))[1])
+    monkeypatch.setattr(blame_module, "_blame", lambda *a: (blamed.append(a[0].mangled), make_blame(*a))[1])
+    again = analyze(src, opts, toolchain=toolchain)
+    assert len(own) == 3  # each kernel's own launch prepared once, by the quick stage
+    assert sorted(blamed) == sorted(k.mangled for k in whole.kernels)  # quick and full advice: one blame each
+    assert _without_times(again) == _without_times(whole)
+
+
+def test_outside_an_analysis_blame_is_made_anew(toolchain, tmp_path):
+    from kernelscope.analysis.pipeline import analyze
+
+    src = tmp_path / "three.cu"
+    src.write_text(THREE)
+    r = analyze(src, AnalysisOptions(budget=AnalysisBudget(run_ahead=False)), toolchain=toolchain, depth="quick")
+    assert r.profile is not None
+    # the memo lives only inside `memoised()`: the same inputs give an equal, separately made result
+    kernel_profile = r.profile.kernels[0]
+    fn = next(f for f in build_example(src, toolchain).kernels if f.mangled == kernel_profile.kernel)
+    a, b = blame_module.blame(fn, kernel_profile), blame_module.blame(fn, kernel_profile)
+    assert a == b and a is not b
+    with blame_module.memoised():
+        c = blame_module.blame(fn, kernel_profile)
+        assert blame_module.blame(fn, kernel_profile) is c and c == a
+
+
+def test_a_lines_loop_from_the_index_is_the_innermost_a_scan_finds():
+    text = (REPO / "tests" / "emulator" / "kernels" / "bounded_shapes.cu").read_text()
+    source = parse_source(text)
+    assert any(lp.depth >= 2 for lp in source.loops)  # nested loops, so innermost is a real choice
+    for line in range(1, len(text.splitlines()) + 2):
+        inside = [lp for lp in source.loops if lp.span.contains_line(line)]
+        scanned = max(inside, key=lambda lp: (lp.depth, lp.span.start_byte), default=None)
+        assert source.loop_at(line) is scanned
