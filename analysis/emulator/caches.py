@@ -129,7 +129,9 @@ def _streams(k: DecodedKernel, accesses: dict) -> dict[int, _Stream]:
         L = k.loop_of[s]
         trip = max(1, k.loops[L].trip) if L >= 0 else 1
         load = info.access is isa.Access.LOAD
-        bypass = any(m in ins.full_opcode for m in (".STRONG.GPU", ".STRONG.SYS", ".MMIO"))
+        # strong (volatile/atomic-ordered) accesses go to L2; so does cp.async.cg (LDGSTS.BYPASS:
+        # "cache at global level, L2 and below, not L1", PTX ISA cache operators)
+        bypass = any(m in ins.full_opcode for m in (".STRONG.GPU", ".STRONG.SYS", ".MMIO", ".BYPASS"))
         out[s] = _Stream(s, load, load and not bypass, times, addrs, trip, False)
     return out
 

@@ -44,6 +44,11 @@ _WAIT = R[StallReason.wait]
 _BARRIER = R[StallReason.barrier]
 _BRANCH = R[StallReason.branch_resolving]
 _DRAIN = R[StallReason.drain]
+_LONG_SCOREBOARD = R[StallReason.long_scoreboard]
+# cp.async (sm_80+): LDGSTS copies global to shared, LDGDEPBAR commits the copies since the last
+# one as a group on a scoreboard, DEPBAR.LE SBk, N waits until at most N groups are in flight
+# (PTX ISA, cp.async.commit_group / cp.async.wait_group; the SASS is ptxas's)
+_ASYNC_COPY, _ASYNC_COMMIT = 1, 2
 _MEMBAR = R[StallReason.membar]
 _NOT_SELECTED = R[StallReason.not_selected]
 _NO_INSTRUCTION = R[StallReason.no_instruction]
@@ -112,6 +117,7 @@ class Engine:
         self._contexts(1)
         self.last_finish = 0.0
         self.rec = self._records()
+        self.async_keep = self._async_waits()
         self.uses, self.waits, self.kinds = kernel.uses, kernel.waits, kernel.kind
         self.res_of, self.chains = kernel.res, kernel.loop_chain
         self.shared_ids = frozenset(i for i, name in enumerate(RESOURCES) if SCOPE.get(name))
@@ -257,9 +263,29 @@ class Engine:
         k, m = self.k, self.m
         out = []
         for i in range(len(k)):
+            op = k.instr[i].opcode
+            role = _ASYNC_COPY if op == "LDGSTS" else _ASYNC_COMMIT if op == "LDGDEPBAR" else 0
+            # a commit's scoreboard clears when its group's copies land: a long-scoreboard wait
+            rr = _LONG_SCOREBOARD if role == _ASYNC_COMMIT else k.result_reason[i]
             out.append((k.kind[i], k.mem[i], k.pipe[i], k.res[i], k.defs[i], k.stall[i], k.wbar[i], k.rbar[i],
-                        k.result_reason[i], k.is_store[i], k.branch_role[i], k.target[i], k.branch_loop[i],
-                        k.instr[i].predicate is not None, k.shape[i], pipe_units(k.instr[i], k.pipe[i], m)))
+                        rr, k.is_store[i], k.branch_role[i], k.target[i], k.branch_loop[i],
+                        k.instr[i].predicate is not None, k.shape[i], pipe_units(k.instr[i], k.pipe[i], m), role))
+        return out
+
+    def _async_waits(self) -> list[int]:
+        """Per slot: N of a `DEPBAR.LE SBk, N` on a scoreboard an LDGDEPBAR commits to, else -1."""
+        k = self.k
+        committed = {k.wbar[i] for i in range(len(k)) if k.instr[i].opcode == "LDGDEPBAR" and k.wbar[i] >= 0}
+        out = [-1] * len(k)
+        for i in range(len(k)):
+            ins = k.instr[i]
+            if ins.opcode == "DEPBAR" and len(ins.operands) >= 2 and ins.operands[0].startswith("SB"):
+                sb = ins.operands[0][2:]
+                if sb.isdigit() and int(sb) in committed:
+                    try:
+                        out[i] = int(ins.operands[1], 0)
+                    except ValueError:
+                        pass
         return out
 
     def _issue(self, w: WarpState, t: float, sched: WarpScheduler) -> bool:
@@ -267,7 +293,7 @@ class Engine:
         i = w.slot
         bucket = w.bucket
         (kind, mem, pipe, res, defs, stall, wbar, rbar, rr, is_store, role, target, bloop, predicated,
-         shp, units) = self.rec[i]
+         shp, units, arole) = self.rec[i]
         # --- stall attribution for the cycles since this warp last issued (integrated samples)
         cur = w.prev_issue + 1.0
         stall_hooks = self.stall_hooks
@@ -314,6 +340,18 @@ class Engine:
                 self.ctx_blocked[ctx][pipe] = p.admit - p.backlog
         else:
             fin = self._memory(mem, t, shp, ctx, i, w.wid)
+        if arole:
+            if arole == _ASYNC_COPY:
+                if fin > w.async_open:
+                    w.async_open = fin
+            else:  # a commit completes with its group
+                if w.async_open > fin:
+                    fin = w.async_open
+                w.async_open = 0.0
+                groups = w.async_groups
+                if len(groups) >= 16:  # a kernel that never waits with DEPBAR: keep the ones in flight
+                    w.async_groups = groups = [g for g in groups if g > t]
+                groups.append(fin)
         sb = w.sb
         if defs:
             ready, reason = sb.reg_ready, sb.reg_reason
@@ -474,6 +512,12 @@ class Engine:
                 rt = sb.sb_ready[b]
                 if rt > t1:
                     cons.append((rt, sb.sb_reason[b]))
+        keep = self.async_keep[s]
+        if keep >= 0:
+            pending = sorted(g for g in w.async_groups if g > t1)
+            w.async_groups = pending
+            if len(pending) > keep:
+                cons.append((pending[len(pending) - keep - 1], _LONG_SCOREBOARD))
         kind = self.kinds[s]
         if kind == K_EXIT:
             if w.stores_done > t1 and not self.rec[s][13]:

@@ -249,12 +249,19 @@ def _sources(x: Instruction) -> list[str]:
     return out
 
 
+def address_operand(x: Instruction) -> str | None:
+    """The operand that holds the memory address (`[R2.64+0x10]`, `desc[UR4][R2.64]`). An async copy
+    (LDGSTS: cp.async) names its shared destination first and reads the global one, its last."""
+    ops = [op for op in x.operands if op.startswith("[") or op.startswith("desc[")]
+    if not ops:
+        return None
+    return ops[-1] if x.opcode == "LDGSTS" else ops[0]
+
+
 def _address_operand(x: Instruction) -> str | None:
-    for op in x.operands:
-        groups = re.findall(r"\[([^\[\]]*)\]", op)
-        if groups and (op.startswith("[") or op.startswith("desc[")):
-            return groups[-1]
-    return None
+    op = address_operand(x)
+    groups = re.findall(r"\[([^\[\]]*)\]", op) if op is not None else []
+    return groups[-1] if groups else None
 
 
 # ---- cost per warp request -----------------------------------------------------------------

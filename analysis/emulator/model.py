@@ -480,9 +480,19 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
 
 #: trips of each loop entry, and steps in all, the neighbour walks run: they only measure
 #: warp-to-warp and block-to-block translations (caches.translation), over the executions both
-#: walks made
+#: walks made. They run on past DELTA_STEPS until they reach every global load the sampled warp
+#: executed (`_delta_steps`): a load first reached later (a tiled GEMM's K loop after a long
+#: prologue) had no translation, so no reuse between warps or blocks
 DELTA_TRIPS = 2
 DELTA_STEPS = 160
+
+
+def _delta_steps(decoded: DecodedKernel, w0: WalkResult) -> int:
+    """Steps the neighbour walks need to execute each global load once: where the sampled warp's
+    walk first executed the last of them (it runs as many trips per loop as they, or more)."""
+    reach = max((execs[0].step + 1 for s, execs in w0.accesses.items()
+                 if execs and decoded.mem[s] == M_GLOBAL and not decoded.is_store[s]), default=0)
+    return max(DELTA_STEPS, min(reach, w0.steps))
 
 
 def _lsu_admissions(decoded: DecodedKernel, arch: ArchSpec) -> None:
@@ -511,13 +521,14 @@ def _with_caches(decoded: DecodedKernel, walked: tuple[Launch, WalkResult], occ,
     `_walk_lanes` made (its warp's stream)."""
     first, w0 = walked
     warps = max(1, math.ceil(math.prod(first.block) / arch.warp_size))
+    steps = _delta_steps(decoded, w0)
 
     def neighbour(d: int):
         if first.grid[d] <= 1:
             return None
         c = list(first.ctaid)
         c[d] = c[d] + 1 if c[d] + 1 < first.grid[d] else c[d] - 1
-        return walk(decoded, replace(first, ctaid=tuple(c)), max_iterations=DELTA_TRIPS, max_steps=DELTA_STEPS)
+        return walk(decoded, replace(first, ctaid=tuple(c)), max_iterations=DELTA_TRIPS, max_steps=steps)
 
     smem = occ.shared_memory_per_block * occ.active_blocks_per_sm
     geo = CacheGeometry(
@@ -527,7 +538,7 @@ def _with_caches(decoded: DecodedKernel, walked: tuple[Launch, WalkResult], occ,
         l2_bytes=(device.l2_size_kib or 0) * 1024, warps_per_block=warps,
         blocks_per_sm=occ.active_blocks_per_sm, resident_blocks=occ.active_blocks_per_sm * device.sm_count,
         grid=first.grid)
-    h = hierarchy(decoded, w0, walk(decoded, replace(first, warp=1), max_iterations=DELTA_TRIPS, max_steps=DELTA_STEPS)
+    h = hierarchy(decoded, w0, walk(decoded, replace(first, warp=1), max_iterations=DELTA_TRIPS, max_steps=steps)
                   if warps > 1 else None,
                   neighbour(0), neighbour(1), geo, lambda s: max(1, isa.access_bytes(decoded.instr[s]) or 4))
     for s, r in h.rates.items():

@@ -203,7 +203,8 @@ class WarpState:
     """A warp's architectural position and timing (SAAKE Alg. 1: cur_inst, earl_t)."""
 
     __slots__ = ("wid", "block", "age", "slot", "earl", "constraints", "prev_issue", "done", "at_barrier",
-                 "sb", "loop_count", "call_stack", "call_buckets", "bucket", "stores_done", "throttled_until", "res", "wall_snap", "smsp", "iline")
+                 "sb", "loop_count", "call_stack", "call_buckets", "bucket", "stores_done", "throttled_until", "res", "wall_snap", "smsp", "iline",
+                 "async_open", "async_groups")
 
     def __init__(self, wid: int, block: int, age: int, n_regs: int, n_loops: int) -> None:
         self.wid = wid
@@ -226,6 +227,8 @@ class WarpState:
         self.wall_snap: list[float] | None = None  # SM wall time per bucket at the last issue
         self.res = 0  # issue resource of the current instruction (a throttle check without a lookup)
         self.iline = -1  # instruction-cache line the warp's fetch buffer holds
+        self.async_open = 0.0  # when the async copies (LDGSTS) since the last commit complete
+        self.async_groups: list[float] = []  # completion of each committed group (LDGDEPBAR) not yet waited on
 
 
 class BlockBarrier:

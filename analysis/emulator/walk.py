@@ -29,6 +29,7 @@ from ..frontend import isa
 from . import lanes
 from .decode import B_BACK, B_EXIT, B_JUMP, K_BRA, K_CALL, K_EXIT, K_OP, K_RET, DecodedKernel
 from .lanes import KNOWN, UNIFORM, UNKNOWN, WARP, Launch, Value, WarpState
+from .memory import address_operand
 
 #: iterations of each loop entry the walk runs: four give three differences to extrapolate from
 #: (three would take a stage index `t % 3` for an even step)
@@ -63,11 +64,8 @@ class WalkResult:
 
 def _address(ws: WarpState, x, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
     """(64-bit addresses, per-lane state, reason) of a memory instruction's address operand."""
-    inner = None
-    for op in x.operands:
-        if "[" in op and (op.startswith("[") or op.startswith("desc[")):
-            inner = op[op.rindex("[") + 1: op.rindex("]")]
-            break
+    op = address_operand(x)
+    inner = op[op.rindex("[") + 1: op.rindex("]")] if op is not None and "[" in op else None
     if inner is None:
         return np.zeros(WARP, np.uint64), np.full(WARP, UNKNOWN, np.int8), "no address operand"
     total = np.zeros(WARP, np.uint64)
