@@ -57,7 +57,7 @@ _MAX_SIBLINGS = 64
 
 
 @dataclass(frozen=True)
-class Program:
+class RunnableProgram:
     """What to build to run `main`'s program: its other translation units, and those beside it
     to add should it not link without them (a main() in a .cu calling a `_gold.cpp`'s reference)."""
 
@@ -66,7 +66,7 @@ class Program:
     beside: tuple[Unit, ...] = ()
 
 
-def program_of(source: Path, options: AnalysisOptions) -> Program | None:
+def runnable_program(source: Path, options: AnalysisOptions) -> RunnableProgram | None:
     """The program whose main() launches `source`'s kernels: the file itself; for a header or a
     kernel file the workspace includes, the includer that has a main() (frontend/inclusion.py);
     else a translation unit beside it (in compile_commands.json, or in its folder) whose main()
@@ -75,7 +75,7 @@ def program_of(source: Path, options: AnalysisOptions) -> Program | None:
     try:
         tc = locate_toolchain(options.nvcc_path)
     except ToolchainError:
-        return Program(Unit(source)) if has_main(source, options.flags) else None
+        return RunnableProgram(Unit(source)) if has_main(source, options.flags) else None
     units = _units_beside(source.parent, options)
     if has_main(source, options.flags):
         return _program(Unit(source, units.get(source, ())), units, options, tc)
@@ -88,17 +88,18 @@ def program_of(source: Path, options: AnalysisOptions) -> Program | None:
             # a program split over files as cuda-samples' are: it links with all of them
             beside = _program(Unit(path, flags), units, options, tc).beside
             own = next((u for u in beside if u.path == source), Unit(source))
-            return Program(Unit(path, flags), (own, *(u for u in beside if u.path != source)))
+            return RunnableProgram(Unit(path, flags), (own, *(u for u in beside if u.path != source)))
     return None
 
 
-def _program(main: Unit, units: dict[Path, tuple[str, ...]], options: AnalysisOptions, tc: Toolchain) -> Program:
+def _program(main: Unit, units: dict[Path, tuple[str, ...]], options: AnalysisOptions,
+             tc: Toolchain) -> RunnableProgram:
     """`main` with the units beside it that have no main() of their own and that it does not
     #include (those would define its kernels twice)."""
     included = set(local_headers(main.path, (*options.flags, *main.flags), tc))
     beside = tuple(Unit(p, f) for p, f in units.items()
                    if p != main.path and p not in included and not has_main(p, (*options.flags, *f)))
-    return Program(main, (), beside)
+    return RunnableProgram(main, (), beside)
 
 
 def _units_beside(folder: Path, options: AnalysisOptions) -> dict[Path, tuple[str, ...]]:
@@ -173,7 +174,7 @@ def with_capture(source: Path, options: AnalysisOptions, *, argv: Sequence[str] 
     analysis that follows (the stand-in runtime reports its device's SM count, which a program may size
     its grid by)."""
     source = source.resolve()
-    program = program_of(source, options)
+    program = runnable_program(source, options)
     if program is None:
         return CaptureOutcome(options, None, f"{source.name} has no main(), and no file of the workspace that "
                                              "includes it or calls it has one: launch capture needs a program to run")

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from kernelscope.analysis.capture import capture_program
-from kernelscope.analysis.capture.run import program_of, with_capture
+from kernelscope.analysis.capture.run import runnable_program, with_capture
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 
@@ -32,7 +32,7 @@ def _assumed(kernel) -> dict[str, tuple[str, str]]:
 def test_a_kernel_file_is_captured_through_the_main_cpp_beside_it(toolchain):
     # scale_kernels.cu has no main(); main.cpp calls its run_scale and gold.cpp's reference
     src = SPLIT / "scale_kernels.cu"
-    program = program_of(src, AnalysisOptions())
+    program = runnable_program(src, AnalysisOptions())
     assert program.main.path.name == "main.cpp"
     assert {u.path.name for u in program.units} == {"scale_kernels.cu", "gold.cpp"}  # not driver.cu: it has a main()
     out = with_capture(src, AnalysisOptions())
@@ -54,10 +54,11 @@ def test_the_compile_database_gives_the_units_and_their_flags(toolchain, tmp_pat
                {"directory": str(tmp_path), "file": "gold.cpp", "command": "c++ -O2 -c gold.cpp -o gold.o"}]
     (tmp_path / "compile_commands.json").write_text(json.dumps(entries))
     options = AnalysisOptions(compile_commands=tmp_path)
-    program = program_of(tmp_path / "scale_kernels.cu", options)
+    program = runnable_program(tmp_path / "scale_kernels.cu", options)
     assert "-DELEMENTS=8192" in program.main.flags and "-Xcompiler=-Wall" in program.main.flags
     monkeypatch.chdir(tmp_path.parent)  # `--compile-commands` as a user types it: relative
-    assert program_of(tmp_path / "scale_kernels.cu", AnalysisOptions(compile_commands=Path(tmp_path.name))) == program
+    assert runnable_program(tmp_path / "scale_kernels.cu",
+                            AnalysisOptions(compile_commands=Path(tmp_path.name))) == program
     out = with_capture(tmp_path / "scale_kernels.cu", options)
     assert out.message is None
     (launch,) = out.capture.launches
