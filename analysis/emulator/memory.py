@@ -169,7 +169,7 @@ class AddressAnalysis:
                 return Affine(tuple(cs), 0)
             return PARAM if op == "S2UR" else None
         info = isa.opcode_info(op)
-        if op in ("LDC", "ULDC") and srcs:
+        if op in ("LDC", "ULDC", "LDCU") and srcs:
             v = self.operand(srcs[0], j, depth)
             return v if v is not None and v.is_const else PARAM
         if info.klass is isa.InstrClass.UNIFORM:

@@ -154,7 +154,8 @@ OPCODES: dict[str, OpcodeInfo] = {
     # Shuffles go through the shared-memory crossbar on Volta+ (ncu counts them on the LSU/MIO pipe).
     **_rows("SHFL", klass=C.SHARED, pipe=P.SHARED, variable_latency=True, pred_first=True),
     # Constant memory
-    **_rows("LDC ULDC", klass=C.CONSTANT, pipe=P.CONSTANT, memory_space="constant", access=A.LOAD,
+    # LDCU: sm_100/sm_120's load of a constant into a uniform register, where sm_90 writes ULDC
+    **_rows("LDC ULDC LDCU", klass=C.CONSTANT, pipe=P.CONSTANT, memory_space="constant", access=A.LOAD,
             variable_latency=True),
     # Atomics and reductions
     **_rows("ATOMG", klass=C.ATOMIC, pipe=P.ATOMIC, memory_space="global", access=A.ATOMIC,

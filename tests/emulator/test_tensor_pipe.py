@@ -53,3 +53,17 @@ def test_a_smaller_mma_costs_its_share_of_the_pipe(toolchain):
     pipe time, so both reach the same FLOP rate (T4's 65 TFLOPS peak is HMMA.1688's)."""
     r = _rates(toolchain, "A100 SXM4 40GB")
     assert r["mma_rate_k8"] == pytest.approx(r["mma_rate"], rel=0.1), r
+
+
+def test_sm120_uniform_constant_loads_are_constant_loads(toolchain):
+    """sm_100/sm_120 load kernel arguments into uniform registers with LDCU where sm_90 writes ULDC:
+    it was an unknown opcode (one integer-pipe cycle, one register, no scoreboard)."""
+    from kernelscope.analysis.frontend import isa
+
+    prog = build_example(KERNELS, toolchain, arch="sm_120")
+    ldcu = [i for fn in prog.kernels for i in fn.sass.instructions if i.opcode == "LDCU"]
+    assert ldcu
+    for i in ldcu:
+        info = isa.opcode_info(i.opcode)
+        assert info.klass is isa.InstrClass.CONSTANT and isa.is_variable_latency(i)
+        assert len(i.defs) == max(1, isa.access_bytes(i) // 4), (i.modifiers, i.defs)
