@@ -34,16 +34,17 @@ def stall_elimination(total: float, matched: float, fraction: float = 1.0) -> Es
     return Estimate(speedup=_finite(s), formula=formula, inputs=inputs)
 
 
-def fewer_sectors(total: float, accesses: list[tuple[float, float, float]]) -> Estimate:
+def fewer_sectors(total: float, accesses: list[tuple[float, float, float]], unit: str = "sectors") -> Estimate:
     """GPA Eq. 2 for coalescing: each access (its blamed cost w, the 32 B sectors its warp request
     touches, the sectors its bytes need) keeps ideal/sectors of its cost, so f = 1 − Σ w·ideal/sectors
-    / Σ w of the matched M = Σ w goes. The sectors are the executed lanes' (static_facts.executed_shapes)."""
+    / Σ w of the matched M = Σ w goes. The sectors are the executed lanes' (static_facts.executed_shapes).
+    The same for a shared-memory bank conflict, over the wavefronts it is served in (`unit`)."""
     m = sum(w for w, _, _ in accesses)
     kept = sum(w * min(1.0, ideal / sectors) for w, sectors, ideal in accesses if sectors > 0)
     fraction = 1.0 - kept / m if m > 0 else 0.0
     est = stall_elimination(total, m, fraction)
     worst = max(accesses, key=lambda a: a[1] / max(a[2], 1.0))
-    return est.model_copy(update={"inputs": {**est.inputs, "sectors": worst[1], "ideal_sectors": worst[2]}})
+    return est.model_copy(update={"inputs": {**est.inputs, unit: worst[1], f"ideal_{unit}": worst[2]}})
 
 
 def latency_hiding(total: float, matched_latency: float, active: float, *, scope: str | None = None) -> Estimate:

@@ -247,7 +247,7 @@ class VectorizeLoads(Optimizer):
             merged[(op, lines)] = (prev + instrs, max(n, min(4, len(run))), bases + 1)
         out = []
         for (op, lines), (instrs, n, bases) in merged.items():
-            est, share = _estimate(ctx, instrs, (n - 1) / n)
+            est, share = _requests_estimate(ctx, instrs, (n - 1) / n)
             if est is None or est.speedup <= 1.0:
                 continue
             width = {2: "float2", 3: "float4", 4: "float4"}[n]
@@ -255,11 +255,30 @@ class VectorizeLoads(Optimizer):
             msg = (f"{len(instrs)} scalar 32-bit {op} instructions read neighbouring addresses from {where} "
                    f"(line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:4]))}). One {width} load "
                    f"(aligned to its size) issues one request instead of {n}. {pct(share)} of this kernel's "
-                   f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on these loads. "
+                   f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are these loads issuing "
+                   f"or waiting for a place in the queue; the wait for their data stays. "
                    f"Est. {est.speedup:.2f}× (GPA Eq. 2, {n - 1} of {n} requests removed).")
             out.append(self.advice(ctx, lines=list(lines) or [0], importance=share, estimate=est, message=msg,
                                    detail=f"{op}:{','.join(map(str, lines))}", changes=instrs))
         return out
+
+
+#: What a request costs in the model apart from the wait for its data: its issue, and its waits for a
+#: place in the LSU / MIO / texture queue. Fewer, wider requests remove these; the latency does not
+#: shrink (one 128-bit load returns no sooner than the 32-bit loads it replaces, which were in flight
+#: together), so the long-scoreboard stalls blamed on the loads are not theirs to remove (issue 34:
+#: an estimate bounded by the stalls it removes).
+_REQUEST_COST = (R.selected, R.lg_throttle, R.mio_throttle, R.tex_throttle)
+
+
+def _requests_estimate(ctx: MatchContext, instrs: list[Instruction], fraction: float):
+    """GPA Eq. 2 over the requests' own cost (`_REQUEST_COST`); without a profile, their issue slots."""
+    if ctx.profile is None:
+        return _estimate(ctx, instrs, fraction)
+    m = ctx.weight(instrs, _REQUEST_COST, callees=False)
+    if m <= 0 or ctx.denominator <= 0:
+        return None, 0.0
+    return estimators.stall_elimination(ctx.denominator, m, fraction), m / ctx.denominator
 
 
 class _FactStalls(Optimizer):
@@ -352,6 +371,24 @@ class SharedBankConflicts(_FactStalls):
 
     def pick(self, i: Instruction) -> bool:
         return latency_class(i) == "shared"
+
+    def matched(self, ctx: MatchContext, line: int) -> tuple[list[Instruction], Estimate | None, float, str]:
+        if not ctx.memory or ctx.profile is None:
+            return super().matched(ctx, line)  # no walked lanes: the line's shared accesses, all of their cost
+        # as coalescing's: a conflict-free access still issues and still waits for its own wavefronts, so
+        # only the replays go (an n-way conflict keeps 1/n of the access's cost; a 2-way LDS.128, served
+        # in 8 wavefronts where 4 do, keeps half), each access's wavefronts as the walked lanes executed it
+        warp = ctx.arch.warp_size if ctx.arch is not None else 32
+        conflicted = [(i, sh.wavefronts, max(1.0, warp * (isa.access_bytes(i) or 4) / 128))
+                      for i in _on_line(ctx, line, self.pick)
+                      if (sh := ctx.memory.get(i.pc)) is not None and sh.pattern == "bank_conflict"]
+        conflicted = [row for row in conflicted if row[1] > row[2]]
+        if not conflicted:
+            return [], None, 0.0, ""
+        rows = [(ctx.weight([i]), actual, ideal) for i, actual, ideal in conflicted]
+        est = estimators.fewer_sectors(ctx.denominator, rows, unit="wavefronts")
+        how = f"GPA Eq. 2: {est.inputs.get('fraction', 1.0):.0%} of their cost, the replayed wavefronts"
+        return [i for i, _, _ in conflicted], est, sum(w for w, _, _ in rows) / ctx.denominator, how
 
 
 def address_registers(ins: Instruction) -> set[str]:
