@@ -14,6 +14,7 @@ set aside: FIRST before issue 34's first tuning, SECOND (series fetched for it, 
 before its second.
 
     python benchmarks/advice_series.py        # prints one line per step and the figure
+    python benchmarks/advice_series.py tuned  # only the series tuned on (what tuning may look at)
 """
 
 from __future__ import annotations
@@ -209,9 +210,12 @@ def ranked(result, mangled: str):
     return [a for a in result.advice if a.kernel == mangled]  # result.advice is in rank order
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    only = set(argv if argv is not None else sys.argv[1:])  # "tuned": only the series tuned on, while tuning
     tally = {held: [0, 0, 0] for held in (TUNED, FIRST, SECOND)}  # -> [steps, top 3, any rank]
     for step in STEPS:
+        if "tuned" in only and step.held_out:
+            continue
         items = ranked(*analyse(step))
         rank = next((n for n, a in enumerate(items, 1) if step.then.named_by(a)), None)
         t = tally[step.held_out]
