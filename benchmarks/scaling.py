@@ -194,19 +194,21 @@ def _shapes(repeat: int) -> int:
             for i, f in enumerate(files):
                 nv_t[i].append(_timed([str(tc.nvcc), "-arch=sm_90", "-cubin", "-o", str(t / "x.cubin"), str(f)], tc.env))
                 full_t[i].append(_timed(cli + [str(f)], cli_env))
-        seconds = {}
+        seconds, cpu_seconds = {}, {}
         worst_cpu = 0.0
         for f, nvs, fulls in zip(files, nv_t, full_t):
             nv, full = statistics.median(w for w, _ in nvs), statistics.median(w for w, _ in fulls)
             nv_cpu, full_cpu = statistics.median(c for _, c in nvs), statistics.median(c for _, c in fulls)
-            seconds[f.stem] = full
+            seconds[f.stem], cpu_seconds[f.stem] = full, full_cpu
             worst, worst_cpu = max(worst, full / nv), max(worst_cpu, full_cpu / nv_cpu)
             print(f"{f.stem:28} {nv:7.2f} {full:9.2f} {full / nv:6.2f} {nv_cpu:8.2f} {full_cpu:11.2f} "
                   f"{full_cpu / nv_cpu:9.2f}")
     per = [seconds[f"kernels_{n}"] / n for n in KERNEL_COUNTS]
+    per_cpu = [cpu_seconds[f"kernels_{n}"] / n for n in KERNEL_COUNTS]
     print(f"\nworst analyze/nvcc {worst:.2f} (target <= 5; CPU time {worst_cpu:.2f}); seconds per kernel at "
           f"{', '.join(map(str, KERNEL_COUNTS))} kernels: {', '.join(f'{x * 1e3:.2f} ms' for x in per)}, "
-          f"growth {per[-1] / per[0]:.2f} (linear: <= 1.25); load average "
+          f"growth {per[-1] / per[0]:.2f} (linear: <= 1.25; by CPU time "
+          f"{', '.join(f'{x * 1e3:.2f} ms' for x in per_cpu)}, growth {per_cpu[-1] / per_cpu[0]:.2f}); load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 
