@@ -23,7 +23,9 @@ def result():
 
 
 def _coalescing(result, kernel: str) -> list[dict]:
-    return [a for a in result["advice"] if a["optimizer"] == "coalesced_access" and a["kernel_name"].startswith(kernel)]
+    """The kernel's coalescing items: their own, and one merged into another optimizer's (one fix, one item)."""
+    return [a for a in result["advice"] if "coalesced_access" in (a["optimizer"], *a.get("also", ()))
+            and a["kernel_name"].startswith(kernel)]
 
 
 def test_a_strided_gather_is_advised_to_coalesce(result):
@@ -31,9 +33,15 @@ def test_a_strided_gather_is_advised_to_coalesce(result):
     assert item["estimate"]["speedup"] > 1.2  # capped at 1.5 until re-modeled (advisor.md)
 
 
-def test_runs_that_l1_serves_are_not(result):
+def test_runs_that_l1_serves_are_not_counted_as_traffic(result):
     # each lane reads 12 consecutive ints: 48 B apart across the warp (scattered), but the next
-    # trips read the rest of each sector from L1, so what reaches L2 is what a coalesced read needs
+    # trips read the rest of each sector from L1, so what reaches L2 is what a coalesced read needs:
+    # no coalescing item counts sectors past L1 here. What the scattered requests still cost is the
+    # L1 data path, 12 wavefronts per request where one does (a global access's LSU cost, issue 33,
+    # 1875342), and the LSU is this kernel's busier unit: an item may name that, as such. (Before
+    # the LSU cost, no item; after it, the item was merged under vectorize_loads' name, which this
+    # test's filter did not look at.)
     k = next(k for k in result["kernels"] if k["name"].startswith("sum_runs"))
     assert k["memory"]["levels"]["l1"]["hit_rate"] > 0.6
-    assert _coalescing(result, "sum_runs") == []
+    for item in _coalescing(result, "sum_runs"):
+        assert "sectors past L1" not in item["message"], item["message"]
