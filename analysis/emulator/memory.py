@@ -516,12 +516,17 @@ def memory_shapes(fn_name: str, instructions: tuple[Instruction, ...], block: tu
             out[(fn_name, x.pc)] = shared_shape(offs, width)
         elif space in ("global", "local", "generic"):
             if space == "local":
-                # local memory is interleaved per thread by the hardware: always coalesced
+                # local memory is interleaved per thread by the hardware: coalesced "as long as all
+                # threads in a warp access the same relative address" (Programming Guide, local
+                # memory); an index that differs between lanes (a histogram's bin from the data)
+                # puts each lane in its own line
                 offs = [4 * i for i in range(warp_size)] if width <= 4 else [width * i for i in range(warp_size)]
                 hit = 1.0 if l2_hit_rate is None else l2_hit_rate
+                diverges = addr is None or not addr.is_uniform
             else:
                 hit = l2_reuse_rate(addr, grid) if l2_hit_rate is None else l2_hit_rate
-            shape = global_shape(offs, width, hit)
+                diverges = False
+            shape = data_dependent_shape("global", warp_size, width, hit) if diverges else global_shape(offs, width, hit)
             if info.klass is isa.InstrClass.ATOMIC and addr is not None and all(c == 0 for c in addr.coeffs):
                 # the same word for every thread of the grid: its updates contend (units.py)
                 shape = replace(shape, same_address_lanes=active_lanes(instructions, aa, x.index, warp_size, block))
@@ -587,6 +592,8 @@ class LaneShapes:
     unreached: frozenset[int]  # global/shared slots the walk did not execute
     unknown_branches: dict[int, str]
     truncated: bool
+    #: generic slots whose every address fell in the shared window: shared accesses in the engine
+    generic_shared: frozenset[int] = frozenset()
 
 
 def in_shared_window(addresses) -> bool:
@@ -602,6 +609,7 @@ def walked_shapes(k, result) -> LaneShapes:
     followed, relative, unreached = set(), set(), set()
     dd: dict[int, str] = {}
     args: dict[int, str] = {}
+    generic_shared = set()
     for s, ins in enumerate(k.instr):
         info = isa.opcode_info(ins.opcode)
         space = info.memory_space
@@ -615,6 +623,7 @@ def walked_shapes(k, result) -> LaneShapes:
         width = max(1, isa.access_bytes(ins) or 4)
         if space == "generic" and all(a.addresses is not None and in_shared_window(a.addresses) for a in execs):
             space = "shared"  # a generic pointer into the shared window: banks, not sectors
+            generic_shared.add(s)
         shape = executed_shape("shared" if space == "shared" else "global", execs, width, old.l2_hit_rate)
         missing = [a.reason for a in execs if a.addresses is None]
         if missing and all(from_launch(m) for m in missing):
@@ -628,4 +637,4 @@ def walked_shapes(k, result) -> LaneShapes:
             if any(a.relative for a in execs):
                 relative.add(s)
     return LaneShapes(shapes, frozenset(followed), frozenset(relative), dd, args, frozenset(unreached),
-                      dict(result.unknown_branches), result.truncated)
+                      dict(result.unknown_branches), result.truncated, frozenset(generic_shared))

@@ -35,7 +35,7 @@ from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provena
 from . import sampling, staging
 from .budget import Ledger, StudyShape
 from .caches import CacheGeometry, hierarchy
-from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, REASONS, DecodedKernel, LoopSpec, callee_name, decode, reachable
+from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, M_SHARED, REASONS, R, DecodedKernel, LoopSpec, callee_name, decode, reachable
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import ResolvedLaunch, counted_trip, counter_bound, fold_bound, loop_step, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
@@ -365,6 +365,8 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
     if unknown:
         assumptions.append(Assumption(name="coalescing", value=settings.unknown_access, source="default",
                                       detail=f"{len(unknown)} accesses with addresses the analysis cannot follow"))
+    _local_in_l1(decoded, kernel.resources.stack_frame if kernel.resources is not None else 0,
+                 cfg_launch.threads_per_block, occ, arch)
     _lsu_admissions(decoded, arch)
     return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),
                     settings, program.line_table if program is not None else {}, overhead_s, lanes)
@@ -396,6 +398,13 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
     lanes = walked_shapes(decoded, result)
     for s, shape in lanes.shapes.items():
         decoded.shape[s] = shape
+    for s in lanes.generic_shared:
+        # a generic load or store into the shared window is served by shared memory (its banks,
+        # its latency, a short-scoreboard wait), not by the L1/L2 route of a global access
+        if decoded.mem[s] == M_GLOBAL:
+            decoded.mem[s] = M_SHARED
+            decoded.res[s] = RES_ID["shared"]
+            decoded.result_reason[s] = R[StallReason.short_scoreboard]
     out = list(assumptions)
     for L, trips in sorted(result.trips.items()):
         if len(set(trips)) > 1:
@@ -493,6 +502,22 @@ def _delta_steps(decoded: DecodedKernel, w0: WalkResult) -> int:
     reach = max((execs[0].step + 1 for s, execs in w0.accesses.items()
                  if execs and decoded.mem[s] == M_GLOBAL and not decoded.is_store[s]), default=0)
     return max(DELTA_STEPS, min(reach, w0.steps))
+
+
+def _local_in_l1(decoded: DecodedKernel, stack_bytes: int, threads_per_block: int, occ, arch: ArchSpec) -> None:
+    """Local loads (a thread's stack frame: an array indexed at run time, a spill, a pointer
+    table) hit L1 as far as L1 holds the resident threads' frames: local memory is cached in L1
+    like global (CUDA C++ Programming Guide, device memory accesses, local memory), and what a
+    thread reads back it has written there. The walk cannot follow these addresses (each lane's
+    frame is interleaved by the hardware), so before this every local load went to L2."""
+    if arch.l1 is None or stack_bytes <= 0:
+        return
+    l1 = arch.l1.l1_bytes(occ.shared_memory_per_block * occ.active_blocks_per_sm)
+    frames = stack_bytes * threads_per_block * max(1, occ.active_blocks_per_sm)
+    hit = min(1.0, l1 / frames)
+    for s, ins in enumerate(decoded.instr):
+        if decoded.mem[s] == M_GLOBAL and isa.memory_space(ins.opcode) == "local" and not decoded.is_store[s]:
+            decoded.shape[s] = replace(decoded.shape[s], l1_hit_rate=hit, l1_miss_rate=1.0 - hit)
 
 
 def _lsu_admissions(decoded: DecodedKernel, arch: ArchSpec) -> None:
