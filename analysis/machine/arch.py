@@ -303,11 +303,16 @@ class ArchCatalog(BaseModel):
         raise ArchSpecError(f"no device is listed for {key}")
 
     def peak_flops(self, device: DeviceSpec, precision: Precision) -> float:
-        """FLOP/s (OP/s for int32): a measured ceiling if given, else rate × 2 (FMA) × SMs × boost clock."""
+        """FLOP/s (OP/s for int32): a measured ceiling if given, else rate × 2 (FMA) × SMs × boost clock.
+
+        The tensor roof is the pipe's highest rate, FP16 accumulate: a device's
+        `tensor_fp16_dense_tflops` is its FP32-accumulate figure, which GeForce boards run at
+        `tensor_fp32_accumulate_ratio` of the pipe (the emulator runs an FP16-accumulate HMMA at the
+        full rate, so a lower roof would be one the model's own kernels break)."""
         override = {
             Precision.fp64: device.fp64_tflops, Precision.fp32: device.fp32_tflops,
             Precision.fp16: device.fp16_tflops, Precision.int32: device.int32_tops,
-            Precision.tensor_fp16: device.tensor_fp16_dense_tflops,
+            Precision.tensor_fp16: device.tensor_fp16_dense_tflops / device.tensor_fp32_accumulate_ratio,
         }[precision]
         if override is not None:
             return override * 1e12

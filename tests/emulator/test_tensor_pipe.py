@@ -10,7 +10,9 @@ import pytest
 
 from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator import emulate_detailed
+from kernelscope.analysis.emulator.limits import limit_violations
 from kernelscope.analysis.machine.arch import load_arch_specs
+from kernelscope.analysis.machine.roofline import roofline_model
 from kernelscope.analysis.options import AnalysisOptions
 
 from _build import build_example
@@ -20,8 +22,10 @@ ITERS = 2048
 
 
 def _rates(toolchain, device: str) -> dict[str, float]:
-    """Modeled tensor FLOP per clock per SM of each probe, on `device`, in two full waves."""
+    """Modeled tensor FLOP per clock per SM of each probe, on `device`, in two full waves; each
+    profile within the device's physical limits (its tensor roof included)."""
     cat = load_arch_specs()
+    ceilings = roofline_model(cat, cat.device(device))
     dev = cat.device(device)
     arch = cat.arch(dev.arch)
     prog = build_example(KERNELS, toolchain, arch=arch.name)
@@ -31,6 +35,7 @@ def _rates(toolchain, device: str) -> dict[str, float]:
         opts = AnalysisOptions(launch_hints={name: {"grid": 8 * dev.sm_count, "block": 256,
                                                     "values": {"iters": ITERS}}})
         p = emulate_detailed(AnalysisContext.of(arch, dev, opts, program=prog), fn).profile
+        assert limit_violations(p, ceilings) == ()
         out[name] = p.flops["tensor"] / p.duration_s / dev.sm_count / dev.clock_hz
     return out
 
