@@ -145,16 +145,18 @@ def _describe_mix(delta: Mapping[str, int]) -> str:
 
 def verify(source: Path, advice: Advice, options: AnalysisOptions, *, remodel: Remodel, toolchain_version: str,
            baseline: AnalysisResult | None = None, measure: Measure | None = None,
-           cache: VerificationCache | None = None, fast_math: bool = False) -> Verification:
+           cache: VerificationCache | None = None, fast_math: bool = False, data: bytes | None = None) -> Verification:
     """Apply `advice`'s fix to a shadow copy of `source`, recompile, re-model (`remodel`: the
     analysis the caller runs, with the toolchain of version `toolchain_version`), and compare.
 
     `baseline` is the analysis of `source` as it is (reused when its digest matches the file,
     recomputed otherwise). Raises VerifyError when the advice has no mechanical fix, and the
-    pipeline's setup errors (toolchain, arch) as `remodel` does."""
+    pipeline's setup errors (toolchain, arch) as `remodel` does. `data` is the file's bytes where
+    the caller has read them (one read per request), else they are read here."""
     start = time.perf_counter()
     source = source.resolve()
-    data = source.read_bytes()
+    if data is None:
+        data = source.read_bytes()
     digest = hashlib.sha256(data).hexdigest()  # as results.source_sha256
     text = data.decode("utf-8", errors="replace")
     fix = fix_for(advice, parse_source(text), text, fast_math=fast_math)
@@ -256,9 +258,10 @@ def verify_all(source: Path, result: AnalysisResult, options: AnalysisOptions, *
     """Verify the `limit` advice with a mechanical fix that promise the most (issue 15: verified by
     default). Each verification is one quick analysis of a shadow copy; `cancel` stops between them."""
     try:
-        text = source.read_text(errors="replace")
+        data = source.read_bytes()  # once: each verification below takes these bytes
     except OSError:
         return ()
+    text = data.decode("utf-8", errors="replace")
     fixed = [a for a in attach_fixes(result.advice, text, fast_math=fast_math) if a.fix is not None and not a.fix.is_snippet]
     out = []
     # the equation's own figure first: above 1.5x an unmodeled estimate is shown capped (issue 34), and
@@ -267,7 +270,7 @@ def verify_all(source: Path, result: AnalysisResult, options: AnalysisOptions, *
         if cancel is not None:
             cancel.check()
         v = verify(source, a, options, remodel=remodel, toolchain_version=toolchain_version, baseline=result,
-                   cache=cache, fast_math=fast_math)
+                   cache=cache, fast_math=fast_math, data=data)
         out.append(v)
         if on_each is not None:
             on_each(v)
