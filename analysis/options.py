@@ -121,8 +121,23 @@ class AnalysisOptions(BaseModel):
     def cache_key(self, source_sha256: str, toolchain_version: str) -> str:
         # the number of processes changes when a result comes, not what it is
         settings = self.model_dump_json(exclude={"budget": {"processes"}})
-        blob = f"{source_sha256}|{toolchain_version}|{engine_fingerprint()}|{settings}"
+        # the files the settings name count by their contents: an arch file or compile database
+        # edited in place must not serve the result made with the old one
+        named = "|".join(_content_digest(p) for p in (self.arch_file, self.compile_commands))
+        blob = f"{source_sha256}|{toolchain_version}|{engine_fingerprint()}|{settings}|{named}"
         return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _content_digest(path: Path | None) -> str:
+    """A digest of the file a setting names (a compile database's folder: its compile_commands.json);
+    "-" where there is none or it cannot be read (the analysis then reports that itself)."""
+    if path is None:
+        return "-"
+    target = path / "compile_commands.json" if path.is_dir() else path
+    try:
+        return hashlib.sha256(target.read_bytes()).hexdigest()
+    except OSError:
+        return "-"
 
 
 @lru_cache(maxsize=1)

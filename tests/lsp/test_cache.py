@@ -116,6 +116,23 @@ async def test_editing_a_local_header_invalidates_the_cached_result(lsp, workspa
         assert (await s.stats())["compilerRuns"] == 2
 
 
+def test_an_arch_file_edited_in_place_is_a_new_cache_key(tmp_path):
+    """The key covers the contents of the files the settings name, not only their paths: a user's arch
+    file (or compile database) edited in place must not serve the result made with the old one."""
+    from kernelscope.analysis.options import AnalysisOptions
+
+    arch = tmp_path / "arch.toml"
+    arch.write_text("[device.mine]\nname = 'Mine'\n")
+    opts = AnalysisOptions(arch_file=arch, compile_commands=tmp_path)
+    key = opts.cache_key("0" * 64, "13.0")
+    assert opts.cache_key("0" * 64, "13.0") == key
+    arch.write_text("[device.mine]\nname = 'Mine'\nsm_count = 2\n")
+    edited = opts.cache_key("0" * 64, "13.0")
+    assert edited != key
+    (tmp_path / "compile_commands.json").write_text("[]")
+    assert opts.cache_key("0" * 64, "13.0") != edited
+
+
 def test_a_changed_engine_is_a_new_cache_key(tmp_path):
     # A result cached by another emulator or advisor must not be served after an upgrade (or an
     # edit to a development install): the key covers the engine's own files. Checked on a copy.
