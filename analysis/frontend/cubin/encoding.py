@@ -217,6 +217,8 @@ def decode_word(table: ArchTable, word: int, pc: int) -> Decoded | None:
     marked: dict[int, int] = {}  # operand index -> reuse flag count
     reuse = (word >> REUSE_LO) & 0xF
     for k, parts in enumerate(form.operands):
+        if _rz_beside_uniform(parts, fields, word, form):
+            return None
         out = []
         for p in parts:
             if isinstance(p, str):
@@ -248,6 +250,19 @@ def decode_word(table: ArchTable, word: int, pc: int) -> Decoded | None:
         ops = [with_reuse(o) if k in marked else o for k, o in enumerate(ops)]
     text = prefix + form.mnemonic + (" " + ", ".join(ops) if ops else "")
     return Decoded(text.rstrip(), target)
+
+
+def _rz_beside_uniform(parts: tuple[str | int, ...], fields: tuple[Field, ...], word: int, form: Form) -> bool:
+    """An address whose register is RZ beside a uniform register (`[R2.64+UR4]` with R2 = RZ):
+    nvdisasm drops the RZ (`[UR4]`, sm_75's STG to a uniform address), a spelling a form learned
+    from other registers does not know. Such a word is declined (nvdisasm lists it) unless the form
+    was learned with its value classes, RZ among them."""
+    for r, plus, u in zip(parts, parts[1:], parts[2:]):  # R, "+" (".64+"), UR inside one bracket
+        if (isinstance(r, int) and isinstance(plus, str) and "+" in plus and "]" not in plus and isinstance(u, int)
+                and fields[r].fmt == "R" and fields[u].fmt == "UR" and r not in form.classed
+                and value_class(fields[r], fields[r].value(word)) == ALL_ONES):
+            return True
+    return False
 
 
 def with_reuse(operand: str) -> str:
