@@ -21,6 +21,11 @@ MAX_SOURCE_BYTES = 16 * 2**20
 MAX_DATABASE_BYTES = 256 * 2**20
 
 
+def compile_database_file(compile_commands: Path) -> Path:
+    """The compile_commands.json a setting names: the file itself, or the one in the folder it names."""
+    return compile_commands / "compile_commands.json" if compile_commands.is_dir() else compile_commands
+
+
 class UnreadableFile(OSError):
     """A path that is not a regular file of at most the allowed size: skipped, never read."""
 

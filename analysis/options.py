@@ -130,12 +130,14 @@ class AnalysisOptions(BaseModel):
 
 def _content_digest(path: Path | None) -> str:
     """A digest of the file a setting names (a compile database's folder: its compile_commands.json);
-    "-" where there is none or it cannot be read (the analysis then reports that itself)."""
+    "-" where there is none or it cannot be read (the analysis then reports that itself). Read as
+    every file kernelscope did not write is (files.py): a FIFO or /dev/zero named here must not hang."""
     if path is None:
         return "-"
-    target = path / "compile_commands.json" if path.is_dir() else path
+    from .files import MAX_DATABASE_BYTES, compile_database_file, read_regular  # here: options.py loads alone
+
     try:
-        return hashlib.sha256(target.read_bytes()).hexdigest()
+        return hashlib.sha256(read_regular(compile_database_file(path), MAX_DATABASE_BYTES)).hexdigest()
     except OSError:
         return "-"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..frontend.conditional import Passes, compile_passes
-from ..files import MAX_DATABASE_BYTES, MAX_SOURCE_BYTES, read_regular_text, regular_size
+from ..files import MAX_DATABASE_BYTES, MAX_SOURCE_BYTES, compile_database_file, read_regular_text, regular_size
 from ..frontend.compile import local_headers
 from ..frontend.inclusion import includers
 from ..frontend.sass import demangle
@@ -123,7 +123,7 @@ def _database(compile_commands: Path | None) -> list[CompileCommand]:
     if compile_commands is None:
         return []
     compile_commands = compile_commands.absolute()  # its entries' paths are resolved against its folder
-    db = compile_commands / "compile_commands.json" if compile_commands.is_dir() else compile_commands
+    db = compile_database_file(compile_commands)
     try:
         entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))
     except (OSError, ValueError):

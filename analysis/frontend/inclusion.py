@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ..files import MAX_DATABASE_BYTES, MAX_SOURCE_BYTES, read_regular_text, regular_size
+from ..files import MAX_DATABASE_BYTES, MAX_SOURCE_BYTES, compile_database_file, read_regular_text, regular_size
 from .compile import CompileResult, CompilerMessage, local_headers
 from .toolchain import CompileCommand, Toolchain, parse_compile_command
 
@@ -100,7 +100,7 @@ def _candidates(root: Path, near: Path) -> list[Path]:
 def _database(compile_commands: Path | None) -> list[CompileCommand]:
     if compile_commands is None:
         return []
-    db = compile_commands / "compile_commands.json" if compile_commands.is_dir() else compile_commands
+    db = compile_database_file(compile_commands)
     try:
         entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))
     except (OSError, ValueError):

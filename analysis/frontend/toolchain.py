@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..files import MAX_DATABASE_BYTES, read_regular_text
+from ..files import MAX_DATABASE_BYTES, compile_database_file, read_regular_text
 from ..process import ToolTimeout, run_tool
 
 Origin = Literal["setting", "compile_commands", "PATH", "CUDA_HOME", "pip wheel"]
@@ -239,7 +239,7 @@ def parse_compile_command(entry: Mapping[str, object], base: Path) -> CompileCom
 
 def find_compile_command(path: Path, compile_commands: Path) -> CompileCommand | None:
     """The entry for `path` in compile_commands.json (the file or its directory), or None."""
-    db = compile_commands / "compile_commands.json" if compile_commands.is_dir() else compile_commands
+    db = compile_database_file(compile_commands)
     try:
         entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))  # not a FIFO nor /dev/zero (files.py)
     except (OSError, ValueError):

@@ -133,6 +133,21 @@ def test_an_arch_file_edited_in_place_is_a_new_cache_key(tmp_path):
     assert opts.cache_key("0" * 64, "13.0") != edited
 
 
+def test_a_fifo_named_as_the_arch_file_does_not_hang_the_cache_key(tmp_path):
+    """The files a setting names are read as any file kernelscope did not write (files.read_regular):
+    opening a FIFO would wait for a writer forever."""
+    from kernelscope.analysis.options import AnalysisOptions
+
+    fifo = tmp_path / "arch.toml"
+    os.mkfifo(fifo)
+    keys: list[str] = []
+    worker = threading.Thread(target=lambda: keys.append(AnalysisOptions(arch_file=fifo).cache_key("0" * 64, "13.0")),
+                              daemon=True)
+    worker.start()
+    worker.join(60)  # a guard against a hang, not a timing: the key takes microseconds
+    assert not worker.is_alive() and len(keys) == 1
+
+
 def test_a_changed_engine_is_a_new_cache_key(tmp_path):
     # A result cached by another emulator or advisor must not be served after an upgrade (or an
     # edit to a development install): the key covers the engine's own files. Checked on a copy.
