@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict
 
 from ..emulator.decode import MemoryShape
-from ..emulator.memory import TX, AddressAnalysis, lane_addresses, memory_shapes, param_offsets
+from ..emulator.memory import TX, AddressAnalysis, data_wavefronts, lane_addresses, memory_shapes, param_offsets
 from ..frontend import isa
 from ..frontend.program import FunctionProgram, Program, base_name, source_line_of
 from ..machine.arch import ArchSpec
@@ -216,7 +216,7 @@ def _memory_access_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, 
             detail = (f"uncoalesced global {what}: each warp request touches {sectors} 32-byte sectors where a "
                       f"coalesced one touches {ideal} ({stride}, {width} B per thread)")
         elif space == "shared" and shape.pattern == "bank_conflict":
-            replays, ideal = int(shape.wavefronts), max(1, arch.warp_size * width // 128)
+            replays, ideal = int(shape.wavefronts), data_wavefronts(width, arch.warp_size)
             kind, cost = "bank_conflict", replays / ideal
             detail = (f"{round(cost)}-way shared-memory bank conflict on a {what}: each warp access is served in "
                       f"{replays} wavefronts instead of {ideal} ({stride}, {width} B per thread)")

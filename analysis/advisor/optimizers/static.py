@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ...emulator.memory import AddressAnalysis, active_lanes
+from ...emulator.memory import AddressAnalysis, active_lanes, data_wavefronts
 from ...frontend import isa
 from ...frontend.instructions import Instruction
 from ...profile import StallReason as R
@@ -341,7 +341,7 @@ class CoalescedAccess(_FactStalls):
         def excess(i: Instruction, sh) -> tuple[float, float]:
             width = isa.access_bytes(i) or 4
             if lsu_bound:
-                return sh.wavefronts, max(1.0, warp * width / 128)
+                return sh.wavefronts, float(data_wavefronts(width, warp))
             return _past_l1(sh), max(1.0, warp * width / 32)
 
         scattered = [(i, *excess(i, sh)) for i in _on_line(ctx, line, self.pick)
@@ -379,7 +379,7 @@ class SharedBankConflicts(_FactStalls):
         # only the replays go (an n-way conflict keeps 1/n of the access's cost; a 2-way LDS.128, served
         # in 8 wavefronts where 4 do, keeps half), each access's wavefronts as the walked lanes executed it
         warp = ctx.arch.warp_size if ctx.arch is not None else 32
-        conflicted = [(i, sh.wavefronts, max(1.0, warp * (isa.access_bytes(i) or 4) / 128))
+        conflicted = [(i, sh.wavefronts, float(data_wavefronts(isa.access_bytes(i) or 4, warp)))
                       for i in _on_line(ctx, line, self.pick)
                       if (sh := ctx.memory.get(i.pc)) is not None and sh.pattern == "bank_conflict"]
         conflicted = [row for row in conflicted if row[1] > row[2]]
