@@ -21,6 +21,7 @@ import operator
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
+from ..frontend.isa import flops
 from ..profile import StallReason
 
 INF = math.inf
@@ -137,7 +138,6 @@ def pipe_units(ins, pipe: int, m: MachineModel) -> float:
     GA102/AD102/RTX Blackwell whitepapers) 1 / that ratio."""
     if pipe != _TENSOR or ins.opcode not in ("HMMA", "IMMA"):
         return 1.0
-    from ..frontend.isa import flops
     fl = flops(ins)
     if not fl:
         return 1.0
