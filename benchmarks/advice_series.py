@@ -11,10 +11,16 @@ what the advisor says. Steps whose change is none of the advisor's remedies stay
 (a miss). The held-out repositories of the project are not used. The series marked `held_out` were
 set aside before the advisor was tuned on the others and are reported apart, each set by when it was
 set aside: FIRST before issue 34's first tuning, SECOND (series fetched for it, benchmarks/series/)
-before its second.
+before its second, THIRD (fetched before its third, benchmarks/series/README.md) run once, at its end.
+FIRST and SECOND have been run and looked at since (spent): the third tuning looks at them too.
 
-    python benchmarks/advice_series.py        # prints one line per step and the figure
-    python benchmarks/advice_series.py tuned  # only the series tuned on (what tuning may look at)
+The third set's sources are public code kept out of the repository: its steps are listed (repository,
+path, commit, licence in benchmarks/series/README.md) and run where the files are in
+benchmarks/series/third/; a step whose file is absent is said and left out of the count.
+
+    python benchmarks/advice_series.py         # prints one line per step and the figure
+    python benchmarks/advice_series.py tuned   # only the series tuned on at the first two tunings
+    python benchmarks/advice_series.py tuning  # every set but the third (what the third tuning looks at)
 """
 
 from __future__ import annotations
@@ -73,6 +79,21 @@ SEQUENTIAL = Change("sequential addressing (no divergent warps, no bank conflict
 GRID_STRIDE = Change("a grid-stride loop: as many blocks as fit at once, each thread adding many elements",
                      frozenset({"thread_coarsening"}), ("fewer blocks", "more elements per thread"))
 LOADS_IN_FLIGHT = Change("four independent loads per trip (the loop unrolled by hand)", frozenset({"loop_unrolling"}))
+# The third held-out set's changes, written from each series' code and its own words before the advisor ran on it
+# (benchmarks/series/README.md, "Held out at the third tuning")
+GRID_OF_BLOCKS = Change("a grid of blocks, one element per thread, instead of one block looping", frozenset({"block_increase"}),
+                        ("more threads in the grid",))
+NO_DIVERGENCE = Change("a strided index instead of tid % (2s) (no divergent warps)", frozenset({"divergent_branch"}))
+NO_CONFLICTS = Change("sequential addressing (no bank conflicts)", frozenset({"bank_conflicts"}))
+ADD_DURING_LOAD = Change("half the blocks, each thread adding two elements as it loads", frozenset({"thread_coarsening"}),
+                         ("fewer blocks", "more elements per thread"))
+LOAD_ONCE = Change("each value loaded once into a register (no re-reads after the stores)",
+                   frozenset({"restrict_pointers"}))
+WARP_PER_ROW_ATOMICS = Change("a warp per row (neighbouring lanes, neighbouring columns) and the atomics into shared "
+                              "memory first", frozenset({"coalesced_access", "contended_atomics"}),
+                              ("neighbouring lanes access",))
+MORE_BLOCKS_PER_COLUMN = Change("a block per output column instead of a warp (more threads in the grid)",
+                                frozenset({"block_increase"}), ("more threads in the grid",))
 
 
 @dataclass(frozen=True)
@@ -83,12 +104,13 @@ class Step:
     kernel: str  # base name of step k's kernel
     then: Change  # what step k+1 changed
     case: str | None = None  # benchmarks/accuracy/run.py case name: its launch as a hint
-    held_out: str = ""  # FIRST or SECOND: kept aside before the advisor was tuned on the others, reported apart
+    held_out: str = ""  # FIRST, SECOND or THIRD: kept aside before the advisor was tuned on the others, reported apart
     flags: tuple[str, ...] = ()  # the series' own nvcc flags for step k
     launch: tuple[int, int, int] | None = None  # (grid, block, dynamic smem) from the series' main in another file
 
 
 TUNED, FIRST, SECOND = "", "held out at the first tuning", "held out at the second tuning"
+THIRD = "held out at the third tuning"
 
 
 LM = REPO / "benchmarks" / "accuracy" / "kernels" / "leimao-gemm"
@@ -100,6 +122,9 @@ LCP = REPO / "benchmarks" / "series" / "learn-cuda-programming"
 # Learn-CUDA-Programming's reduction.cpp: 2^24 floats, 256 threads, n_threads * 4 bytes of shared memory; from
 # 06 on, min(blocks per SM * SMs, blocks needed) blocks: 8 blocks of 256 threads * 132 SMs on the H100 modeled
 REDUCE_05, REDUCE_06 = (1 << 24) // 256, 8 * 132
+THIRD_DIR = REPO / "benchmarks" / "series" / "third"  # public code kept out of the repository (README)
+PJL = THIRD_DIR / "paddlejitlab-cudatutorial"
+LLMC3 = THIRD_DIR / "llm-c"
 STEPS: tuple[Step, ...] = (
     # leimao/CUDA-GEMM-Optimization (MIT), FP32: 00 -> 01 -> 02 -> 03 -> 04 -> 05 -> 06 -> 07
     Step("leimao-gemm", "V00", LM / "00_non_coalesced_global_memory_access.cu", "gemm_v00", COALESCE, "V00"),
@@ -167,6 +192,30 @@ STEPS: tuple[Step, ...] = (
          "reduction_kernel", LOADS_IN_FLIGHT, held_out=SECOND, launch=(REDUCE_06, 256, 1024)),
     Step("Learn-CUDA reduction", "4 loads", LCP / "06_limiter_balancing" / "reduction_kernel_opt.cu",
          "reduction_kernel", SHUFFLE, held_out=SECOND, launch=(REDUCE_06, 256, 1024)),
+    # --- held out at the third tuning: fetched and written here before the advisor was changed a third time ---
+    # PaddleJitLab/CUDATutorial (Apache-2.0): 04 one block -> a grid; 08/09 reduce naive -> interleaved addressing ->
+    # bank-conflict free -> idle threads free -> unroll the last warp
+    Step("CUDATutorial vector add", "one block", PJL / "vector_add_thread.cu", "add_kernel", GRID_OF_BLOCKS,
+         held_out=THIRD),
+    Step("CUDATutorial reduce", "naive", PJL / "reduce_naive.cu", "reduce_naive_kernel", NO_DIVERGENCE, held_out=THIRD),
+    Step("CUDATutorial reduce", "interleaved", PJL / "reduce_interleaved_addressing.cu", "reduce_naive_kernel",
+         NO_CONFLICTS, held_out=THIRD),
+    Step("CUDATutorial reduce", "no conflicts", PJL / "reduce_bank_conflict_free.cu",
+         "reduce_bank_conflict_free_kernel", ADD_DURING_LOAD, held_out=THIRD),
+    Step("CUDATutorial reduce", "idle free", PJL / "reduce_idle_threads_free.cu", "reduce_idle_thread_free", UNROLL,
+         held_out=THIRD),
+    # karpathy/llm.c (MIT) dev/cuda: adamw 1 -> 2, layernorm_backward 1 -> 2, gelu_backward 1 -> 2,
+    # matmul_backward_bias 1 -> 2 -> 3 -> 4
+    Step("llm.c adamw", "k1", LLMC3 / "adamw.cu", "adamw_kernel1", LOAD_ONCE, held_out=THIRD),
+    Step("llm.c layernorm_backward", "k1", LLMC3 / "layernorm_backward.cu", "layernorm_backward_kernel1",
+         WARP_PER_ROW_ATOMICS, held_out=THIRD),
+    Step("llm.c gelu_backward", "k1", LLMC3 / "gelu_backward.cu", "gelu_backward1", VECTORIZE, held_out=THIRD),
+    Step("llm.c matmul_backward_bias", "k1", LLMC3 / "matmul_backward_bias.cu", "matmul_backward_bias_kernel1",
+         SHUFFLE, held_out=THIRD),
+    Step("llm.c matmul_backward_bias", "k2", LLMC3 / "matmul_backward_bias.cu", "matmul_backward_bias_kernel2",
+         MORE_BLOCKS_PER_COLUMN, held_out=THIRD),
+    Step("llm.c matmul_backward_bias", "k3", LLMC3 / "matmul_backward_bias.cu", "matmul_backward_bias_kernel3",
+         COALESCE, held_out=THIRD),
 )
 
 
@@ -211,10 +260,13 @@ def ranked(result, mangled: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    only = set(argv if argv is not None else sys.argv[1:])  # "tuned": only the series tuned on, while tuning
-    tally = {held: [0, 0, 0] for held in (TUNED, FIRST, SECOND)}  # -> [steps, top 3, any rank]
+    only = set(argv if argv is not None else sys.argv[1:])  # "tuned" or "tuning": the sets a tuning may look at
+    tally = {held: [0, 0, 0] for held in (TUNED, FIRST, SECOND, THIRD)}  # -> [steps, top 3, any rank]
     for step in STEPS:
-        if "tuned" in only and step.held_out:
+        if ("tuned" in only and step.held_out) or ("tuning" in only and step.held_out == THIRD):
+            continue
+        if not step.source.exists():
+            print(f"absent {step.series} {step.label}: {step.source.relative_to(REPO)} (benchmarks/series/README.md)")
             continue
         items = ranked(*analyse(step))
         rank = next((n for n, a in enumerate(items, 1) if step.then.named_by(a)), None)
@@ -228,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
               f"rank {rank or '-'} of {len(items)}; top 3: {names}", flush=True)
     print()
     for held, what in ((TUNED, "series tuned on"), (FIRST, "series held out at the first tuning"),
-                       (SECOND, "series held out at the second tuning")):
+                       (SECOND, "series held out at the second tuning"), (THIRD, "series held out at the third tuning")):
         n, top3, anywhere = tally[held]
         print(f"{what}: {top3} of {n} steps ({100 * top3 / max(1, n):.0f} %): the top 3 name the next step; "
               f"{anywhere} name it at any rank")
