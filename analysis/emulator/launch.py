@@ -375,14 +375,15 @@ def _imm(text: str) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def _grid_dims(op: str, at: int, fn: list[Instruction], bank: ConstantBank, depth: int = 4) -> frozenset[int]:
-    """The dimensions (0 = x, 1 = y, 2 = z) of the blockDim/gridDim values operand `op` of
-    instruction `at` is made of: the register's nearest definition before `at` (else any, for a
-    loop-carried value) is followed through `depth` instructions."""
+def _grid_dims(op: str, at: int, fn: list[Instruction], bank: ConstantBank,
+               depth: int = 4) -> frozenset[tuple[str, int]]:
+    """The blockDim/gridDim values operand `op` of instruction `at` is made of, as ("block" |
+    "grid", dimension 0 = x, 1 = y, 2 = z): the register's nearest definition before `at` (else
+    any, for a loop-carried value) is followed through `depth` instructions."""
     m = _CBANK.search(op)
     if m:
         dim = bank.dimension(0 if m.group(1) == "RZ" else int(m.group(1), 16))
-        return frozenset({dim[1]}) if dim is not None else frozenset()
+        return frozenset({dim}) if dim is not None else frozenset()
     reg = op.lstrip("-|~").split(".")[0]
     if depth == 0 or not reg or reg in ("RZ", "URZ") or _IMM.fullmatch(reg):
         return frozenset()
@@ -529,7 +530,7 @@ def loop_step(body: list[Instruction], latch: Instruction,
     (`s *= 2`: `IMAD.SHL`/`SHF.L`); ("shr", f): divided by f (`s >>= 1`: `SHF.R`);
     ("grid", d): added blockDim.d·gridDim.d (a grid-stride loop over dimension d = 0, 1, 2), only
     when the stride is read from the grid dimensions (`fn`, the whole function, traces a stride
-    register to them);
+    register to them); ("block", d): added blockDim.d alone (a block-stride loop);
     ("?", None) otherwise: a stride held in a register is not taken for a grid stride. Without
     the arch's constant-bank layout (`bank`) no stride is known to be a grid dimension.
     """
@@ -566,8 +567,11 @@ def loop_step(body: list[Instruction], latch: Instruction,
                 return "const", abs(_imm(imms[0]))
         dims = frozenset().union(*(_grid_dims(o, upd.index, scope, bank) for o in others if not _IMM.fullmatch(o))) \
             if bank is not None else frozenset()
-        if len(dims) == 1:
-            return "grid", next(iter(dims))
+        axes = {d for _, d in dims}
+        if len(axes) == 1:
+            # `j += blockDim.y` alone steps over the block (finite-difference's pencils: 64 rows,
+            # 8 per step, 8 trips), not over the grid: only a stride with gridDim in it is one
+            return ("grid" if any(kind == "grid" for kind, _ in dims) else "block"), axes.pop()
         return "?", None
     return "?", None
 
@@ -635,11 +639,12 @@ def resolve_trip(*, info_trip: int | None, bound_value: int | None, step: tuple[
         t = max(1, info_trip)
         return t, Assumption(name=name, value=str(t), source="sass", detail="constant loop bound")
     if bound_value is not None:
-        if kind == "grid":
+        if kind in ("grid", "block"):
             d = k if k is not None else 0
-            t = max(1, math.ceil(bound_value / (launch.block[d] * launch.grid[d] * per_iter)))
+            stride = launch.block[d] * (launch.grid[d] if kind == "grid" else 1)
+            t = max(1, math.ceil(bound_value / (stride * per_iter)))
             return t, Assumption(name=name, value=str(t), source=bound_source,
-                                 detail=f"grid-stride loop over {bound_value} elements{per}")
+                                 detail=f"{kind}-stride loop over {bound_value} elements{per}")
         t = max(1, bound_value // per_iter if kind == "const" else math.ceil(bound_value / per_iter))
         return t, Assumption(name=name, value=str(t), source=bound_source, detail=f"bound {bound_value}{per}")
     if trip_hint is not None:

@@ -34,7 +34,7 @@ from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from . import sampling, staging
 from .budget import Ledger, StudyShape
-from .caches import CacheGeometry, hierarchy
+from .caches import CacheGeometry, hierarchy, launch_fetch_bytes
 from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, M_SHARED, REASONS, R, DecodedKernel, LoopSpec, callee_name, decode, reachable
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import ResolvedLaunch, counted_trip, counter_bound, fold_bound, loop_step, resolve_trip
@@ -787,6 +787,10 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None, cache: WaveC
     per_warp = 1.0 / ref.run.warps_emulated
     flops = {p: v * per_warp * warps_total for p, v in ref.traffic.flops.items()}
     byts = {p: v * per_warp * warps_total for p, v in ref.traffic.bytes.items()}
+    # the launch's code and constants come from DRAM through L2 once (caches.launch_fetch_bytes)
+    fetched = launch_fetch_bytes(k, prep.arch.icache)
+    for level in ("l2", "dram"):
+        byts[level] = byts.get(level, 0.0) + fetched
     truncated = any(w.run.truncated for w, _ in waves)
     assumptions = list(prep.assumptions)
     if truncated:

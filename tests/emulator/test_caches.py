@@ -178,3 +178,37 @@ def test_a_wavefront_bound_kernel_runs_at_one_wavefront_per_clock_per_sm(toolcha
     wavefronts = blocks * 256 * 32  # blocks (one warp each) x loads x one line per lane
     bound = wavefronts / dev.sm_count / dev.clock_hz
     assert bound <= e.profile.duration_s <= 1.3 * bound + 5e-6, (e.profile.duration_s, bound)
+
+
+SLICE = 64 * 64 * 64 * 4  # the 64^3 floats pencils and block_stride read
+
+
+def test_blocks_sharing_a_granule_at_some_alignments_read_it_once(runs):
+    """16 B strips: block 0 and block 1 overlap in every 64 B granule, blocks 3 and 4 in none. The
+    grid reads the slice once, not a quarter of it (what one neighbour's overlap extrapolated)."""
+    b = _bytes(runs, "pencils")
+    assert _within(b["dram"], SLICE, 1.15), (b["dram"], SLICE)
+
+
+def test_a_block_stride_loop_runs_the_block_s_share_of_its_bound(runs):
+    """`for (j = threadIdx.y; j < 64; j += blockDim.y)` with 8 rows per block: 8 trips, not the
+    one a grid stride (blockDim.y x gridDim.y = 512) would give; every row of the slice is read."""
+    e = runs[0]["block_stride"]
+    trips = [a for a in e.profile.provenance.assumptions if a.name.startswith("trip_count")]
+    assert trips and all(a.value == "8" for a in trips), trips
+    assert _within(e.profile.bytes["dram"], SLICE, 1.15), (e.profile.bytes["dram"], SLICE)
+
+
+def test_a_tiny_launch_fetches_its_code_and_constants_from_dram(runs, toolchain):
+    """A one-block kernel moving 256 B: on the H100 such kernels read ~3 KB from DRAM, their code
+    (with the instruction stream's run-ahead past its end) and their constant banks, which ncu's
+    cold caches send to DRAM once per launch. The model counts them beside the data."""
+    prog = build_example(KERNELS, toolchain)
+    fn = next(f for f in prog.kernels if f.name.startswith("tiny_reverse"))
+    ic = load_arch_specs().arch("sm_90").icache
+    code = len(fn.sass.instructions) * ic.instruction_bytes
+    b = _bytes(runs, "tiny_reverse")
+    data = 64 * 4
+    ahead = ic.prefetch_lines * ic.line_bytes
+    assert code + ahead + data <= b["dram"] <= code + ahead + data + 1024, (b, code)
+    assert b["l2"] >= b["dram"]  # all of it passes through L2

@@ -108,3 +108,38 @@ __global__ void row_walk(const float* a, float* out)
         s += a[(size_t)row * 4096 + k];
     out[row] = s;
 }
+
+// A strip 4 floats (16 B) wide down one 64 x 64 slice of a 64^3 grid per block, as
+// finite-difference's derivative_y reads it: four blocks along x share each 64 B granule, so
+// block 0 and block 1 overlap entirely, yet the 16 blocks of a slice read it once (1 MiB in all).
+// kernelscope: block=4x64 grid=16x64
+__global__ void pencils(const float* f, float* df)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int g = blockIdx.y * 64 * 64 + threadIdx.y * 64 + i;
+    df[g] = 2.0f * f[g];
+}
+
+// The same grid read 32 floats wide, 8 rows per trip of a loop over the slice's 64 rows:
+// `j += blockDim.y` strides over the block, not the grid (8 trips; 1 MiB read in all).
+// kernelscope: block=32x8 grid=2x64
+__global__ void block_stride(const float* f, float* df)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = threadIdx.y; j < 64; j += blockDim.y) {
+        int g = blockIdx.y * 64 * 64 + j * 64 + i;
+        df[g] = 2.0f * f[g];
+    }
+}
+
+// One block reversing 64 ints through shared memory: 256 B of data, less than the code and
+// constants its launch fetches.
+// kernelscope: block=64 grid=1
+__global__ void tiny_reverse(int* d)
+{
+    __shared__ int s[64];
+    int t = threadIdx.x;
+    s[t] = d[t];
+    __syncthreads();
+    d[t] = s[63 - t];
+}
