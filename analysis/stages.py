@@ -64,7 +64,8 @@ def _model_file(ctx: AnalysisContext, compiled: CompileResult, messages: list[Me
         program, facts, studies = taken.program, taken.facts, taken.studies
         ctx = ctx.with_program(program)
         ledger.kernels = len(taken.program.kernels)
-        ledger.charge_quick_stage(taken.spent, taken.runs, sum(s.modeled is not None for s in taken.studies.values()))
+        ledger.charge_quick_stage(taken.spent, taken.runs, sum(s.modeled is not None for s in taken.studies.values()),
+                                  sum(s.prepared.walk_steps for s in taken.studies.values() if s.prepared is not None))
         timings["program"] = 0.0
         timings["model_ahead"] = taken.seconds
     else:
@@ -92,6 +93,10 @@ def _model_file(ctx: AnalysisContext, compiled: CompileResult, messages: list[Me
         return result.model_copy(update={"depth": "full"}) if depth == "full" else result
     if on_partial is not None:
         on_partial(result)
+    # the advice's cost grows with the kernels (GPA's slices): charged before the second stage is
+    # planned, from the quick result's blame (made by its advice, or by the full result's after it)
+    ledger.sliced = sum(blame.blame(fn, s.profile).slice_steps for fn in program.kernels
+                        if (s := studies[fn.mangled]).profile is not None)
 
     # Sensitivity and what-if re-emulate the kernel tens of times: they come second, so an editor
     # can show the quick result first (SAAKE §3.3, §5).
@@ -244,7 +249,7 @@ def _study(ctx: AnalysisContext, fn: FunctionProgram, measured: Profile | None, 
                            settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget,
                                                                         "max_issues": run_cap(ledger)}))
         emulation = profile_of(prepared, cache=waves)
-        ledger.charge_quick(emulation.issues, 1)
+        ledger.charge_quick(emulation.issues, 1, prepared.walk_steps)
         modeled = emulation.profile
         if run_budget < DEFAULT_SETTINGS.issue_budget:
             modeled = _with_assumption(modeled, Assumption(
@@ -304,6 +309,7 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
         return replace(study, prepared=None)
     plan = plan_second_stage(study_shape(base), allowance, SENSITIVITY_SETTINGS.issue_budget,
                              WHAT_IF_SETTINGS.issue_budget)
+    ledger.charge_prepares(plan.prepares)
     sens = wi = None
     stopped = ""
     options = ctx.options
@@ -326,7 +332,8 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
     assumptions = study.assumptions
     if cuts:
         assumptions += (Assumption(name="budget", value="second stage reduced", source="default",
-                                   detail="; ".join(cuts) + " (AnalysisOptions.budget)"),)
+                                   detail="; ".join(cuts) + (f": {plan.why}" if plan.why else "")
+                                   + " (AnalysisOptions.budget)"),)
     # The SM-count sweep is the roofline scaling trajectory (roofline-scaling-trajectories §3).
     per_sm = [(f"{p.sms} SMs", float(p.sms), dict(study.profile.flops), dict(study.profile.bytes), p.seconds)
               for p in (wi.sm_scaling if wi else ())]

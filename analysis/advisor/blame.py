@@ -168,6 +168,9 @@ class BlameResult:
     total_samples: float  # T of GPA §V-B: all samples of this function
     active_samples: float  # A: issued (selected) samples
     truncated_searches: int = 0  # slices that hit the exploration budget
+    #: steps the backward slices took, all together: what the blame cost (the analysis's budget
+    #: charges it, budget.SLICE_STEP_COST), a function of the instructions and samples alone
+    slice_steps: int = 0
 
     @property
     def stall_samples(self) -> float:
@@ -266,12 +269,12 @@ class _Found:
 
 def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: int, operand: str,
            max_dist: int, budget: int, vdefs: Sequence[set[str]], vuses: Sequence[set[str]]
-           ) -> tuple[dict[int, _Found], bool]:
+           ) -> tuple[dict[int, _Found], bool, int]:
     """Immediate defs of `operand` reaching instruction `use`, over simple backward paths.
 
     Each path stops at a def once the guards of the defs met on it cover the use's guard
     (Fig. 4). A path that crossed an unpredicated reader of `operand` is "shadowed": defs found
-    only on shadowed paths are pruned by GPA's dominator rule. Returns (defs, truncated).
+    only on shadowed paths are pruned by GPA's dominator rule. Returns (defs, truncated, steps).
     """
     use_guard = _guard(instrs[use].predicate)
     found: dict[int, _Found] = {}
@@ -286,7 +289,7 @@ def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: i
             continue
         steps += 1
         if steps > budget:
-            return found, True
+            return found, True, budget
         if d > max_dist or x in on_path:
             continue
         ins = instrs[x]
@@ -304,7 +307,7 @@ def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: i
         on_path.add(x)
         stack.append((-1 - x, 0, covered, shadowed))
         stack.extend((p, d + 1, covered, shadowed) for p in preds[x])
-    return found, False
+    return found, False, steps
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,13 +367,13 @@ def blame_instructions(
     edges: list[BlameEdge] = []
     pruned: list[PrunedEdge] = []
     selfs: list[SelfBlame] = []
-    truncated = 0
+    truncated = steps = 0
     total = sum(s.total for s in samples.values())
     active = sum(s.samples.get(StallReason.selected, 0.0) for s in samples.values())
     # the virtual defs and uses of every instruction, once: each slice visits thousands
     vdefs = [_vdefs(i) for i in instrs]
     vuses = [_vuses(i) for i in instrs]
-    slices: dict[tuple[int, str], tuple[dict[int, _Found], bool]] = {}  # one per (use, operand), all reasons
+    slices: dict[tuple[int, str], tuple[dict[int, _Found], bool, int]] = {}  # one per (use, operand), all reasons
 
     for j, use in enumerate(instrs):
         s = samples.get(use.pc)
@@ -389,6 +392,7 @@ def blame_instructions(
                 if (j, op) not in slices:
                     slices[(j, op)] = _slice(instrs, preds, j, op, max_dist, budget, vdefs, vuses)
                     truncated += slices[(j, op)][1]
+                    steps += slices[(j, op)][2]
                 found = slices[(j, op)][0]
                 for i, f in found.items():
                     war = op.startswith("B") and _barrier_defs(instrs[i]).get(op, False)
@@ -426,7 +430,7 @@ def blame_instructions(
                     category=DRAIN if reason == StallReason.drain else category(d, war), distance=f.min_d,
                     path_length=f.max_d, samples=share))
     return BlameResult(function=function, edges=tuple(edges), pruned=tuple(pruned), self_blame=tuple(selfs),
-                       total_samples=total, active_samples=active, truncated_searches=truncated)
+                       total_samples=total, active_samples=active, truncated_searches=truncated, slice_steps=steps)
 
 
 def function_samples(function: str, profile: KernelProfile) -> dict[int, PCSample]:

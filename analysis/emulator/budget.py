@@ -42,6 +42,14 @@ KERNEL_COST = 2_000
 #: what every kernel of the file costs, emulated or not: its SASS decoded into the program, its
 #: static facts and its part of the advice (~3 ms for a one-line kernel)
 STATIC_COST = 1_000
+#: a step of a warp that a prepare walks (walk.py: one instruction over the 32 lanes' values), the
+#: part of a launch's prepare that grows with the kernel: 11-40 µs of one core over the examples and
+#: the costly shapes, 20-30 µs where the walk is long (a softmax's 3,600 steps per launch, an octree
+#: walk's 2,300). Charged for the quick stage's prepares and for every launch a what-if point prepares
+WALK_STEP_COST = 10
+#: steps of GPA's backward slices (advisor/blame.py) per unit: 0.5-0.9 µs a step, and a 736-instruction
+#: softmax's advice takes 590,000 of them (~0.3 s), where a one-line kernel's takes tens
+SLICE_STEPS_PER_UNIT = 5
 #: the second stage's runs are spread over the cores (workers.fan_out), the quick stage's are not:
 #: a second-stage run is charged at 1/this, the cores of the smallest machine the project runs on.
 #: Fewer cores make an analysis slower, never different.
@@ -105,6 +113,9 @@ class Ledger:
     quick_runs: int = 0
     modeled: int = 0  # kernels the quick stage emulated (KERNEL_COST each)
     kernels: int = 0  # the file's kernels (STATIC_COST each)
+    walked: int = 0  # steps of the warps the quick stage's prepares walked (WALK_STEP_COST each)
+    sliced: int = 0  # steps of the advice's backward slices (SLICE_STEPS_PER_UNIT to a unit)
+    prepares: float = 0.0  # the second stage's what-if launches' prepares, in units of one core
 
     @classmethod
     def start(cls, budget: AnalysisBudget, cancel: CancelToken | None = None) -> Ledger:
@@ -118,9 +129,9 @@ class Ledger:
     @property
     def cost(self) -> float:
         """What was charged, in warp-instructions of one core's time."""
-        second = self.spent - self.quick + (self.runs - self.quick_runs) * RUN_COST
+        second = self.spent - self.quick + (self.runs - self.quick_runs) * RUN_COST + self.prepares
         return (self.quick + self.quick_runs * RUN_COST + self.modeled * KERNEL_COST + self.kernels * STATIC_COST
-                + second / SECOND_STAGE_CORES)
+                + self.walked * WALK_STEP_COST + self.sliced / SLICE_STEPS_PER_UNIT + second / SECOND_STAGE_CORES)
 
     @property
     def left(self) -> int:
@@ -139,17 +150,22 @@ class Ledger:
         self.spent += issues
         self.runs += 1
 
-    def charge_quick(self, issues: int, runs: int = 1) -> None:
-        """A kernel the quick stage emulated, in `runs` engine runs."""
-        self.charge_quick_stage(issues, runs, 1)
+    def charge_quick(self, issues: int, runs: int = 1, walked: int = 0) -> None:
+        """A kernel the quick stage emulated, in `runs` engine runs, its prepare walking `walked` steps."""
+        self.charge_quick_stage(issues, runs, 1, walked)
 
-    def charge_quick_stage(self, issues: int, runs: int, modeled: int) -> None:
+    def charge_quick_stage(self, issues: int, runs: int, modeled: int, walked: int = 0) -> None:
         """The quick stage's charges, also as a whole (a quick stage run ahead of nvcc, taken)."""
         self.spent += issues
         self.runs += runs
         self.quick += issues
         self.quick_runs += runs
         self.modeled += modeled
+        self.walked += walked
+
+    def charge_prepares(self, cost: float) -> None:
+        """The launches a kernel's what-if points prepare (`SecondStagePlan.prepares`)."""
+        self.prepares += cost
 
     def check(self) -> None:
         """Called before a second-stage run: a cancelled analysis stops here (`Cancelled`)."""
@@ -167,9 +183,11 @@ RUN_CAP_FLOOR = 100_000
 
 
 def run_cap(ledger: Ledger) -> int:
-    """The most one engine run may issue: half the file's budget, so that a loop the model cannot
-    end (a persistent kernel's queue) stops well inside it rather than at the engine's own guard."""
-    return max(RUN_CAP_FLOOR, ledger.issues // 2)
+    """The most one engine run may issue: a quarter of the file's budget, so that a loop the model
+    cannot end (a persistent kernel's queue) stops well inside it rather than at the engine's own
+    guard. Such a run's time is only a lower bound, and it gets no second stage: more issues would
+    not make it more than that (issue 35: half the budget was half of persistent_queue's time)."""
+    return max(RUN_CAP_FLOOR, ledger.issues // 4)
 
 
 def quick_run_budget(ledger: Ledger, kernels_left: int, default: int) -> int | None:
@@ -197,6 +215,12 @@ class StudyShape:
     cost: Callable[[int], float]
     #: loops the what-if re-models with staged loads (model.py `_staged_loop_jobs`), at most
     staged_loops: int = 0
+    #: issues of one perturbed sensitivity run (None: `cost`): one that scales a short tail runs the
+    #: full wave only
+    perturbed_cost: Callable[[int], float] | None = None
+    #: what preparing one more launch of the kernel costs (a block size or grid of the what-if
+    #: sweep walks its own launch): the base launch's walk steps at WALK_STEP_COST
+    prepare_cost: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -209,6 +233,10 @@ class SecondStagePlan:
     grid_multipliers: tuple[int, ...]
     cuts: tuple[str, ...] = field(default=())
     estimate: float = 0.0
+    #: of `estimate`, the what-if launches' prepares (charged as planned: they run in the workers)
+    prepares: float = 0.0
+    #: why a study was cut: what the whole of it would need, and what was left for it
+    why: str = ""
 
     @property
     def skipped(self) -> bool:
@@ -236,11 +264,19 @@ def plan_second_stage(shape: StudyShape, allowance: float, sensitivity_budget: i
     Cuts in this order, each only while the estimate still exceeds the allowance: a coarser
     SM-count trajectory, block sizes and grid scaling near the current launch, runs of half the
     issues, the three busiest resources only, no what-if, sensitivity runs at the floor, nothing.
+    The first two swap where preparing a launch costs more than a run (a long walk: each block size
+    and grid prepares its own launch, an SM count only runs), so that the dearer points go first.
     """
     sens_b, wi_b = sensitivity_budget, what_if_budget
     resources: int | None = None
     sizes, counts, mults = shape.block_sizes, shape.sm_counts, shape.grid_multipliers
     with_what_if, with_sens = True, True
+
+    def prepares() -> float:
+        # every block size but the current one, and every grid but the base, prepares its launch
+        if not (with_what_if and with_sens):
+            return 0.0
+        return (len([s for s in sizes if s != shape.current_block]) + max(0, len(mults) - 1)) * shape.prepare_cost
 
     def estimate() -> float:
         # Runs that the studies skip or share are not counted: a gap run only for a unit busy
@@ -249,10 +285,11 @@ def plan_second_stage(shape: StudyShape, allowance: float, sensitivity_budget: i
         total = 0.0
         if with_sens:
             n = resources if resources is not None else shape.resources
-            total += (1 + 1.5 * n) * (shape.cost(sens_b) + RUN_COST)
+            perturbed = shape.perturbed_cost or shape.cost
+            total += shape.cost(sens_b) + RUN_COST + 1.5 * n * (perturbed(sens_b) + RUN_COST)
         if with_what_if:
             runs = len(sizes) + len(counts) + max(0, len(mults) - 1) - 2 + shape.staged_loops
-            total += max(1, runs) * (shape.cost(wi_b) + RUN_COST)
+            total += max(1, runs) * (shape.cost(wi_b) + RUN_COST) + prepares()
         return total
 
     def coarse_trajectory():
@@ -283,9 +320,11 @@ def plan_second_stage(shape: StudyShape, allowance: float, sensitivity_budget: i
         nonlocal with_sens
         with_sens = False
 
+    whole, whole_prepares = estimate(), prepares()
     smallest = 0.0
-    for step in (coarse_trajectory, fewer_block_sizes, smaller_runs, fewer_resources, no_what_if, smallest_runs,
-                 nothing):
+    sweeps = ((fewer_block_sizes, coarse_trajectory) if shape.prepare_cost > shape.cost(wi_b) + RUN_COST
+              else (coarse_trajectory, fewer_block_sizes))
+    for step in (*sweeps, smaller_runs, fewer_resources, no_what_if, smallest_runs, nothing):
         smallest = estimate()
         if smallest <= allowance:
             break
@@ -317,4 +356,6 @@ def plan_second_stage(shape: StudyShape, allowance: float, sensitivity_budget: i
         what_if_run_budget=wi_b if with_what_if and with_sens else None,
         block_sizes=sizes if sizes != shape.block_sizes else None,
         sm_counts=counts if counts != shape.sm_counts else None, grid_multipliers=mults,
-        cuts=tuple(cuts), estimate=estimate())
+        cuts=tuple(cuts), estimate=estimate(), prepares=prepares(),
+        why=f"the whole study needs about {whole:,.0f} warp-instructions ({whole_prepares:,.0f} of them preparing "
+            f"the what-if launches) and {allowance:,.0f} were left for this kernel" if cuts and with_sens else "")

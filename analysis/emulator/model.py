@@ -33,7 +33,7 @@ from ..machine.occupancy import Occupancy, occupancy
 from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from . import sampling, staging
-from .budget import Ledger, StudyShape
+from .budget import WALK_STEP_COST, Ledger, StudyShape
 from .caches import CacheGeometry, hierarchy, launch_fetch_bytes
 from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, M_SHARED, REASONS, R, DecodedKernel, LoopSpec, callee_name, decode, reachable
 from .engine import Engine, EngineConfig, EngineRun
@@ -91,6 +91,10 @@ RUN_GUARD_FACTOR, RUN_GUARD_FLOOR = 10, 400_000
 WHAT_IF_SETTINGS = DEFAULT_SETTINGS.model_copy(update={"issue_budget": 8_000})
 #: sensitivity: a tail wave up to this share of the time is scaled with the full wave, not re-run
 TAIL_SCALED_SHARE = 0.25
+#: full waves after which a tail is under TAIL_SCALED_SHARE of the time unless it outlasts a full
+#: wave (it holds fewer blocks per SM): the study's cost estimate counts no tail in the perturbed
+#: runs (`study_shape`)
+TAIL_SCALED_WAVES = 3
 #: sensitivity: the gap of a unit busier than this share of the time is perturbed (see there)
 GAP_MIN_UTILIZATION = 0.01
 
@@ -117,6 +121,9 @@ class Prepared:
     launch_overhead_s: float = 0.0  # machine.launch_overhead: added to every predicted time
     #: what the walked warp's lanes said about the memory accesses (None: `execute_lanes` off)
     lanes: LaneShapes | None = None
+    #: steps of the warps this launch's prepare walked (the lanes' walk and the cache model's short
+    #: walks), memo hits included: what the prepare cost, as the budget counts it (budget.WALK_STEP_COST)
+    walk_steps: int = 0
 
 
 def _cfg_loops(kernel: FunctionProgram) -> list[LoopSpec]:
@@ -351,12 +358,13 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
                               if x in {given.get(n) for n in ("grid", "block", *(p.name for p in sfn.params))}),
                              "launch_site") if sfn is not None else "default"
         first = Launch(cfg_launch.block, cfg_launch.grid, middle, 0, bank0)
-        assumptions[:], lanes, walked = _walk_lanes(decoded, first, Launch(cfg_launch.block, cfg_launch.grid, middle,
-                                                                           last_warp, bank0),
-                                                    assumptions, trip_assumption, values_source)
-        assumptions[:] = _with_caches(decoded, walked, occ, arch, device, hit, assumptions)
+        assumptions[:], lanes, walked, walk_steps = _walk_lanes(
+            decoded, first, Launch(cfg_launch.block, cfg_launch.grid, middle, last_warp, bank0), assumptions,
+            trip_assumption, values_source)
+        assumptions[:], cache_steps = _with_caches(decoded, walked, occ, arch, device, hit, assumptions)
+        walk_steps += cache_steps
     else:
-        lanes = None
+        lanes, walk_steps = None, 0
     unknown = [s for s, sh in enumerate(decoded.shape) if sh.pattern == "unknown"]
     if unknown and settings.unknown_access == "uncoalesced":
         from .memory import global_shape
@@ -369,7 +377,7 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
                  cfg_launch.threads_per_block, occ, arch)
     _lsu_admissions(decoded, arch)
     return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),
-                    settings, program.line_table if program is not None else {}, overhead_s, lanes)
+                    settings, program.line_table if program is not None else {}, overhead_s, lanes, walk_steps)
 
 
 def _where(ins) -> str:
@@ -378,7 +386,7 @@ def _where(ins) -> str:
 
 def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions: list[Assumption],
                 trip_assumption: dict[int, int], values_source: str
-                ) -> tuple[list[Assumption], LaneShapes, tuple[Launch, WalkResult]]:
+                ) -> tuple[list[Assumption], LaneShapes, tuple[Launch, WalkResult], int]:
     """What the lanes' executed values change in the decoded kernel (walk.py), and the
     assumptions that follow:
 
@@ -388,13 +396,17 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
     * a conditional forward branch that every lane of both walked warps (the block's first and
       last) took, or none did, goes that way in the engine too: a path split on an argument
       (`nx > 0`) runs the side the launch takes, not the side the guard rule assumes.
+
+    Also returns the steps its walks took.
     """
     result = walk(decoded, first)
+    steps = result.steps
     if not result.accesses and not result.trips and any(first.ctaid):
         # the middle block's warp left at once (a grid larger than its data): walk the first block
         first = replace(first, ctaid=(0, 0, 0))
         last = replace(last, ctaid=(0, 0, 0))
         result = walk(decoded, first)
+        steps += result.steps
     lanes = walked_shapes(decoded, result)
     for s, shape in lanes.shapes.items():
         decoded.shape[s] = shape
@@ -424,7 +436,9 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
               if (all_ and decoded.branch_role[s] == B_NOT_TAKEN) or
               (none and decoded.branch_role[s] == B_JUMP and decoded.instr[s].predicate is not None)}
     if wanted:  # the last warp is walked only to confirm a change of the engine's path
-        other = walk(decoded, last).decisions if last.warp != first.warp else result.decisions
+        other_walk = walk(decoded, last) if last.warp != first.warp else result
+        steps += other_walk.steps if other_walk is not result else 0
+        other = other_walk.decisions
         changed = False
         for s, (all_, none) in result.decisions.items():
             o_all, o_none = other.get(s, (all_, none))
@@ -484,7 +498,7 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
             detail=(f"{who} stopped at its step limit; " if lanes.truncated else "")
                    + f"accesses {who} did not execute keep the address analysis's shape"
                    + (": " + "; ".join(sorted({_where(decoded.instr[s]) for s in unreached})[:8]) if unreached else "")))
-    return out, lanes, (first, result)
+    return out, lanes, (first, result), steps
 
 
 #: trips of each loop entry, and steps in all, the neighbour walks run: they only measure
@@ -540,10 +554,10 @@ def _lsu_admissions(decoded: DecodedKernel, arch: ArchSpec) -> None:
 
 
 def _with_caches(decoded: DecodedKernel, walked: tuple[Launch, WalkResult], occ, arch: ArchSpec, device: DeviceSpec,
-                 l2_given: float | None, assumptions: list[Assumption]) -> list[Assumption]:
+                 l2_given: float | None, assumptions: list[Assumption]) -> tuple[list[Assumption], int]:
     """L1 and L2 hit rates of the global accesses the walk followed (caches.py), set in their
     shapes; the L2 rate the user gave wins over the modeled one. `walked`: the launch and walk
-    `_walk_lanes` made (its warp's stream)."""
+    `_walk_lanes` made (its warp's stream). Also returns the steps of the walks it made."""
     first, w0 = walked
     warps = max(1, math.ceil(math.prod(first.block) / arch.warp_size))
     steps = _delta_steps(decoded, w0)
@@ -563,16 +577,17 @@ def _with_caches(decoded: DecodedKernel, walked: tuple[Launch, WalkResult], occ,
         l2_bytes=(device.l2_size_kib or 0) * 1024, warps_per_block=warps,
         blocks_per_sm=occ.active_blocks_per_sm, resident_blocks=occ.active_blocks_per_sm * device.sm_count,
         grid=first.grid)
-    h = hierarchy(decoded, w0, walk(decoded, replace(first, warp=1), max_iterations=DELTA_TRIPS, max_steps=steps)
-                  if warps > 1 else None,
-                  neighbour(0), neighbour(1), geo, lambda s: max(1, isa.access_bytes(decoded.instr[s]) or 4))
+    others = (walk(decoded, replace(first, warp=1), max_iterations=DELTA_TRIPS, max_steps=steps) if warps > 1 else None,
+              neighbour(0), neighbour(1))
+    walked_steps = sum(w.steps for w in others if w is not None)
+    h = hierarchy(decoded, w0, *others, geo, lambda s: max(1, isa.access_bytes(decoded.instr[s]) or 4))
     for s, r in h.rates.items():
         decoded.shape[s] = replace(decoded.shape[s], l1_hit_rate=r.l1_hit, l1_miss_rate=r.l1_miss,
                                    l2_hit_rate=r.l2_hit if l2_given is None else decoded.shape[s].l2_hit_rate,
                                    dram_scale=r.dram_scale if l2_given is None else 1.0, l2_cost=r.l2_cost)
     out = list(assumptions)
     if not h.rates:
-        return out
+        return out, walked_steps
     n_global = sum(1 for s, m in enumerate(decoded.mem) if m == M_GLOBAL)
     left = n_global - len(h.rates)
     i = next((j for j, a in enumerate(out) if a.name == "l2_hit_rate"), None)
@@ -586,7 +601,7 @@ def _with_caches(decoded: DecodedKernel, walked: tuple[Launch, WalkResult], occ,
     if i is not None and out[i].source == "default":
         out[i] = Assumption(name="l2_hit_rate", value="modeled per access (L1 and L2 reuse)",
                             source="default" if left > 0 else "sass", detail=detail)
-    return out
+    return out, walked_steps
 
 
 def emulated_trips(k: DecodedKernel, settings: EmulationSettings, warps: int) -> tuple[list[int], list[int]]:
@@ -833,14 +848,18 @@ def study_shape(prep: Prepared) -> StudyShape:
     warps = [math.ceil(b * wpb / S) if prep.settings.representative_smsp else b * wpb
              for b in ([per_sm] if full else []) + ([tail_per_sm] if tail_per_sm else [])]
     regions: dict[int, tuple[int, ...]] = {}
-    memo: dict[int, float] = {}
+    memo: dict[tuple[int, int], float] = {}
 
-    def cost(issue_budget: int) -> float:
-        if issue_budget not in memo:
+    def cost(issue_budget: int, waves: int | None = None) -> float:
+        if (issue_budget, waves or 0) not in memo:
             st = prep.settings.model_copy(update={"issue_budget": issue_budget})
-            memo[issue_budget] = sum(sampling.issues_per_warp(k, emulated_trips(k, st, w)[0], regions) * w
-                                     for w in warps)
-        return memo[issue_budget]
+            memo[(issue_budget, waves or 0)] = sum(
+                sampling.issues_per_warp(k, emulated_trips(k, st, w)[0], regions) * w for w in warps[:waves])
+        return memo[(issue_budget, waves or 0)]
+
+    # a perturbed sensitivity run emulates the full wave only and scales a short tail by its change
+    # (`sensitivity_study`): after TAIL_SCALED_WAVES full waves the tail is surely short enough
+    tail_scaled = full >= TAIL_SCALED_WAVES and len(warps) == 2
 
     used = {r for s in range(len(k)) for r, units in resource_units(k, s, prep.machine) if units > 0}
     used |= {RES_ID["branch"]} if any(kind == K_BRA for kind in k.kind) else set()
@@ -849,7 +868,8 @@ def study_shape(prep: Prepared) -> StudyShape:
     staged = sum(1 for L in k.loops if L.line is not None and L.parent is None and staging.staged_loads(k, L))
     return StudyShape(resources=len(used), block_sizes=sizes, current_block=current,
                       sm_counts=sm_count_sweep(prep.device.sm_count), grid_multipliers=GRID_MULTIPLIERS, cost=cost,
-                      staged_loops=min(STAGED_LOOPS_MAX, staged))
+                      staged_loops=min(STAGED_LOOPS_MAX, staged), prepare_cost=prep.walk_steps * WALK_STEP_COST,
+                      perturbed_cost=partial(cost, waves=1) if tail_scaled else cost)
 
 
 # ---- sensitivity (SAAKE §3.3) --------------------------------------------------------------------

@@ -3,6 +3,8 @@ analysis's budget, cut in a fixed order, every cut named. Pure functions over a 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator.budget import (MIN_RUN_ISSUES, FileSize, Ledger, StudyShape, coarse_sm_counts,
                                                   neighbour_block_sizes, plan_second_stage, quick_run_budget)
@@ -10,10 +12,10 @@ from kernelscope.analysis.emulator.model import GRID_MULTIPLIERS, sm_count_sweep
 from kernelscope.analysis.options import AnalysisBudget
 
 
-def shape(per_run_at_budget, resources=8):
+def shape(per_run_at_budget, resources=8, prepare_cost=0.0):
     return StudyShape(resources=resources, block_sizes=(32, 64, 128, 256, 512, 1024), current_block=256,
                       sm_counts=sm_count_sweep(132), grid_multipliers=GRID_MULTIPLIERS,
-                      cost=lambda budget: per_run_at_budget(budget))
+                      cost=lambda budget: per_run_at_budget(budget), prepare_cost=prepare_cost)
 
 
 def test_a_study_that_fits_is_not_cut():
@@ -37,6 +39,24 @@ def test_cuts_come_in_order_and_each_is_named():
     assert not any("SM-count trajectory at" in c for c in plans[3].cuts)  # a dropped study lists none of its cuts
     assert plans[4].skipped and len(plans[4].cuts) == 1 and plans[4].cuts[0].startswith("no second stage")
     assert all(set(a.cuts) <= set(b.cuts) for a, b in zip(plans[:2], plans[1:3]))  # less room only adds cuts
+
+
+def test_what_if_launches_are_planned_at_their_prepares_and_dear_ones_go_first():
+    """Each block size but the current one and each grid but the base prepares (walks) its own
+    launch (issue 35): the plan counts it, and where a prepare costs more than a run the block
+    sizes are cut before the SM-count trajectory, whose points only run."""
+    cheap, dear = shape(lambda b: b), shape(lambda b: b, prepare_cost=30_000)
+    full_cheap = plan_second_stage(cheap, 10_000_000, 12_000, 8_000)
+    full_dear = plan_second_stage(dear, 10_000_000, 12_000, 8_000)
+    assert full_dear.cuts == () and full_dear.prepares == (5 + 2) * 30_000
+    assert full_dear.estimate == full_cheap.estimate + full_dear.prepares
+    plan = plan_second_stage(dear, 0.95 * full_dear.estimate, 12_000, 8_000)
+    assert plan.cuts == ("block sizes 128, 256, 512 only", "grid scaling at 2 points")
+    assert plan.sm_counts is None and plan.prepares == (2 + 1) * 30_000  # the trajectory is whole
+    assert plan_second_stage(cheap, 0.95 * full_cheap.estimate, 12_000, 8_000).cuts == \
+        ("SM-count trajectory at 5 points instead of 9",)
+    # no what-if, no launches to prepare
+    assert plan_second_stage(dear, 0.1 * full_dear.estimate, 12_000, 8_000).prepares == 0.0
 
 
 def test_a_run_whose_floor_exceeds_its_budget_is_planned_at_its_real_cost():
@@ -66,8 +86,9 @@ def test_the_default_budget_leaves_every_example_uncut(toolchain, examples_dir):
     """docs/emulator.md promises that a one-kernel file keeps its full second stage by default."""
     from _build import build_example
     from kernelscope.analysis.machine.arch import load_arch_specs
+    from kernelscope.analysis.advisor.blame import blame
     from kernelscope.analysis.emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS,
-                                                     prepare, study_shape)
+                                                     prepare, profile_of, study_shape)
     from kernelscope.analysis.options import AnalysisOptions
 
     cat = load_arch_specs()
@@ -78,13 +99,16 @@ def test_the_default_budget_leaves_every_example_uncut(toolchain, examples_dir):
         for k in program.kernels:
             prep = prepare(AnalysisContext.of(arch, device, AnalysisOptions(), program.source, program), k, settings=SENSITIVITY_SETTINGS)
             # the file's budget (proportional to nvcc's time on it), less what the quick stage may
-            # take at most, then an equal share
+            # take at most (its runs at their budget, its prepare's walk) and the advice's slices,
+            # then an equal share
             n = len(program.kernels)
             ledger = Ledger.start(AnalysisBudget())
             ledger.fit(AnalysisBudget(), FileSize.of(program.module, path.read_bytes()))
             ledger.kernels = n
             for _ in range(n):
-                ledger.charge_quick(DEFAULT_SETTINGS.issue_budget)
+                ledger.charge_quick(DEFAULT_SETTINGS.issue_budget, 1, prep.walk_steps)
+            assert prep.walk_steps > 0
+            ledger.sliced = n * blame(k, profile_of(replace(prep, settings=DEFAULT_SETTINGS)).profile).slice_steps
             plan = plan_second_stage(study_shape(prep), ledger.second_stage_allowance(n),
                                      SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
             assert plan.cuts == (), (path.name, k.name, plan.cuts)

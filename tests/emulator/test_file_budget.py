@@ -7,8 +7,9 @@ from __future__ import annotations
 import threading
 
 from kernelscope.analysis.emulator import budget as B
-from kernelscope.analysis.emulator.budget import (KERNEL_COST, RUN_COST, SECOND_STAGE_CORES, STATIC_COST, FileSize,
-                                                  Ledger, file_issues, nvcc_seconds, quick_run_budget)
+from kernelscope.analysis.emulator.budget import (KERNEL_COST, RUN_COST, SECOND_STAGE_CORES, SLICE_STEPS_PER_UNIT,
+                                                  STATIC_COST, WALK_STEP_COST, FileSize, Ledger, file_issues,
+                                                  nvcc_seconds, quick_run_budget)
 from kernelscope.analysis.options import AnalysisBudget, AnalysisOptions
 
 
@@ -41,6 +42,20 @@ def test_runs_and_kernels_are_charged_their_fixed_costs_and_the_second_stage_its
     assert ledger.spent == 1_256 and ledger.runs == 2  # the engine's own count, as before
     assert ledger.left == int(ledger.issues - ledger.cost)
     assert ledger.second_stage_allowance(2) == SECOND_STAGE_CORES * ledger.left / 2
+
+
+def test_what_grows_with_the_kernel_is_charged_by_its_size():
+    """Issue 35: a prepare's walk, the advice's backward slices and the what-if launches' prepares
+    are charged by their steps, not as constants; the last at the second stage's rate."""
+    ledger = Ledger.start(AnalysisBudget())
+    ledger.charge_quick(256, 1, walked=3_600)  # a long kernel's quick stage: its prepare walked 3,600 steps
+    quick = 256 + RUN_COST + KERNEL_COST + 3_600 * WALK_STEP_COST
+    assert ledger.cost == quick
+    ledger.sliced = 590_000  # its advice's slices
+    assert ledger.cost == quick + 590_000 / SLICE_STEPS_PER_UNIT
+    ledger.charge_prepares(5 * 3_600 * WALK_STEP_COST)  # five what-if launches, in the workers
+    assert ledger.cost == quick + 590_000 / SLICE_STEPS_PER_UNIT + 5 * 3_600 * WALK_STEP_COST / SECOND_STAGE_CORES
+    assert ledger.spent == 256 and ledger.runs == 1  # the engine's own count does not change
 
 
 def test_the_quick_stage_stops_where_the_budget_would_not_pay_for_a_kernel():
@@ -110,9 +125,10 @@ def test_the_same_file_gets_the_same_budget(toolchain, tmp_path):
 
 
 
-def test_no_run_takes_more_than_half_the_files_budget(toolchain, tmp_path):
-    """A loop the model cannot end stops at half the file's budget (budget.run_cap), inside it,
-    not at the engine's own guard of 10x its plan; the result says its time is a lower bound."""
+def test_no_run_takes_more_than_a_quarter_of_the_files_budget(toolchain, tmp_path):
+    """A loop the model cannot end stops at a quarter of the file's budget (budget.run_cap, at least
+    its floor), inside it, not at the engine's own guard of 10x its plan; the result says its time is
+    a lower bound."""
     from kernelscope.analysis.emulator.budget import run_cap
     from kernelscope.analysis.emulator.model import DEFAULT_SETTINGS, RUN_GUARD_FACTOR
     from kernelscope.analysis.pipeline import analyze
@@ -139,6 +155,7 @@ def test_no_run_takes_more_than_half_the_files_budget(toolchain, tmp_path):
     got = {a.name: a for a in k.assumptions}
     assert got["emulation"].value == "truncated"
     cap = run_cap(ledger)
+    assert cap == max(B.RUN_CAP_FLOOR, ledger.issues // 4)
     assert cap < RUN_GUARD_FACTOR * DEFAULT_SETTINGS.issue_budget  # the file's budget binds, not the engine's guard
     assert cap < ledger.spent <= cap + 64  # stopped at the cap (a scheduler step may issue a few more)
     assert ledger.cost <= ledger.issues

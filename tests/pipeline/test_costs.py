@@ -1,6 +1,8 @@
 """What one analysis used to pay twice, and no longer does, with the same result (issue 35): the
 second stage starts from the quick stage's prepared launch, the full result's advice reuses the
-quick result's blame, and a line's loop is looked up in an index. Real nvcc output, real analyses."""
+quick result's blame, and a line's loop is looked up in an index. And what grows with a kernel is
+charged to the file's budget as it grows, so a large kernel's second stage is cut, and says so.
+Real nvcc output, real analyses."""
 
 from __future__ import annotations
 
@@ -94,3 +96,46 @@ def test_a_lines_loop_from_the_index_is_the_innermost_a_scan_finds():
         inside = [lp for lp in source.loops if lp.span.contains_line(line)]
         scanned = max(inside, key=lambda lp: (lp.depth, lp.span.start_byte), default=None)
         assert source.loop_at(line) is scanned
+
+
+SHAPES = REPO / "benchmarks" / "shapes"
+
+
+def _budget_cut(result):
+    (k,) = result.kernels
+    cuts = [a for a in k.assumptions if a.name == "budget"]
+    return k, cuts
+
+
+def test_a_kernel_whose_launches_are_dear_to_prepare_gives_up_block_sizes_first_and_says_so(toolchain):
+    """octree_walk's device recursion walks ~2,300 steps per launch, and each block size and grid of
+    the what-if sweep prepares its own launch (issue 35): charged by those steps, the whole study does
+    not fit the file's budget, and the points that cost a prepare are cut before the SM-count
+    trajectory's, which only run. The result names the cut, and why."""
+    from kernelscope.analysis.pipeline import analyze
+
+    r = analyze(SHAPES / "octree_walk.cu", AnalysisOptions(budget=AnalysisBudget(run_ahead=False)),
+                toolchain=toolchain)
+    k, (cut,) = _budget_cut(r)
+    assert cut.value == "second stage reduced" and cut.source == "default"
+    assert cut.detail.startswith("block sizes ") and "grid scaling at 2 points" in cut.detail
+    assert "SM-count" not in cut.detail and "sensitivity" not in cut.detail  # the rest of the study is whole
+    assert "preparing the what-if launches" in cut.detail and "AnalysisOptions.budget" in cut.detail
+    assert k.bottleneck  # its sensitivity study ran
+
+
+def test_a_large_kernels_advice_and_walks_leave_its_second_stage_less_and_it_says_what(toolchain):
+    """shuffle_softmax (736 SASS instructions): its advice's backward slices (~590,000 steps) and
+    its launches' walks (~3,600 steps each) are charged as they grow, so its second stage is cut
+    further than a small kernel's ever is: every cut is named; an example keeps its whole study
+    (tests/emulator/test_budget.py)."""
+    from kernelscope.analysis.pipeline import analyze
+
+    r = analyze(SHAPES / "shuffle_softmax.cu", AnalysisOptions(budget=AnalysisBudget(run_ahead=False)),
+                toolchain=toolchain)
+    k, (cut,) = _budget_cut(r)
+    assert cut.value == "second stage reduced"
+    for named in ("sensitivity runs of", "busiest resources only", "SM-count trajectory at", "block sizes",
+                  "what-if runs of"):
+        assert named in cut.detail, named
+    assert k.bottleneck  # smaller, but there
