@@ -25,6 +25,7 @@ Target: every shape <= 5x nvcc.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -184,10 +185,12 @@ def _shapes(repeat: int) -> int:
         t = Path(tmp)
         cli_env = {**os.environ, "XDG_CACHE_HOME": str(t / "cache")}
         files = [*sorted(FILE_SHAPES.glob("*.cu")), _long_file(t), *(_many_kernels(t, n) for n in KERNEL_COUNTS)]
+        cuts = {}
+        for f in files:  # each file's first analysis (no prelaunch record yet) is not timed; what it cut
+            cuts[f.stem] = _budget_cuts(subprocess.run(cli + [str(f)], capture_output=True, text=True, env=cli_env,
+                                                       check=False).stdout)
         print(f"{'file':28} {'nvcc s':>7} {'analyze s':>9} {'ratio':>6} {'nvcc cpu':>8} {'analyze cpu':>11} "
-              f"{'cpu ratio':>9}")
-        for f in files:  # each file's first analysis (no prelaunch record yet) is not timed
-            _time(cli + [str(f)], cli_env)
+              f"{'cpu ratio':>9}  what the budget cut (kernels)")
         nv_t: list[list[tuple[float, float]]] = [[] for _ in files]
         full_t: list[list[tuple[float, float]]] = [[] for _ in files]
         for _ in range(repeat):
@@ -202,7 +205,7 @@ def _shapes(repeat: int) -> int:
             seconds[f.stem], cpu_seconds[f.stem] = full, full_cpu
             worst, worst_cpu = max(worst, full / nv), max(worst_cpu, full_cpu / nv_cpu)
             print(f"{f.stem:28} {nv:7.2f} {full:9.2f} {full / nv:6.2f} {nv_cpu:8.2f} {full_cpu:11.2f} "
-                  f"{full_cpu / nv_cpu:9.2f}")
+                  f"{full_cpu / nv_cpu:9.2f}  {cuts[f.stem]}")
     per = [seconds[f"kernels_{n}"] / n for n in KERNEL_COUNTS]
     per_cpu = [cpu_seconds[f"kernels_{n}"] / n for n in KERNEL_COUNTS]
     print(f"\nworst analyze/nvcc {worst:.2f} (target <= 5; CPU time {worst_cpu:.2f}); seconds per kernel at "
@@ -211,6 +214,22 @@ def _shapes(repeat: int) -> int:
           f"{', '.join(f'{x * 1e3:.2f} ms' for x in per_cpu)}, growth {per_cpu[-1] / per_cpu[0]:.2f}); load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
+
+
+def _budget_cuts(stdout: str) -> str:
+    """The kernels of an `analyze --json` result by what the file's budget cut (their `budget`
+    assumption's value: second stage reduced or skipped, not emulated, ...), of all its kernels."""
+    try:
+        kernels = json.loads(stdout)["kernels"]
+    except (ValueError, KeyError):
+        return "no result"
+    by: dict[str, int] = {}
+    for k in kernels:
+        for a in k["assumptions"]:
+            if a["name"] == "budget":
+                by[a["value"]] = by.get(a["value"], 0) + 1
+    return ", ".join(f"{v} {n}" for v, n in sorted(by.items())) + f" (of {len(kernels)})" if by else \
+        f"nothing (of {len(kernels)})"
 
 
 def _long_kernels(tmp: Path, kernels: int, unroll: int) -> Path:

@@ -66,7 +66,7 @@ class EmulationSettings(BaseModel):
     warmup: int = Field(1, ge=0)  # iterations before the steady state
     max_sampled_iterations: int = Field(8, ge=3)
     issue_budget: int = Field(40_000, ge=1000)  # target warp-instructions per engine run
-    #: a run stops here whatever its plan: half the file's budget (`budget.run_cap`, stages._study)
+    #: a run stops here whatever its plan: a quarter of the file's budget (`budget.run_cap`, stages._study)
     max_issues: int | None = Field(None, ge=1000)
     representative_smsp: bool = True  # emulate one SM sub-partition (they are symmetric)
     unknown_access: Literal["coalesced", "uncoalesced"] = "coalesced"
