@@ -287,19 +287,19 @@ def _distinct_share(addrs: np.ndarray, delta: int, g: int, granule: int) -> floa
     only at some alignments (finite-difference's 16 B pencils, four blocks to a 64 B granule), the
     overlap of block 0 with block 1 is 1 while blocks 3 and 4 share nothing. Past `TRANSLATES`
     blocks the later half's new granules per block stand for the rest."""
-    n = min(g, TRANSLATES)
-    seen = np.unique(addrs // granule)
-    f = len(seen)
-    if f == 0:
+    a = np.unique(addrs)
+    if not len(a):
         return 1.0
-    sizes = [f]
-    for j in range(1, n):
-        seen = np.union1d(seen, (addrs + j * delta) // granule)
-        sizes.append(len(seen))
+
+    def union(m: int) -> int:  # granules of the first m blocks
+        return len(np.unique((a[None, :] + np.arange(m, dtype=np.int64)[:, None] * delta) // granule))
+
+    n = min(g, TRANSLATES)
+    f, whole = union(1), union(n)
     if g <= n:
-        return sizes[-1] / (g * f)
-    per_block = (sizes[-1] - sizes[n // 2 - 1]) / (n - n // 2)
-    return (sizes[-1] + (g - n) * per_block) / (g * f)
+        return whole / (g * f)
+    per_block = (whole - union(n // 2)) / (n - n // 2)
+    return (whole + (g - n) * per_block) / (g * f)
 
 
 def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheGeometry,
