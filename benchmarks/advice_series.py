@@ -62,7 +62,7 @@ UNROLL = Change("unroll (the last warp, then completely)", frozenset({"loop_unro
 MORE_WORK = Change("fewer blocks, more elements per thread",
                    frozenset({"block_increase", "thread_increase", "thread_coarsening"}),
                    ("fewer blocks", "more elements per thread"))
-SHUFFLE = Change("warp shuffles instead of shared memory + syncs", frozenset({"warp_balance"}))
+SHUFFLE = Change("warp shuffles instead of shared memory + syncs", frozenset({"warp_balance", "warp_shuffle"}))
 BIGGER_BLOCK = Change("a block per row instead of a warp", frozenset({"thread_increase", "occupancy_limit"}))
 COALESCE_TILE = Change("coalesce through a shared tile", frozenset({"coalesced_access", "shared_memory_tiling"}),
                        ("neighbouring lanes access",))

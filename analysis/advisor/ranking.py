@@ -21,12 +21,15 @@ from .advice import Advice, SourceEdit
 from .blame import BlameResult, blame
 from .call_sites import call_sites
 from .optimizers import REGISTRY, MatchContext, Optimizer
-from .optimizers.base import grounded, named_lines, restated
+from .optimizers.base import grounded, named_lines, restated, roofline_bounded
 
 if TYPE_CHECKING:
     from ..context import AnalysisContext
 
 log = logging.getLogger(__name__)
+
+#: the units each optimizer's change takes work from (`Optimizer.relieves`), by name
+_RELIEVES = {o.name: o.relieves for o in REGISTRY}
 
 #: Advice below this estimated speedup is not worth a diagnostic (a 1 % gain is within the model's error).
 MIN_SPEEDUP = 1.01
@@ -109,8 +112,12 @@ def _merged(group: list[Advice], ctx: MatchContext) -> Advice:
     if abs(speedup - estimate.speedup) > 1e-9:
         d = estimate.inputs.get("T_now_s")
         inputs = {**estimate.inputs, **({"T_new_s": d / speedup} if d else {}), "merged": float(len(group))}
-        estimate = grounded(estimate.model_copy(update={
-            "speedup": speedup, "formula": estimate.formula + " summed over the merged items", "inputs": inputs}), d)
+        estimate = estimate.model_copy(update={
+            "speedup": speedup, "formula": estimate.formula + " summed over the merged items", "inputs": inputs})
+        if ctx.profile is not None:  # the fixes together relieve what each relieves, and no more
+            relieves = frozenset().union(*(_RELIEVES.get(a.optimizer, frozenset()) for a in group))
+            estimate = roofline_bounded(estimate, ctx.profile.utilization, relieves)
+        estimate = grounded(estimate, d)
     fix = head.fix
     fixes = [a.fix for a in group if a.fix is not None and not a.fix.is_snippet]
     if fix is not None and not fix.is_snippet:

@@ -11,7 +11,7 @@ from .latency import CodeReordering, FunctionInlining, LoopUnrolling
 from .intensity import RegisterTiling, TensorCores
 from .parallel import BlockIncrease, OccupancyLimit, ThreadCoarsening, ThreadIncrease, WaveTail
 from .stall import (FastMath, FunctionSplit, MemoryTransactionReduction, RegisterReuse, StrengthReduction,
-                    WarpBalance)
+                    WarpBalance, WarpShuffle)
 from .starlight import ReducePrecision, SharedMemoryTiling
 from .static import (CoalescedAccess, ContendedAtomics, DivergentBranch, DoubleMathOnFloat, DoublePrecisionConstant,
                      MissingRestrict, SharedBankConflicts, VectorizeLoads)
@@ -19,6 +19,8 @@ from .static import (CoalescedAccess, ContendedAtomics, DivergentBranch, DoubleM
 REGISTRY: tuple[Optimizer, ...] = (
     # GPA Table II — stall elimination (Eq. 2)
     RegisterReuse(), StrengthReduction(), FunctionSplit(), FastMath(), WarpBalance(), MemoryTransactionReduction(),
+    # a block reduction's steps within a warp as shuffles (GPA Eq. 2 over its barriers and shared stores)
+    WarpShuffle(),
     # GPA Table II — latency hiding (Eq. 4–5)
     LoopUnrolling(), CodeReordering(), FunctionInlining(),
     # GPA Table II — parallel (Eq. 6–10), and occupancy limits

@@ -233,6 +233,31 @@ def amdahl_bounded(estimate: Estimate, share: float) -> Estimate:
                                        "inputs": {**estimate.inputs, "share": share}})
 
 
+#: The machine's units as the profile's utilisation names them (emulator/units.py RESOURCES), by what
+#: a remedy can take work from (`Optimizer.relieves`).
+COMPUTE_UNITS = frozenset({"fp32", "fp64", "fp16", "int", "sfu", "conversion", "tensor", "branch"})
+MEMORY_UNITS = frozenset({"lsu", "shared", "l2", "dram", "constant", "atomic", "l2_atomic"})
+#: the units of one SM: more blocks on idle SMs spread their work, the GPU-wide L2 and DRAM keep theirs
+SM_UNITS = COMPUTE_UNITS | MEMORY_UNITS - {"l2", "dram", "l2_atomic"} | {"barrier"}
+
+
+def roofline_bounded(estimate: Estimate, utilization: Mapping[str, float], relieves: frozenset[str]) -> Estimate:
+    """A change that takes no work from a unit leaves that unit's busy time: the kernel cannot then run
+    faster than the busiest such unit allows, S ≤ 1/u (the roofline with the profile's own
+    utilisation: at 99 % of DRAM bandwidth, cheaper math or hidden latency gains at most 1 %). An
+    emulator re-model already runs the units, and is not bounded again."""
+    kept = [(u, name) for name, u in utilization.items() if name not in relieves and u > 0]
+    if not kept or estimate.formula.startswith("emulator"):
+        return estimate
+    u, name = max(kept)
+    bound = 1.0 / u
+    if estimate.speedup <= bound + 1e-9:
+        return estimate
+    return estimate.model_copy(update={"speedup": max(1.0, bound),
+                                       "formula": estimate.formula + f", ≤ 1/u_{name} (roofline)",
+                                       "inputs": {**estimate.inputs, "u_" + name: u}})
+
+
 #: the most an estimate may claim without a re-model of the change behind it (an emulator what-if,
 #: or verify's shadow copy): pattern estimates far above what published fixes achieved (issue 34:
 #: 4.9× and 6.2× claims for 1.02-1.92× gains) are worse than none
@@ -276,6 +301,9 @@ class Optimizer:
     group: ClassVar[str] = "code"
     #: what `importance` is a share of (`Advice.importance_basis`)
     importance_basis: ClassVar[str] = "of samples"
+    #: the units whose work the remedy reduces (`roofline_bounded`): none by default, as for a
+    #: latency-hiding change, which only overlaps the work the units already do
+    relieves: ClassVar[frozenset[str]] = frozenset()
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         raise NotImplementedError
@@ -285,9 +313,11 @@ class Optimizer:
     def advice(self, ctx: MatchContext, *, lines: Sequence[int], importance: float, estimate: Estimate, message: str,
                detail: str = "", hotspots: Sequence[Hotspot] = (), fix: Fix | None = None,
                columns: tuple[int, int] | None = None,
-               changes: Sequence[Instruction] = ()) -> Advice:
+               changes: Sequence[Instruction] = (), rests_on_launch: bool = False) -> Advice:
         """`changes`: the instructions the remedy changes, whose blamed cost the share is; the stalls
-        blamed on them become the advice's hotspots (where that cost is paid) unless given."""
+        blamed on them become the advice's hotspots (where that cost is paid) unless given.
+        `rests_on_launch`: the estimate reads the launch's waves or occupancy (every parallel
+        optimizer's does), so a default launch is named in it as a parallel optimizer's is."""
         prov = "static" if ctx.profile is None else ctx.provenance
         if not hotspots and changes and ctx.blame is not None:
             idx = {i.index for i in changes}
@@ -298,12 +328,19 @@ class Optimizer:
             # stalls it removes are paid); a callee's cost stays on the callee's lines
             importance = min(importance, sum(ctx.line_shares.get(ln, 0.0) for ln in named_lines(lines, hotspots)))
             estimate = amdahl_bounded(estimate, importance)
+        amdahl = estimate.speedup
+        if ctx.profile is not None:
+            estimate = roofline_bounded(estimate, ctx.profile.utilization, self.relieves)
+        why = "at most what its lines take, Amdahl"
+        if estimate.speedup < amdahl:
+            unit, u = next((k[2:], v) for k, v in estimate.inputs.items() if k.startswith("u_"))
+            why = f"at most 1/{u:.2f}: the {unit} this change does not relieve is {pct(u)} busy, roofline"
         estimate = grounded(estimate, ctx.profile.duration_s if ctx.profile is not None else None)
         if estimate.speedup != stated:
-            message = restated(message, estimate)
+            message = restated(message, estimate, why)
         # a parallel optimizer's estimate is the launch's shape, waves and occupancy: on a default
         # launch it is a guess, said as one (never a warning: diagnostics.advice_severity)
-        assumed = ctx.assumed_launch if self.group == "parallel" else ()
+        assumed = ctx.assumed_launch if self.group == "parallel" or rests_on_launch else ()
         if assumed:
             message += " " + assumed_launch_caveat(assumed)
         return Advice(id=advice_id(self.name, ctx.kernel, lines[0] if lines else 0, detail), optimizer=self.name,

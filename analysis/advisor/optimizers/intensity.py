@@ -13,7 +13,7 @@ from ...frontend.instructions import Instruction
 from ...machine.arch import Resource
 from .. import estimators
 from ..advice import Advice
-from .base import MatchContext, Optimizer, back_edges, kernel_line, pct, provenance_note
+from .base import COMPUTE_UNITS, MatchContext, Optimizer, back_edges, kernel_line, pct, provenance_note
 
 #: multiply-adds, by the precision a tensor core takes them in
 _FMA = {"FFMA": "fp32", "HFMA2": "fp16", "FFMA2": "fp32"}
@@ -75,6 +75,7 @@ class RegisterTiling(Optimizer):
     tile of outputs reuses every loaded value from registers (thread tiling)."""
 
     name, title, group = "register_tiling", "Compute a tile of outputs per thread", "roofline"
+    relieves = frozenset({"shared", "lsu"})  # fewer shared loads per FMA
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.denominator <= 0:
@@ -129,6 +130,7 @@ class TensorCores(Optimizer):
     """A matrix multiply's inner product on the FMA pipe of a GPU with tensor cores."""
 
     name, title, group = "tensor_cores", "Use tensor cores (mma / wmma)", "roofline"
+    relieves = COMPUTE_UNITS
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.denominator <= 0 or any(i.opcode.startswith(_MMA) for i in ctx.instructions):

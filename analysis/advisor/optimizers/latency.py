@@ -9,7 +9,8 @@ from ...profile import StallReason as R
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
 from ..blame import ARITHMETIC, GLOBAL, SHARED, BlameEdge
-from .base import MatchContext, Optimizer, describe_edge, hotspots, insert_edit, kernel_line, pct, provenance_note
+from .base import (COMPUTE_UNITS, MatchContext, Optimizer, describe_edge, hotspots, insert_edit, kernel_line, pct,
+                   provenance_note)
 
 _HIDEABLE = frozenset({GLOBAL, ARITHMETIC, SHARED})
 
@@ -51,6 +52,7 @@ class LoopUnrolling(Optimizer):
     """GPA: global-memory and execution-dependency stalls whose def and use sit in the same loop."""
 
     name, title = "loop_unrolling", "Unroll the loop"
+    relieves = frozenset({"branch", "int"})  # the loop's own branch and counter
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.blame is None or ctx.source is None or ctx.total <= 0:
@@ -135,6 +137,7 @@ class FunctionInlining(Optimizer):
     """GPA: stalls in non-inlined device functions and at their call sites."""
 
     name, title = "function_inlining", "Inline the device function"
+    relieves = COMPUTE_UNITS  # the call's ABI moves, CALL and RET
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         callees = []

@@ -7,7 +7,7 @@ from ...frontend import isa
 from ...machine.occupancy import Occupancy, occupancy
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
-from .base import MatchContext, Optimizer, back_edges, insert_edit, kernel_line, pct, provenance_note
+from .base import SM_UNITS, MatchContext, Optimizer, back_edges, insert_edit, kernel_line, pct, provenance_note
 
 #: R_I assumed when there is no profile at all (no emulation): a warp issues one slot in four.
 DEFAULT_ISSUE_RATIO = 0.25
@@ -76,6 +76,18 @@ def _occ(ctx: MatchContext, block: int, regs: int | None = None, smem: int | Non
         return None
 
 
+def waves(ctx: MatchContext) -> float | None:
+    """The launch's blocks over the blocks one wave holds (blocks per SM at its occupancy × SMs); None
+    without a launch. On a launch the model assumed this is the assumed one's (the caller says so)."""
+    launch = _launch(ctx)
+    if launch is None or ctx.device is None:
+        return None
+    occ = _occ(ctx, launch[1])
+    if occ is None or occ.active_blocks_per_sm <= 0:
+        return None
+    return launch[0] / (occ.active_blocks_per_sm * ctx.device.sm_count)
+
+
 def _block_arg(ctx: MatchContext):
     """The block-size argument of the kernel's launch site, when it is written as an integer literal."""
     if ctx.source is None or ctx.function_model is None:
@@ -90,6 +102,7 @@ class BlockIncrease(Optimizer):
     """GPA: fewer blocks than SMs — whole SMs sit idle."""
 
     name, title, group = "block_increase", "Launch more blocks", "parallel"
+    relieves = SM_UNITS  # idle SMs take work; L2 and DRAM are the GPU's
     importance_basis = "of the SMs idle"  # importance = 1 - blocks / SMs: not a share of samples
 
     def match(self, ctx: MatchContext) -> list[Advice]:
@@ -250,6 +263,7 @@ class WaveTail(Optimizer):
     and the number of blocks; the one whose waves are fullest is proposed, exactly."""
 
     name, title, group = "wave_tail", "Fill the last wave", "parallel"
+    relieves = SM_UNITS
     importance_basis = "of the SM time idle in the tail"  # importance = 1 - W/⌈W⌉
 
     def match(self, ctx: MatchContext) -> list[Advice]:
@@ -314,6 +328,7 @@ class ThreadCoarsening(Optimizer):
     the phase's own cost."""
 
     name, title = "thread_coarsening", "Fewer blocks, more elements per thread"
+    relieves = SM_UNITS  # the per-block phase runs k times less often
     # a change of the work per thread, with its share of samples: a line-bounded item like the code
     # optimizers, withheld where the launch (so the waves) is assumed
     group = "code"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ...emulator.memory import AddressAnalysis, active_lanes
 from ...frontend import isa
 from ...frontend.instructions import SassFunction
 from ...profile import StallReason as R
@@ -12,8 +13,8 @@ from .. import estimators
 from ..advice import Advice
 from ..blame import ARITHMETIC, LOCAL, SYNC, latency_class
 from .static import is_fp64
-from .base import (MatchContext, Optimizer, atomics_fill_the_queue, describe_edge, hotspots, kernel_line, pct,
-                   provenance_note)
+from .base import (COMPUTE_UNITS, MEMORY_UNITS, MatchContext, Optimizer, atomics_fill_the_queue, back_edges,
+                   describe_edge, hotspots, kernel_line, pct, provenance_note)
 
 #: Arithmetic whose results come back late: the SFU, conversions, FP64 and integer division's
 #: reciprocal sequence (GPA Fig. 8's strength-reduction hints).
@@ -24,6 +25,7 @@ class RegisterReuse(Optimizer):
     """GPA: memory dependency stalls on local-memory loads/stores (spills, local arrays)."""
 
     name, title = "register_reuse", "Keep local-memory data in registers"
+    relieves = MEMORY_UNITS
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         facts = [f for f in ctx.facts if f.kind in ("spill", "local_memory")]
@@ -74,6 +76,7 @@ class StrengthReduction(Optimizer):
     """GPA: execution-dependency stalls on long-latency arithmetic (SFU, conversions, FP64, division)."""
 
     name, title = "strength_reduction", "Replace long-latency arithmetic"
+    relieves = COMPUTE_UNITS
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.blame is None or ctx.total <= 0:
@@ -157,6 +160,7 @@ class FastMath(Optimizer):
     """GPA: stalls inside CUDA math-library functions (precise sin/exp/pow/…)."""
 
     name, title = "fast_math", "Use fast math intrinsics"
+    relieves = COMPUTE_UNITS
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.profile is None or ctx.total <= 0:
@@ -198,6 +202,7 @@ class WarpBalance(Optimizer):
     """GPA: synchronization stalls — warps wait at a barrier for the slowest warp of the block."""
 
     name, title = "warp_balance", "Balance work between barriers"
+    relieves = frozenset({"barrier"})
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.blame is None or ctx.total <= 0:
@@ -222,10 +227,84 @@ class WarpBalance(Optimizer):
                             hotspots=hotspots(edges))]
 
 
+#: a reduction tree's steps within one warp: lg2(32) of them need no shared memory and no barrier
+_WARP_STEPS = 5
+
+
+def _shared_tree(ctx: MatchContext) -> list[Instruction]:
+    """The instructions of a block's reduction through shared memory: each SASS loop whose body has
+    a barrier, shared loads and shared stores and no global access (`for (s = n/2; s > 0; s >>= 1)
+    { if (tid < s) sh[tid] += sh[tid + s]; __syncthreads(); }`), and, where the kernel ends in one
+    result per block, the unrolled steps after its last global load (shared accesses and barriers,
+    `volatile` last-warp steps too). None where the kernel already shuffles."""
+    ins = ctx.instructions
+    if any(i.opcode == "SHFL" for i in ins):
+        return []
+    glob = [i for i in ins if i.memory_space in ("global", "generic")]
+    tree: dict[int, Instruction] = {}
+    for head, latch in back_edges(ins):
+        body = ins[head:latch + 1]
+        ops = {i.opcode for i in body}
+        if {"BAR", "LDS", "STS"} <= ops and not any(head <= g.index <= latch for g in glob):
+            tree.update({i.index: i for i in body if i.opcode in ("BAR", "LDS", "STS")})
+    loads = [g for g in glob if isa.access_direction(g) is isa.Access.LOAD]
+    if loads and ctx.profile is not None and ctx.arch is not None:
+        last = max(g.index for g in loads)
+        after = [i for i in ins[last + 1:] if i.opcode in ("BAR", "LDS", "STS")]
+        stores = [g for g in glob if g.index > last and isa.access_direction(g) is not isa.Access.LOAD]
+        # one result per block (`if (tid == 0) out[b] = sh[0]`, `memory.active_lanes`): a tile staged
+        # through shared memory (a transpose), whose every thread stores, is no reduction
+        block = tuple(ctx.profile.launch.block)
+        warps = -(-ctx.profile.launch.threads_per_block // ctx.arch.warp_size)
+        aa = AddressAnalysis(ins)
+        if {"BAR", "LDS", "STS"} <= {i.opcode for i in after} and stores and all(
+                active_lanes(ins, aa, g.index, ctx.arch.warp_size, block) * warps <= 1 for g in stores):
+            tree.update({i.index: i for i in after})
+    return [tree[k] for k in sorted(tree)]
+
+
+class WarpShuffle(Optimizer):
+    """A block reduction through shared memory and barriers: its steps within a warp can exchange
+    registers with `__shfl_down_sync` instead (no shared store, no barrier), and only the warps'
+    partial results cross shared memory once. Not one of GPA's optimizers (its warp balance
+    matches barrier stalls alone); estimated by GPA Eq. 2 over the tree's barriers and shared
+    stores (their issue and the waits blamed on them), the fraction of the tree's steps that fall
+    within a warp: the shared loads become shuffles, which cost about what they cost."""
+
+    name, title = "warp_shuffle", "Reduce within warps with shuffles"
+    relieves = frozenset({"barrier", "shared"})
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        if ctx.blame is None or ctx.total <= 0 or ctx.profile is None or ctx.arch is None:
+            return []
+        tree = _shared_tree(ctx)
+        removed = [i for i in tree if i.opcode in ("BAR", "STS")]
+        threads = ctx.profile.launch.threads_per_block
+        if not removed or threads < 2 * ctx.arch.warp_size:
+            return []  # a one-warp block: its tree is within a warp already (no cross-warp step to keep)
+        steps = max(1, (threads - 1).bit_length())  # lg2 of the block: the tree's steps
+        f = min(1.0, _WARP_STEPS / steps)
+        m = ctx.weight(removed)
+        share = m / ctx.total
+        est = estimators.stall_elimination(ctx.total, m, f)
+        if share < 0.01 or est.speedup < 1.01:
+            return []
+        lines = sorted({ln for i in tree if (ln := kernel_line(i))}) or [0]
+        msg = (f"The block reduces through shared memory: {len(removed)} barriers and shared stores on lines "
+               f"{', '.join(map(str, lines[:4]))}{', …' if len(lines) > 4 else ''} take {pct(share)} of this kernel's "
+               f"samples ({provenance_note(ctx)}) with their waits. Reduce within each warp with "
+               f"`__shfl_down_sync` (registers, no barrier), then combine the {-(-threads // ctx.arch.warp_size)} "
+               f"warps' results through shared memory once: {_WARP_STEPS} of the {steps} steps of a {threads}-thread "
+               f"block need no shared store and no barrier. Est. {est.speedup:.2f}× (GPA Eq. 2 over the barriers' and "
+               f"stores' cost, f = {_WARP_STEPS}/{steps}).")
+        return [self.advice(ctx, lines=lines, importance=share, estimate=est, message=msg, changes=removed)]
+
+
 class MemoryTransactionReduction(Optimizer):
     """GPA: memory-throttle stalls — the LSU/MIO queues are full of requests."""
 
     name, title = "memory_transaction_reduction", "Issue fewer memory transactions"
+    relieves = MEMORY_UNITS
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.blame is None or ctx.total <= 0:

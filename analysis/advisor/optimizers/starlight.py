@@ -7,7 +7,7 @@ from collections import defaultdict
 from .. import estimators
 from ..advice import Advice
 from ..blame import GLOBAL
-from .base import MatchContext, Optimizer, describe_edge, hotspots, kernel_line, pct, provenance_note
+from .base import MEMORY_UNITS, MatchContext, Optimizer, describe_edge, hotspots, kernel_line, pct, provenance_note
 from .static import thread_dependent_addresses
 
 
@@ -20,6 +20,7 @@ class SharedMemoryTiling(Optimizer):
     """Poor memory usage: a loop streams global data every thread of the block re-reads — stage it in shared memory."""
 
     name, title, group = "shared_memory_tiling", "Tile through shared memory", "roofline"
+    relieves = MEMORY_UNITS
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.blame is None or ctx.total <= 0 or ctx.source is None or ctx.function_model is None:
@@ -86,6 +87,7 @@ class ReducePrecision(Optimizer):
     """Low operational intensity in FP64: halving the element size halves the traffic."""
 
     name, title, group = "reduce_precision", "Reduce the data precision", "roofline"
+    relieves = MEMORY_UNITS | {"fp64"}
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         r = ctx.roofline

@@ -16,8 +16,8 @@ from ...profile import StallReason as R
 from .. import estimators
 from ..advice import Advice, Estimate, Fix, SourceEdit
 from ..blame import latency_class
-from .base import (MatchContext, Optimizer, atomics_fill_the_queue, back_edges, insert_edit, kernel_line, pct,
-                   provenance_note)
+from .base import (COMPUTE_UNITS, MEMORY_UNITS, MatchContext, Optimizer, atomics_fill_the_queue, back_edges,
+                   insert_edit, kernel_line, pct, provenance_note)
 
 _FP64 = frozenset({"DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET"})
 
@@ -46,6 +46,7 @@ class DoublePrecisionConstant(Optimizer):
     """GPA §II-C (hotspot): a double literal in float arithmetic promotes it to FP64 and converts back."""
 
     name, title, group = "double_precision_constant", "Make the constant a float", "static"
+    relieves = COMPUTE_UNITS
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         out = []
@@ -90,6 +91,7 @@ class DoubleMathOnFloat(Optimizer):
     """The double overload of a math function called on floats (`pow` instead of `powf`)."""
 
     name, title, group = "double_math_function", "Call the float math function", "static"
+    relieves = COMPUTE_UNITS
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         out = []
@@ -133,6 +135,7 @@ class MissingRestrict(Optimizer):
     """Pointer parameters without `__restrict__`: the compiler must assume aliasing and keeps loads ordered."""
 
     name, title, group = "restrict_pointers", "Mark pointers `const __restrict__`", "static"
+    relieves = frozenset({"lsu", "l2"})  # the loads it removes re-read what was just read (L1, else L2), not DRAM
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         fm = ctx.function_model
@@ -221,6 +224,9 @@ class VectorizeLoads(Optimizer):
     """Neighbouring 32-bit loads from one base address: one 64/128-bit load would do."""
 
     name, title, group = "vectorize_loads", "Use vector loads", "static"
+    # fewer requests of the same bytes: the LSU/MIO queue's work goes, the sectors stay (an element-wise
+    # kernel's wider accesses are bounded by the busiest unit of the route in their own estimate)
+    relieves = frozenset({"lsu", "shared"})
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         groups: dict[tuple[str, str], list[tuple[int, Instruction]]] = defaultdict(list)
@@ -260,7 +266,65 @@ class VectorizeLoads(Optimizer):
                    f"Est. {est.speedup:.2f}× (GPA Eq. 2, {n - 1} of {n} requests removed).")
             out.append(self.advice(ctx, lines=list(lines) or [0], importance=share, estimate=est, message=msg,
                                    detail=f"{op}:{','.join(map(str, lines))}", changes=instrs))
-        return out
+        return out + self._elements_per_thread(ctx)
+
+    def _elements_per_thread(self, ctx: MatchContext) -> list[Advice]:
+        """A streaming kernel: each thread moves one narrow element per array (no loop, coalesced),
+        and the kernel waits on those accesses with the memory route far from busy. A warp then has
+        32 words in flight per access; with k neighbouring elements per thread in one 128-bit access
+        (float4, llm.c's Packed128) and a grid k times smaller, as many warps stay resident while
+        there are blocks for them (`waves`), each with k times the bytes in flight. Little's law:
+        the wait for the data shrinks with the bytes in flight until the busiest unit of the route
+        saturates. So f = 1 − 1/g of the accesses' blamed cost goes (GPA Eq. 2), g = min(k, waves,
+        1/utilisation of the busiest of LSU, L2, DRAM). The waves are the launch's: on a default launch
+        the item says so (`rests_on_launch`)."""
+        from .parallel import waves
+
+        if ctx.profile is None or ctx.total <= 0 or ctx.blame is None:
+            return []
+        ins = ctx.instructions
+        acc = [i for i in ins if i.memory_space in ("global", "generic")
+               and isa.access_direction(i) in (isa.Access.LOAD, isa.Access.STORE)]
+        loads = [i for i in acc if isa.access_direction(i) is isa.Access.LOAD]
+        if not loads or any(w in i.modifiers for i in acc for w in ("64", "128")):
+            return []
+        if any(i.opcode == "BAR" for i in ins):
+            return []  # not elementwise: a block that combines its elements (a reduction) gets fewer blocks with
+            # more elements per thread from thread_coarsening, whose phase that amortises (one fix, one item)
+        loops = back_edges(ins)
+        if any(head <= i.index <= latch for i in acc for head, latch in loops):
+            return []  # the threads already loop over their elements
+        lines = sorted({ln for i in acc if (ln := kernel_line(i))})
+        if any(f.kind == "uncoalesced_access" and f.line in lines for f in ctx.facts):
+            return []  # strided lanes: coalescing is the remedy (coalesced_access)
+        w = waves(ctx)
+        util = ctx.profile.utilization
+        busiest = max(("lsu", "l2", "dram"), key=lambda u: util.get(u, 0.0))
+        u = util.get(busiest, 0.0)
+        if w is None or w < 2 or u <= 0 or u >= 0.9:
+            return []  # one wave (k times fewer threads, fewer warps), or the route already busy
+        width = max(2 if {"U16", "S16"} & set(i.modifiers) else 1 if {"U8", "S8"} & set(i.modifiers) else 4
+                    for i in acc)
+        k = 16 // width
+        g = min(k, w, 1.0 / u)
+        m = ctx.weight(acc)
+        share = m / ctx.total
+        if share < 0.1 or g <= 1.0:
+            return []
+        est = estimators.stall_elimination(ctx.total, m, 1.0 - 1.0 / g)
+        if est.speedup < 1.01:
+            return []
+        name = {4: "float4", 2: "a 16-byte struct of 8 halves (or bfloat16s)", 1: "a 16-byte struct of 16 bytes"}[width]
+        msg = (f"Each thread moves one {8 * width}-bit element per array (line{'s' if len(lines) > 1 else ''} "
+               f"{', '.join(map(str, lines[:4]))}), and {pct(share)} of this kernel's samples ({provenance_note(ctx)}) "
+               f"are these accesses and the waits for them, while the busiest unit of the memory route ({busiest}) is "
+               f"{pct(u)} busy over {w:.0f} waves of blocks: the kernel is bound by the bytes in flight, not by "
+               f"bandwidth. Have each thread move {k} neighbouring elements with one 128-bit (float4-sized) load or "
+               f"store per array ({name}, aligned) and launch {k}× fewer threads: each warp keeps {k}× the bytes in "
+               f"flight. Est. {est.speedup:.2f}× (GPA Eq. 2 over those accesses' cost, f = 1 − 1/{g:.2f}: "
+               f"min({k} elements, {w:.1f} waves, 1/{u:.2f} {busiest}), Little's law).")
+        return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg,
+                            detail="elements", changes=acc, rests_on_launch=True)]
 
 
 #: What a request costs in the model apart from the wait for its data: its issue, and its waits for a
@@ -317,6 +381,7 @@ class CoalescedAccess(_FactStalls):
     """Starlight Table 1 (poor memory usage): lanes of a warp touch scattered addresses."""
 
     name, title, group = "coalesced_access", "Coalesce global memory accesses", "static"
+    relieves = MEMORY_UNITS
     fact_kind = "uncoalesced_access"
     explain = ("Each warp request is split into one transaction per lane group, multiplying memory traffic. Make "
                "consecutive threads access consecutive addresses (swap the loop/thread index roles, or stage the "
@@ -365,6 +430,7 @@ class SharedBankConflicts(_FactStalls):
     """Shared-memory accesses whose lanes hit the same bank: the access is replayed per conflict."""
 
     name, title, group = "bank_conflicts", "Avoid shared-memory bank conflicts", "static"
+    relieves = frozenset({"shared", "lsu"})
     fact_kind = "bank_conflict"
     explain = ("Lanes that hit the same 4-byte bank are served one after another. Pad the array's row "
                "(e.g. [32][33]) or change the index so lanes of a warp hit distinct banks.")
@@ -420,6 +486,7 @@ class ContendedAtomics(Optimizer):
     """Global atomics to one word from many threads: they serialize at the L2 slice owning it."""
 
     name, title, group = "contended_atomics", "Aggregate atomics before going to global memory", "static"
+    relieves = MEMORY_UNITS
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         aa = AddressAnalysis(ctx.instructions)
@@ -492,6 +559,7 @@ class DivergentBranch(Optimizer):
     """Starlight Table 1 (branching): a condition on `tid % k` splits every warp."""
 
     name, title, group = "divergent_branch", "Avoid divergence within warps", "static"
+    relieves = COMPUTE_UNITS | {"shared"}
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         fm = ctx.function_model
