@@ -107,8 +107,7 @@ class Speculation:
             if cubin is None:
                 return
             from .frontend.disassembly import decoded_sass
-            from .emulator.budget import FileSize, Ledger
-            from .stages import QuickStage, findings, model_kernels, program_of
+            from .stages import quick_stage
 
             module = decoded_sass(cubin.cubin, cancel=self._cancel)
             if module is None:  # nvdisasm would be needed, at ~0.35 s: nvcc is as near
@@ -116,16 +115,7 @@ class Speculation:
             argv = nvcc_argv(source, Path(f"{source.stem}.cubin"), options.arch, toolchain, flags)
             self._inputs = inputs = ProgramInputs.of(module, cubin.resources, argv, options.arch, toolchain)
             self._inputs_ready.set()
-            ctx = replace(ctx, inputs=inputs)
-            program = program_of(ctx)
-            ctx = ctx.with_program(program)
-            ledger = Ledger.start(options.budget, self._cancel)
-            ledger.fit(options.budget, FileSize.of(module, data))  # as stages.model_file
-            facts, studies = model_kernels(ctx, None, ledger, self._cancel, lambda stage, fraction: None)
-            self._cancel.check()
-            found = findings(ctx, facts, studies, None)
-            self._result = QuickStage(program=program, facts=facts, studies=studies, findings=found,
-                                      spent=ledger.spent, runs=ledger.runs, seconds=time.perf_counter() - start)
+            self._result = quick_stage(replace(ctx, inputs=inputs), self._cancel, start)
         except Exception as e:  # noqa: BLE001 - dropped, cancelled or failed: nvcc's path runs either way
             log.debug("run ahead of %s stopped: %r", source, e)
         finally:

@@ -94,9 +94,10 @@ def _model_file(ctx: AnalysisContext, compiled: CompileResult, messages: list[Me
     if on_partial is not None:
         on_partial(result)
     # the advice's cost grows with the kernels (GPA's slices): charged before the second stage is
-    # planned, from the quick result's blame (made by its advice, or by the full result's after it)
-    ledger.sliced = sum(blame.blame(fn, s.profile).slice_steps for fn in program.kernels
-                        if (s := studies[fn.mangled]).profile is not None)
+    # planned, from the quick result's blame (made by its advice; a quick stage run ahead counted its
+    # own, on another thread, outside this analysis's memo: blaming again here only to charge it was
+    # work thrown away wherever no kernel then got a second stage)
+    ledger.sliced = taken.sliced if taken is not None else slice_steps(program, studies)
 
     # Sensitivity and what-if re-emulate the kernel tens of times: they come second, so an editor
     # can show the quick result first (SAAKE §3.3, §5).
@@ -125,7 +126,33 @@ class QuickStage:
     findings: dict  # `findings` of the quick stage
     spent: int  # the ledger's charges (`Ledger.spent`, `Ledger.runs`) for the quick runs
     runs: int
+    sliced: int  # steps of its advice's backward slices (`slice_steps`), which the second stage's plan charges
     seconds: float  # from the start of the NVRTC compile to the end of the quick stage
+
+
+def quick_stage(ctx: AnalysisContext, cancel: CancelToken, started: float) -> QuickStage:
+    """The quick stage on `ctx.inputs` alone, with its own ledger fitted as `model_file`'s is (the
+    run ahead of nvcc, `speculation.py`); `started`: when its compile began (`time.perf_counter`)."""
+    options = ctx.options
+    program = program_of(ctx)
+    ctx = ctx.with_program(program)
+    ledger = Ledger.start(options.budget, cancel)
+    ledger.fit(options.budget, FileSize.of(ctx.inputs.module, ctx.data))
+    with blame.memoised():  # the slices are counted from the advice's own blame, not made twice
+        facts, studies = model_kernels(ctx, None, ledger, cancel, lambda stage, fraction: None)
+        cancel.check()
+        found = findings(ctx, facts, studies, None)
+        sliced = slice_steps(program, studies)
+    return QuickStage(program=program, facts=facts, studies=studies, findings=found, spent=ledger.spent,
+                      runs=ledger.runs, sliced=sliced, seconds=time.perf_counter() - started)
+
+
+def slice_steps(program: Program, studies: dict[str, _Study]) -> int:
+    """The steps of the backward slices of the blame the advice makes of each profile (GPA §IV;
+    `blame.BlameResult.slice_steps`), a function of the program and the profiles alone: within
+    `blame.memoised()` after the advice, a look-up."""
+    return sum(blame.blame(fn, s.profile).slice_steps for fn in program.kernels
+               if (s := studies[fn.mangled]).profile is not None)
 
 
 def program_of(ctx: AnalysisContext) -> Program:
@@ -328,12 +355,13 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
         sens, wi = run_studies([sens_study, wi_study], processes, ledger, here=not options.budget.workers_only)
     except BudgetSpent as e:
         stopped = f"stopped: {e}"
-    cuts = [*plan.cuts, *([stopped] if stopped else [])]
+    # the why (what the whole study needs, what was left) explains the plan's cuts, not a stop
+    cuts = ["; ".join(plan.cuts) + (f": {plan.why}" if plan.why else "")] if plan.cuts else []
+    cuts += [stopped] if stopped else []
     assumptions = study.assumptions
     if cuts:
         assumptions += (Assumption(name="budget", value="second stage reduced", source="default",
-                                   detail="; ".join(cuts) + (f": {plan.why}" if plan.why else "")
-                                   + " (AnalysisOptions.budget)"),)
+                                   detail="; ".join(cuts) + " (AnalysisOptions.budget)"),)
     # The SM-count sweep is the roofline scaling trajectory (roofline-scaling-trajectories §3).
     per_sm = [(f"{p.sms} SMs", float(p.sms), dict(study.profile.flops), dict(study.profile.bytes), p.seconds)
               for p in (wi.sm_scaling if wi else ())]

@@ -7,6 +7,8 @@ Real nvcc output, real analyses."""
 from __future__ import annotations
 
 import json
+import re
+import threading
 from pathlib import Path
 
 from emulator._build import build_example
@@ -15,6 +17,8 @@ from kernelscope.analysis.advisor import blame as blame_module
 from kernelscope.analysis.emulator import model, walk
 from kernelscope.analysis.frontend.source import parse_source
 from kernelscope.analysis.options import AnalysisBudget, AnalysisOptions
+
+from .test_speculation import same_release  # noqa: F401 - a fixture: NVRTC of nvcc's release
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -139,3 +143,55 @@ def test_a_large_kernels_advice_and_walks_leave_its_second_stage_less_and_it_say
                   "what-if runs of"):
         assert named in cut.detail, named
     assert k.bottleneck  # smaller, but there
+
+
+def test_a_stopped_second_stage_says_why_of_the_plans_cuts_and_then_that_it_stopped(toolchain):
+    """A budget assumption names the plan's cuts, then why they were made (what the whole study
+    needs, what was left), then a stop: the why explains the cuts, never the stop. octree_walk's
+    plan cuts its block sizes (above); a wall-clock budget spent before its first second-stage run
+    stops the rest."""
+    from kernelscope.analysis.pipeline import analyze
+
+    planned = analyze(SHAPES / "octree_walk.cu", AnalysisOptions(budget=AnalysisBudget(run_ahead=False)),
+                      toolchain=toolchain)
+    stopped = analyze(SHAPES / "octree_walk.cu",
+                      AnalysisOptions(budget=AnalysisBudget(run_ahead=False, seconds=1e-6)), toolchain=toolchain)
+    (_, (cut,)), (k, (stop,)) = _budget_cut(planned), _budget_cut(stopped)
+    assert re.fullmatch(r"block sizes [\d, ]+ only; grid scaling at 2 points: the whole study needs about [\d,]+ "
+                        r"warp-instructions \([\d,]+ of them preparing the what-if launches\) and [\d,]+ were left "
+                        r"for this kernel \(AnalysisOptions\.budget\)", cut.detail), cut.detail
+    # the same plan (the stop is wall-clock, the plan is not), then the stop after its why
+    assert stop.detail == (cut.detail.removesuffix(" (AnalysisOptions.budget)")
+                           + "; stopped: the wall-clock budget of 1e-06 s was spent (AnalysisOptions.budget)")
+    assert k.bottleneck is None  # no sensitivity run was made
+
+
+def test_a_quick_stage_run_ahead_brings_its_slices_charge_with_it(same_release, tmp_path, monkeypatch):
+    """The quick stage run ahead of nvcc (tests/pipeline/test_speculation.py) advised on its own
+    thread, outside the analysis's blame memo: the steps of its slices come with it
+    (`QuickStage.sliced`), so the budget charges them without blaming again, which was work thrown
+    away where no kernel then gets a second stage. The charge is the one the analysis makes alone:
+    what each kernel was left (the budget assumption's figures) is the same with and without it."""
+    from kernelscope.analysis.pipeline import analyze
+
+    source = tmp_path / "saxpy.cu"
+    source.write_bytes((REPO / "tests/data/lsp/saxpy.cu").read_bytes())
+    main, blamed = threading.current_thread(), []
+    make_blame = blame_module._blame
+    monkeypatch.setattr(blame_module, "_blame",
+                        lambda *a: (blamed.append(threading.current_thread() is main), make_blame(*a))[1])
+
+    def run(ahead: bool):
+        blamed.clear()
+        # a budget (0.15x nvcc's time) that leaves both kernels their quick runs and no second stage
+        r = analyze(source, AnalysisOptions(budget=AnalysisBudget(run_ahead=ahead, processes=1, nvcc_multiple=0.15)),
+                    toolchain=same_release)
+        return r, blamed.count(True)
+
+    (ahead, here_ahead), (alone, here_alone) = run(True), run(False)
+    assert "model_ahead" in ahead.timings and "model_ahead" not in alone.timings
+    assert len(ahead.kernels) == 2 and all(k.bottleneck is None for k in ahead.kernels)
+    left = [a.detail for k in ahead.kernels for a in k.assumptions if a.name == "budget" and "were left" in a.detail]
+    assert len(left) == 2 and all("no second stage" in d for d in left)
+    assert _without_times(ahead) == _without_times(alone)  # the same charges: the same figures
+    assert here_alone == 2 and here_ahead == 0  # alone: its quick advice's blame; ahead: none made again
