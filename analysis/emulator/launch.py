@@ -101,7 +101,13 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     located = tuple((path, s) for path, s in instance_sites if s.live)
     ruled_out = tuple((path, s) for path, s in instance_sites if not s.live)
     sites = [s for _, s in located]
-    site = _site_values(located)
+    site, several = _site_values(located)
+    # a value that is one of several launches of the kernel (a sweep's first, or one site of
+    # several that do not agree) is not the launch a hint or an annotation names: they outrank it
+    named = (hint is not None and any(v is not None for v in (hint.grid, hint.block, hint.dynamic_smem))) or \
+        (ann is not None and any(ann.get(k) for k in ("grid", "block", "smem", "dynamic_smem")))
+    if named:
+        site = {k: v for k, v in site.items() if k not in several}
     # kernel parameters take the values of the launch's arguments where those fold
     if fn is not None and sites:
         folded_args = sites[0].arg_values or (None,) * len(sites[0].args)
@@ -262,38 +268,65 @@ def _reading(site: LaunchSite, at: int) -> str:
                 "arguments launch otherwise)")
     if at in site.first_iteration:
         out += (", with each loop around it at its first value (the program sweeps this launch: this is its "
-                "first configuration, which capture also keeps of equally frequent ones)")
+                "first configuration, which capture also keeps of equally frequent ones; a hint or an annotation "
+                "outranks it)")
     return out
 
 
-def _site_values(located) -> dict[str, tuple[object, str]]:
+_FIELDS = ("grid", "block", "dynamic_smem")
+
+
+def _field(s: LaunchSite, at: int) -> object:
+    """Config value `at` (0 grid, 1 block, 2 dynamic shared memory) of a site, None where it does not fold."""
+    if at == 2:
+        return 0 if s.shared_mem is None else s.shared_mem.value
+    arg = s.grid if at == 0 else s.block
+    return arg.dims if arg is not None else None
+
+
+def _site_values(located) -> tuple[dict[str, tuple[object, str]], frozenset[str]]:
     """The launch configuration the source states, each value with where it was read: of the
     sites whose grid, block and dynamic shared memory all fold, the configuration launched most
     often (each site counts its `repeats`, the folded trips of the loops around it: what capture
     calls the most frequent configuration), the first of equals; else each of them from the first
     site where it folds, so a block written as a constant is used even when the grid depends on a
-    run-time size."""
+    run-time size. And the fields whose value is one of several the program launches: read at a
+    sweep's first value, or where another launch of the kernel does not fold it (Learn-CUDA-
+    Programming's reduction: `<<<n_blocks, ...>>>`, then `<<<1, ...>>>` over the partial sums)."""
     folded = [(path, s, c) for path, s in located if (c := s.launch_config()) is not None]
     runs: dict[tuple, int] = {}
     for _, s, c in folded:
         key = (c.grid, c.block, c.dynamic_smem)
         runs[key] = runs.get(key, 0) + s.repeats
     whole = max(folded, key=lambda psc: runs[(psc[2].grid, psc[2].block, psc[2].dynamic_smem)], default=None)
+    chosen: dict[str, tuple[object, str, LaunchSite, int]] = {}
     if whole is not None:
         path, s, c = whole
         at = f"the launch at {_where(path, s)}"
-        return {"grid": (c.grid, at + _reading(s, 0)), "block": (c.block, at + _reading(s, 1)),
-                "dynamic_smem": (c.dynamic_smem, at + _reading(s, 2))}
+        chosen = {f: (v, at + _reading(s, i), s, i) for i, (f, v) in enumerate(zip(_FIELDS, (c.grid, c.block,
+                                                                                            c.dynamic_smem)))}
+    else:
+        for path, s in located:
+            for i, f in enumerate(_FIELDS):
+                if f not in chosen and (v := _field(s, i)) is not None:
+                    chosen[f] = (v, f"the launch at {_where(path, s)}" + _reading(s, i), s, i)
     out: dict[str, tuple[object, str]] = {}
-    for path, s in located:
-        at = f"the launch at {_where(path, s)}"
-        if "grid" not in out and s.grid is not None and s.grid.dims is not None:
-            out["grid"] = (s.grid.dims, at + _reading(s, 0))
-        if "block" not in out and s.block is not None and s.block.dims is not None:
-            out["block"] = (s.block.dims, at + _reading(s, 1))
-        if "dynamic_smem" not in out and (s.shared_mem is None or s.shared_mem.value is not None):
-            out["dynamic_smem"] = (0 if s.shared_mem is None else s.shared_mem.value, at + _reading(s, 2))
-    return out
+    several = set()
+    for f, (value, detail, s, i) in chosen.items():
+        unknown = [(path, o) for path, o in located if _field(o, i) is None]
+        if unknown:
+            path, o = unknown[0]
+            written = getattr(o, "shared_mem" if i == 2 else f)
+            detail += (f" (one of the kernel's {len(located)} launches: the launch at {_where(path, o)}"
+                       f"{f' (`{written.text}`)' if written is not None else ''} does not fold, and a hint or an "
+                       "annotation outranks this one)")
+        elif whole is None and len({str(_field(o, i)) for _, o in located}) > 1:
+            detail += (f" (one of the kernel's {len(located)} launches, which differ; a hint or an annotation "
+                       "outranks it)")
+        if unknown or i in s.first_iteration or whole is None and len({str(_field(o, i)) for _, o in located}) > 1:
+            several.add(f)
+        out[f] = (value, detail)
+    return out, frozenset(several)
 
 
 #: How a user gives the real launch, in the order of precedence (docs/emulator.md).

@@ -108,24 +108,41 @@ def test_capture_finds_the_main_the_compile_sees():
     assert not has_main(HERE / "include" / "params.h")
 
 
-@pytest.mark.parametrize("hint, block, grid", [(None, 256, 1024), (512, 512, 512)])
-def test_a_grid_computed_from_an_unknown_block_follows_the_block_the_model_uses(toolchain, hint, block, grid):
-    """block_sweep.cu: `grid_size = ceil_div(N * 32, block_size)` with the block from a list. The
-    block is a default (or a hint), and the grid is the program's formula for it: 8192 rows of 32
-    threads, 1024 blocks of 256 where the grid alone was one thread per row (32 blocks)."""
-    hints = {"softmax_rows": LaunchHint(block=hint)} if hint else {}
+FIRST = "with each loop around it at its first value"
+
+
+def test_a_sweep_over_a_list_of_block_sizes_is_read_at_its_first(toolchain):
+    """block_sweep.cu: main() runs `softmax_forward(..., block_sizes[j])` for each block size of a
+    local list, and the launcher computes `grid_size = ceil_div(N * 32, block_size)`. The program's
+    first launch is block_sizes[0] = 32 threads: 8192 blocks, one warp per row; row_mean's
+    `<<<N, block_size, block_size * sizeof(float)>>>` is 8192 blocks of 32 with 128 B. Each is the
+    program's own launch, labelled as its sweep's first configuration (what capture keeps of
+    equally frequent ones), not an assumption."""
+    result = analyze(HERE / "block_sweep.cu", AnalysisOptions(), toolchain=toolchain, depth="quick")
+    k, mean = (next(k for k in result.kernels if k.name.startswith(name)) for name in ("softmax_rows", "row_mean"))
+    assert (k.launch.grid, k.launch.block) == ((8192, 1, 1), (32, 1, 1))
+    assert (mean.launch.grid, mean.launch.block, mean.launch.dynamic_smem) == ((8192, 1, 1), (32, 1, 1), 128)
+    for kernel, swept in ((k, ("grid", "block")), (mean, ("block", "dynamic_smem"))):
+        launch = {a.name: a for a in kernel.assumptions if a.name in ("grid", "block", "dynamic_smem")}
+        assert {a.source for a in launch.values()} == {SITE}
+        assert all(FIRST in launch[name].detail for name in swept), launch
+    assert FIRST not in next(a.detail for a in mean.assumptions if a.name == "grid")  # N folds on its own
+
+
+def test_a_hint_outranks_the_first_value_of_a_sweep(toolchain):
+    """A hint names the configuration of the sweep the user means: block 512 for softmax_rows, and
+    the grid is the launch's own formula for it (ceil_div(8192 * 32, 512) = 512 blocks), a default
+    since it rests on the block; row_mean, without a hint, keeps the sweep's first launch."""
+    hints = {"softmax_rows": LaunchHint(block=512)}
     result = analyze(HERE / "block_sweep.cu", AnalysisOptions(launch_hints=hints), toolchain=toolchain, depth="quick")
     k, mean = (next(k for k in result.kernels if k.name.startswith(name)) for name in ("softmax_rows", "row_mean"))
-    assert (k.launch.block, k.launch.grid) == ((block, 1, 1), (grid, 1, 1))
+    assert (k.launch.block, k.launch.grid) == ((512, 1, 1), (512, 1, 1))
+    sources = {a.name: a.source for a in k.assumptions}
+    assert (sources["block"], sources["grid"]) == ("settings", "default")
     detail = next(a.detail for a in k.assumptions if a.name == "grid")
-    assert f"the grid is what the launch's own `grid_size` computes for a block of {block} threads" in detail
-    assert {a.name: a.source for a in k.assumptions}["grid"] == "default"  # it rests on the block: never certain
+    assert "the grid is what the launch's own `grid_size` computes for a block of 512 threads" in detail
     assert not [a for a in result.advice if a.optimizer == "block_increase" and a.kernel == k.mangled]
-    # row_mean<<<N, block_size, block_size * sizeof(float)>>> (no hint: the default block): the grid
-    # folds, the shared memory follows the block
-    assert (mean.launch.grid, mean.launch.block, mean.launch.dynamic_smem) == ((8192, 1, 1), (256, 1, 1), 1024)
-    smem = next(a for a in mean.assumptions if a.name == "dynamic_smem")
-    assert smem.source == "default" and "`block_size * sizeof(float)` computes" in smem.detail
+    assert (mean.launch.grid, mean.launch.block, mean.launch.dynamic_smem) == ((8192, 1, 1), (32, 1, 1), 128)
 
 
 def test_the_configuration_launched_most_often_is_the_one_modeled():
@@ -186,3 +203,118 @@ def test_a_launch_whose_instance_is_not_deduced_is_not_given_another_instances_l
     resolved = resolve_launch("void k<float>(float*)", src, AnalysisOptions(), 132)
     grid = next(a for a in resolved.assumptions if a.name == "grid")
     assert grid.source == "default" and "(`n / sizeof(T)`) does not fold" in grid.detail
+
+
+LAUNCHERS = HERE / "launchers.cu"
+
+
+@pytest.fixture(scope="module")
+def launchers(toolchain):
+    result = analyze(LAUNCHERS, AnalysisOptions(), toolchain=toolchain, depth="quick")
+    assert result.compiled
+    return {k.name.split("(")[0].removeprefix("void "): k for k in result.kernels}
+
+
+# kernel -> (grid, block, dynamic shared bytes, the fields read at the sweep's first value), read off
+# launchers.cu by hand: B * T * C = 4 * 256 * 512, the sweep's first block block_sizes[0] = 64
+SWEPT = {
+    # dispatch() -> launch_scale(x, B * T * C, block_size): ceil_div(524288, 64)
+    "scale_kernel": ("(8192, 1, 1)", "(64, 1, 1)", "0", {"grid", "block"}),
+    # launch_rows(x, B * T, C, block_size): <<<rows, block_size, block_size * sizeof(float)>>>
+    "row_kernel": ("(1024, 1, 1)", "(64, 1, 1)", "256", {"block", "dynamic_smem"}),
+    # launch_warps sets `block_size = 64;` before its launch, whatever it is given: no sweep
+    "warp_kernel": ("(512, 1, 1)", "(64, 1, 1)", "0", set()),
+    # packed_kernel(x, n, block_size), the launcher of the same name: ceil_div(524288, 64 * pack::size)
+    # with `typedef Pack<real> pack;` and Pack's `static constexpr int size = sizeof(int4) / sizeof(Element)`
+    "packed_kernel": ("(2048, 1, 1)", "(64, 1, 1)", "0", {"grid", "block"}),
+    # reduce(partial, x, n, 256): `<<<blocks, ...>>>` does not fold (`blocks` reads the SM count
+    # at run time), `<<<1, threads, threads * sizeof(float)>>>` does: the grid is that launch's
+    "partial_sum": ("(1, 1, 1)", "(256, 1, 1)", "1024", set()),
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(SWEPT))
+def test_a_launcher_reached_through_a_dispatcher_folds_with_mains_values(launchers, kernel):
+    grid, block, smem, swept = SWEPT[kernel]
+    k = launchers[kernel]
+    assert _launch(k) == {"grid": (grid, SITE), "block": (block, SITE), "dynamic_smem": (smem, SITE)}
+    for a in k.assumptions:
+        if a.name in ("grid", "block", "dynamic_smem"):
+            assert (FIRST in a.detail) == (a.name in swept), a
+
+
+def test_one_launch_of_several_says_so_and_a_hint_outranks_it(toolchain, launchers):
+    """partial_sum's grid of 1 is the launch over the partial sums; the launch over the input does
+    not fold. The detail says so, and a hint's grid (the launch the user means) replaces it, while
+    the block and shared memory both launches agree on stay the program's."""
+    grid = next(a for a in launchers["partial_sum"].assumptions if a.name == "grid")
+    assert "one of the kernel's 2 launches: the launch at line 121 (`blocks`) does not fold" in grid.detail
+    hints = {"partial_sum": LaunchHint(grid=528)}
+    result = analyze(LAUNCHERS, AnalysisOptions(launch_hints=hints), toolchain=toolchain, depth="quick")
+    k = next(k for k in result.kernels if k.name.startswith("partial_sum"))
+    assert (k.launch.grid, k.launch.block, k.launch.dynamic_smem) == ((528, 1, 1), (256, 1, 1), 1024)
+    assert _launch(k) == {"grid": ("(528, 1, 1)", "settings"), "block": ("(256, 1, 1)", SITE),
+                          "dynamic_smem": ("1024", SITE)}
+
+
+def test_a_list_handed_to_a_call_is_not_read_as_its_initialiser(launchers):
+    """`int sizes[] = {64, 32}; choose_sizes(sizes, 2);` may rewrite the list: the launch with
+    sizes[0] stays an assumption that says which launch did not fold."""
+    launch = _launch(launchers["handed_kernel"])
+    assert launch["grid"][1] == launch["block"][1] == "default"
+    detail = next(a.detail for a in launchers["handed_kernel"].assumptions if a.name == "block")
+    assert "(`sizes[0]`) does not fold" in detail and GIVE_A_LAUNCH in detail
+
+
+@pytest.mark.parametrize("body, block", [
+    ("int b[] = {128, 256}; k<<<4, b[1]>>>();", 256),
+    ("int b[3] = {128, 256, 512}; int j = 2; k<<<4, b[j]>>>();", 512),
+    ("int b[] = {128, 256}; b[0] = 64; k<<<4, b[0]>>>();", None),  # written: not its initialiser
+    ("int b[] = {128, 256}; k<<<4, b[2]>>>();", None),  # past the list
+    ("int b[] = {128, 256}; fill(b + 1); k<<<4, b[0]>>>();", None),  # handed on
+    ("int b[2][2] = {{1, 2}, {3, 4}}; k<<<4, b[0][1]>>>();", None),  # two dimensions: not read
+])
+def test_an_element_of_a_local_list_folds_while_nothing_writes_the_list(body, block):
+    src = parse_source("__global__ void k() {}\nvoid fill(int *p);\nint main() { " + body + " }\n")
+    (site,) = src.launch_sites
+    assert site.block.value == block
+
+
+def test_a_parameter_assigned_once_holds_the_assignment_after_it():
+    """`block = 32;` in the launcher's own body: the call's value before it, 32 after it; an
+    assignment in a branch leaves the parameter unknown after it."""
+    src = parse_source("__global__ void k() {}\n"
+                       "void a(int n, int block) {\n"
+                       "  k<<<n / block, block>>>(); block = 32; k<<<n / block, block>>>(); }\n"
+                       "void b(int n, int block) { if (n > 4) block = 32; k<<<n / block, block>>>(); }\n"
+                       "int main() { a(1024, 128); b(1024, 128); }\n")
+    assert [(s.function, s.grid.value, s.block.value) for s in src.launch_sites] == \
+        [("a", 8, 128), ("a", 32, 32), ("b", None, None)]
+
+
+@pytest.mark.parametrize("grid", [
+    ("Tile::W", 32),  # a struct's static const member
+    ("wide::size", 2),  # `using wide = Pack<double>;`: sizeof(int4) / sizeof(double)
+    ("Pack<short>::size", 8),  # an instance named in place
+    ("Pack<half_t>::size", 8),  # through a typedef of the argument
+    ("Tile::H", None),  # not a static constant: a plain member
+    ("Other::W", None),  # no such type
+])
+def test_a_static_member_folds_through_its_type_name(grid):
+    text, value = grid
+    src = parse_source("struct Tile { static const int W = 32; int H = 8; };\n"
+                       "template <class E> struct Pack { static constexpr int size = sizeof(int4) / sizeof(E); };\n"
+                       "using wide = Pack<double>; typedef short half_t;\n"
+                       f"__global__ void k() {{}}\nint main() {{ k<<<{text}, 1>>>(); }}\n")
+    assert src.launch_sites[0].grid.value == value
+
+
+def test_a_function_sharing_its_name_takes_only_the_calls_of_its_arity():
+    """`run(x, n, b)` calls the launcher, `run<<<...>>>(x, n)` launches the kernel; with a default
+    argument on either, which calls are whose is not read."""
+    one = ("__global__ void run(float* x, int n) {}\n"
+           "void run(float* x, int n, int b) { run<<<n / b, b>>>(x, n); }\n"
+           "int main() { run(0, 4096, 128); }\n")
+    assert [(s.grid.value, s.block.value) for s in parse_source(one).launch_sites] == [(32, 128)]
+    defaulted = one.replace("int n, int b)", "int n, int b = 64)")
+    assert [(s.grid.value, s.block.value) for s in parse_source(defaulted).launch_sites] == [(None, None)]

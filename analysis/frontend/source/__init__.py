@@ -142,7 +142,9 @@ def _with_defaults(model: SourceModel, host: str, inherited: tuple[Definitions, 
                 return site
             return other.model_copy(update={
                 "without_arguments": tuple(sorted({*site.without_arguments, *changed})) if no_arguments else (),
-                "first_iteration": changed if first_iteration else (), "live": site.live})
+                "first_iteration": changed if first_iteration else (), "live": site.live,
+                # the launch's own formulas over an unknown block, for a hint that names another block
+                "by_block": site.by_block})
 
         sites = tuple(map(better, sites))
     return model.model_copy(update={"launch_sites": sites}) if sites != model.launch_sites else model

@@ -10,11 +10,11 @@ from typing import Literal
 
 from tree_sitter import Node
 
-from .folding import (Definitions, Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold, _fold_local,
-                      _fold_text, _fold_value, _is_integral, _type_name, element_key)
+from .folding import (Definitions, TypeDef, Value, _Env, _FileConstants, _FunctionLocals, _Local, _MAX_DEPTH, _fold,
+                      _fold_local, _fold_text, _fold_value, _is_integral, _type_name, element_key)
 from .records import Function, FunctionKind, LaunchBounds, Parameter
 from .syntax import _Locator, _squash, _text
-from .walk import _Collected, assigning_statement
+from .walk import _Collected, _base_pointer, assigning_statement
 
 
 def _declarator_chain(node: Node | None) -> list[Node]:
@@ -180,11 +180,13 @@ def _file_constants(found: _Collected, inherited: Sequence[Definitions] = ()) ->
     raw: dict[str, Callable[[_Env], Value | None]] = {}
     macros: dict[str, tuple[tuple[str, ...], str]] = {}
     helpers: dict[str, tuple[tuple[str, ...], Node] | None] = {}
-    for r, m, h in (*inherited, _definitions(found)):
+    types: dict[str, TypeDef] = {}
+    for r, m, h, t in (*inherited, _definitions(found)):
         raw.update(r)
         macros.update(m)
         helpers.update(h)
-    return _FileConstants(raw, macros, helpers)
+        types.update(t)
+    return _FileConstants(raw, macros, helpers, types)
 
 
 def _definitions(found: _Collected) -> Definitions:
@@ -236,7 +238,46 @@ def _definitions(found: _Collected) -> Definitions:
             name, params, returned = helper
             # an overloaded name is not one function: which one a call means is the compiler's choice
             helpers[name] = (params, returned) if name not in helpers else None
-    return raw, macros, helpers
+    return raw, macros, helpers, _types(found)
+
+
+def _types(found: _Collected) -> dict[str, TypeDef]:
+    """The file's named types that a launch's arithmetic reads through: typedefs and `using`
+    aliases (`typedef Packed128<floatX> x128;`), and structs with their `static const`/`constexpr`
+    integer members (llm.c's `static constexpr const int size = sizeof(int4) / sizeof(ElementType);`)."""
+    out: dict[str, TypeDef] = {}
+    for node in found.types:
+        if node.type == "type_definition":
+            target = node.child_by_field_name("type")
+            for declarator in node.children_by_field_name("declarator"):
+                if target is not None and declarator.type == "type_identifier":
+                    out[_text(declarator)] = ("alias", target)
+        elif node.type == "alias_declaration":
+            name, described = node.child_by_field_name("name"), node.child_by_field_name("type")
+            target = described.child_by_field_name("type") if described is not None else None
+            if name is not None and target is not None:
+                out[_text(name)] = ("alias", target)
+        else:
+            name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
+            if name is None or body is None or name.type != "type_identifier":
+                continue
+            members: dict[str, Node] = {}
+            for field in body.named_children:
+                if field.type != "field_declaration" or not _has_qualifier(field, {"static"}) or \
+                        not _has_qualifier(field, {"const", "constexpr"}) or \
+                        not _is_integral(_type_name(field.child_by_field_name("type"))):
+                    continue
+                declared, value = field.child_by_field_name("declarator"), field.child_by_field_name("default_value")
+                if declared is not None and declared.type == "field_identifier" and value is not None:
+                    members[_text(declared)] = value
+            holder = node.parent
+            template = holder.child_by_field_name("parameters") if holder is not None and \
+                holder.type == "template_declaration" else None
+            params = tuple(_text(p.child_by_field_name("name") or next(
+                (c for c in p.named_children if c.type == "type_identifier"), p))
+                for p in (template.named_children if template is not None else ()) if p.type != "comment")
+            out[_text(name)] = ("struct", params, members)
+    return out
 
 
 def _one_return(node: Node) -> tuple[str, tuple[str, ...], Node] | None:
@@ -292,6 +333,7 @@ def _function_scopes(found: _Collected, functions: list[Function | None],
     """Each function's locals that fold, by the block each is declared in. A write inside one of
     the `untaken` byte ranges (branches a run without arguments skips: command_line.py) is none."""
     declared: dict[int, list[_Local]] = {}
+    handed: dict[int, list[tuple[str, int]]] = {}
     for declaration, fn in found.declarations:
         if fn is None:
             continue
@@ -307,20 +349,68 @@ def _function_scopes(found: _Collected, functions: list[Function | None],
                 continue
             plain = len(chain) == 1 and initialised
             value = declarator.child_by_field_name("value") if plain and foldable else None
+            elements = _array_elements(chain, declarator) if initialised and foldable else None
             if declarator.type == "function_declarator" and type_name == "dim3":
                 # `dim3 block(TILE, TILE);` parses as a function declaration whose parameters
                 # are the types TILE and TILE (C++'s "most vexing parse").
                 value = declarator.child_by_field_name("parameters")
-            local = _Local(_text(name), value, declarator.start_byte, scope)
+            local = _Local(_text(name), value, declarator.start_byte, scope, elements)
             writes = [(n, at) for n, at in found.writes.get(fn, []) if not any(a <= at < b for a, b in untaken)]
+            if elements is not None:
+                writes += handed[fn] if fn in handed else handed.setdefault(fn, _handed_arrays(found, fn))
             _writes_of(local, declaration, foldable and len(chain) == 1, writes, found.assignments.get(fn, []))
             declared.setdefault(fn, []).append(local)
-    return {
+    scopes = {
         fn: _FunctionLocals(constants, {p.name for p in function.params} | {
                                 t for t in _template_parameters(found.functions[fn]) if t} if function is not None
                             else set(), declared.get(fn, []), {name for name, _ in found.writes.get(fn, [])})
         for fn, function in enumerate(functions)
     }
+    for fn, function in enumerate(functions):
+        if function is not None and function.params:
+            scopes[fn].assigned = _assigned_parameters(found, fn, {p.name for p in function.params if p.name}, untaken)
+    return scopes
+
+
+def _assigned_parameters(found: _Collected, fn: int, params: set[str], untaken: Sequence[tuple[int, int]]
+                         ) -> dict[str, tuple[int, Node, int]]:
+    """The parameters function `fn` writes once, by a `name = expr;` statement of its own body
+    (outside any loop or branch, so it runs once and before what follows it): (where the
+    statement ends, expr, where it starts). llm.c's softmax_forward3 sets `block_size = 32;`
+    before it launches, whatever its caller passed."""
+    writes = [(n, at) for n, at in found.writes.get(fn, []) if n in params and not any(a <= at < b for a, b in untaken)]
+    body = found.functions[fn].child_by_field_name("body")
+    out = {}
+    for name in {n for n, _ in writes}:
+        mine = [at for n, at in writes if n == name]
+        node = next((a for n, a in found.assignments.get(fn, []) if n == name and a.start_byte == mine[0]), None)
+        statement = assigning_statement(node) if node is not None and len(mine) == 1 else None
+        value = node.child_by_field_name("right") if node is not None else None
+        if statement is not None and value is not None and body is not None and statement.parent is not None and \
+                statement.parent.id == body.id:
+            out[name] = (statement.end_byte, value, statement.start_byte)
+    return out
+
+
+def _array_elements(chain: list[Node], declarator: Node) -> tuple[Node, ...] | None:
+    """The elements of `int block_sizes[] = {32, 64, 128};` (one dimension, a flat list)."""
+    value = declarator.child_by_field_name("value")
+    if len(chain) != 2 or chain[0].type != "array_declarator" or value is None or value.type != "initializer_list":
+        return None
+    elements = tuple(c for c in value.named_children if c.type != "comment")
+    return None if any(c.type == "initializer_list" for c in elements) else elements
+
+
+def _handed_arrays(found: _Collected, fn: int) -> list[tuple[str, int]]:
+    """(name, where) of each name function `fn` hands to a call as a pointer (`fill(sizes, 6)`,
+    `fill(sizes + 1, 5)`): the callee may write the array, so it counts as a write."""
+    out = []
+    for node, caller in found.calls:
+        args = node.child_by_field_name("arguments") if caller == fn else None
+        for a in args.named_children if args is not None else []:
+            if (name := _base_pointer(a)) is not None and a.type != "subscript_expression":
+                out.append((name, a.start_byte))
+    return out
 
 
 def _writes_of(local: _Local, declaration: Node, foldable: bool, writes: list[tuple[str, int]],
@@ -568,10 +658,14 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
         position.update({t: ("template", i, len(template)) for i, t in enumerate(template) if t})
         done: dict[str, Value | None] = {}
 
+        # another function of the same name (llm.c names a launcher after its kernel): a call
+        # is this one's where its argument count is this one's alone
+        by_arity = names.count(function.name) == 1 or _only_of_its_arity(found, functions, index)
+
         def value(name: str) -> Value | None:
             if name in done:
                 return done[name]
-            if name not in position or names.count(function.name) != 1 or (index, name) in busy:
+            if name not in position or not by_arity or (index, name) in busy:
                 return None
             field, at, count = position[name]
             busy.add((index, name))
@@ -579,6 +673,8 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
                 found_values: set[Value | None] = set()
                 for node, caller in calls.get(function.name, []):
                     args = given(node, field)
+                    if names.count(function.name) > 1 and len(given(node, "arguments") or []) != len(function.params):
+                        continue  # a call of the other function
                     if args is None or len(args) != count:
                         return None  # default arguments or another overload: not this function's call
                     env = scopes[caller].at(node.start_byte) if caller is not None and caller in scopes else constants
@@ -596,6 +692,23 @@ def _parameter_values(found: _Collected, functions: list[Function | None],
         locals_ = scopes.get(index)
         if function is not None and locals_ is not None and (function.params or function.template_params):
             locals_.parameter = resolver(index, function)
+
+
+def _only_of_its_arity(found: _Collected, functions: list[Function | None], index: int) -> bool:
+    """Whether function `index` is the only one of its name that takes its number of arguments,
+    and no function of the name takes defaults or `...`: C++ then calls it for exactly the calls
+    with that many arguments (`gelu1(x, n, block)` is the launcher, `gelu1<<<g, b>>>(x, n)` the kernel)."""
+    name = functions[index].name  # type: ignore[union-attr]
+    same = [i for i, f in enumerate(functions) if f is not None and f.name == name]
+    for i in same:
+        declarator = next((d for d in _declarator_chain(found.functions[i].child_by_field_name("declarator"))
+                           if d.type == "function_declarator"), None)
+        params = declarator.child_by_field_name("parameters") if declarator is not None else None
+        if params is None or any(p.type in ("optional_parameter_declaration", "variadic_parameter") or
+                                 p.type == "..." for p in params.children):
+            return False
+    arity = len(functions[index].params)  # type: ignore[union-attr]
+    return sum(len(functions[i].params) == arity for i in same) == 1  # type: ignore[union-attr]
 
 
 def _assigned_globals(found: _Collected, functions: list[Function | None], scopes: dict[int, _FunctionLocals],

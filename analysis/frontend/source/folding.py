@@ -41,11 +41,19 @@ class _Env(Protocol):
     # where the file is not read so, or the condition does not read argc or argv
     def command_line_condition(self, node: Node, env: _Env) -> int | None: ...
 
+    # a static constant member of a named type, `x128::size` with `typedef Packed128<float> x128;`
+    def member(self, scope: Node, name: str) -> Value | None: ...
+
+
+#: a named type: ("alias", the type it names) for a typedef or `using`, or ("struct", its template
+#: parameters, its static constant members' initialisers by name)
+TypeDef = tuple[str, Node] | tuple[str, tuple[str, ...], dict[str, Node]]
 
 #: a file's (or a header's) definitions before folding: constants by name (each folded on first
-#: use, in the scope of the whole translation unit), function-like macros, one-return helpers
+#: use, in the scope of the whole translation unit), function-like macros, one-return helpers,
+#: named types
 Definitions = tuple[dict[str, Callable[["_Env"], "Value | None"]], dict[str, tuple[tuple[str, ...], str]],
-                    dict[str, tuple[tuple[str, ...], Node] | None]]
+                    dict[str, tuple[tuple[str, ...], Node] | None], dict[str, TypeDef]]
 
 
 class _FileConstants:
@@ -53,10 +61,12 @@ class _FileConstants:
 
     def __init__(self, raw: dict[str, Callable[[_Env], Value | None]],
                  macros: dict[str, tuple[tuple[str, ...], str]],
-                 helpers: dict[str, tuple[tuple[str, ...], Node] | None] | None = None) -> None:
+                 helpers: dict[str, tuple[tuple[str, ...], Node] | None] | None = None,
+                 types: dict[str, TypeDef] | None = None) -> None:
         self._raw = raw
         self._macros = macros
         self._helpers = helpers or {}
+        self._types = types or {}
         #: file-scope variables (and elements of file-scope arrays, `grid[0][1]`) that host code
         #: assigns once (`assigned_globals`): what they hold at a launch, never constants of the
         #: file (`folded`), since device code cannot read them
@@ -74,6 +84,38 @@ class _FileConstants:
         return (found[0], found[1], self) if found is not None else None
 
     def alias(self, name: str) -> str | None:
+        """The type a typedef or `using` names, where it is one word (`typedef float floatX;`)."""
+        found = self._types.get(name)
+        if found is None or found[0] != "alias" or found[1].type not in ("primitive_type", "type_identifier",
+                                                                         "sized_type_specifier"):
+            return None
+        return _type_name(found[1])  # type: ignore[arg-type]
+
+    def member(self, scope: Node, name: str) -> Value | None:
+        """`x128::size`: the scope followed through typedefs to a struct (a template's instance:
+        `Packed128<floatX>`), and its `static constexpr` member folded there, with the template's
+        type parameters standing for the instance's arguments (`sizeof(ElementType)` is 4)."""
+        for _ in range(8):
+            if scope.type in ("namespace_identifier", "type_identifier", "identifier"):
+                found = self._types.get(_text(scope))
+                if found is None:
+                    return None
+                if found[0] == "alias":
+                    scope = found[1]  # type: ignore[assignment]
+                    continue
+                arguments: list[str] = []
+            elif scope.type == "template_type":
+                found = self._types.get(_text(scope.child_by_field_name("name")))
+                listed = scope.child_by_field_name("arguments")
+                arguments = [_type_name(a) for a in listed.named_children if a.type != "comment"] if listed else []
+            else:
+                return None
+            if found is None or found[0] != "struct":
+                return None
+            _, params, members = found  # type: ignore[misc]
+            if name not in members or len(arguments) not in (0, len(params)):
+                return None
+            return _fold_value(members[name], _Instance(self, dict(zip(params, arguments)), members))
         return None
 
     def read_without_arguments(self, names: tuple[str, str], defaults: dict[str, int],
@@ -140,7 +182,7 @@ class _Scope:
             if local is not None:
                 return self._locals.value(local, self._at)
         if name in self._hidden:
-            return self._locals.parameter_value(name) if self._locals is not None else None
+            return self._locals.parameter_value(name, self._at) if self._locals is not None else None
         return self._parent.get(name)
 
     def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
@@ -159,9 +201,20 @@ class _Scope:
         own = self._locals.types.get(name) if self._locals is not None else None
         return own if own is not None else self._parent.alias(name)
 
+    def member(self, scope: Node, name: str) -> Value | None:
+        return self._parent.member(scope, name)
+
     def shadows(self, name: str) -> bool:
         """Whether a local of the function hides the file-scope `name` here."""
         return self._locals is not None and self._at is not None and self._locals.visible(name, self._at) is not None
+
+    def element(self, key: str) -> Value | None:
+        """`block_sizes[0]` of a local array declared with its elements and never written."""
+        if self._locals is None or self._at is None:
+            return None
+        name, _, index = key.partition("[")
+        local = self._locals.visible(name, self._at)
+        return self._locals.element(local, index.rstrip("]"), self._at) if local is not None else None
 
     def initializer(self, name: str) -> tuple[Node, _Env] | None:
         """A local's initialiser and the scope it reads, when the local is never written."""
@@ -170,14 +223,52 @@ class _Scope:
         return self._locals.initializer(name, self._at)
 
 
+class _Instance:
+    """Names inside one instance of a struct: its other static members, its template's type
+    parameters as the instance's arguments, then the file's."""
+
+    def __init__(self, parent: _Env, types: dict[str, str], members: dict[str, Node]) -> None:
+        self._parent, self._types, self._members = parent, types, members
+        self._busy: set[str] = set()
+
+    def get(self, name: str) -> Value | None:
+        if name in self._members and name not in self._busy:
+            self._busy.add(name)
+            value = _fold_value(self._members[name], self)
+            self._busy.discard(name)
+            return value
+        return self._parent.get(name)
+
+    def macro(self, name: str) -> tuple[tuple[str, ...], str] | None:
+        return self._parent.macro(name)
+
+    def helper(self, name: str) -> tuple[tuple[str, ...], Node, _Env] | None:
+        return self._parent.helper(name)
+
+    def alias(self, name: str) -> str | None:
+        return self._types.get(name) or self._parent.alias(name)
+
+    def command_line_default(self, name: str) -> tuple[int, tuple[str, str]] | None:
+        return None
+
+    def command_line_condition(self, node: Node, env: _Env) -> int | None:
+        return None
+
+    def member(self, scope: Node, name: str) -> Value | None:
+        return self._parent.member(scope, name)
+
+
 class _Local:
     """One declaration of a local variable, the block it is visible in, and what it holds."""
 
-    __slots__ = ("name", "value", "start", "scope_start", "scope_end", "fixed", "assigned")
+    __slots__ = ("name", "value", "start", "scope_start", "scope_end", "fixed", "assigned", "elements")
 
-    def __init__(self, name: str, value: Node | None, start: int, scope: Node) -> None:
+    def __init__(self, name: str, value: Node | None, start: int, scope: Node,
+                 elements: tuple[Node, ...] | None = None) -> None:
         self.name = name
         self.value = value  # the initialiser that folds, when the declaration is a constant one
+        #: a one-dimensional integer array's initialiser list (`int block_sizes[] = {32, 64};`)
+        self.elements = elements
         self.start = start
         self.scope_start = scope.start_byte
         self.scope_end = scope.end_byte
@@ -205,6 +296,10 @@ class _FunctionLocals:
         for d in declared:
             self._by_name.setdefault(d.name, []).append(d)
         self._written = written
+        #: a parameter assigned once by a `name = expr;` statement of the function's own body, and
+        #: written nowhere else (llm.c's `block_size = 32;` in a launcher): (where the statement
+        #: ends, expr, where it starts); before it the parameter holds what the calls pass
+        self.assigned: dict[str, tuple[int, Node, int]] = {}
         self._done: dict[tuple[int, bool], Value | None] = {}
         self._busy: set[tuple[int, bool]] = set()
         #: a function template's type parameters in the instance folded (`instance`)
@@ -215,6 +310,7 @@ class _FunctionLocals:
         `values` (unless it writes them) and its type parameters `types` (`_template_instances`)."""
         other = _FunctionLocals(self._parent, self._params, [], self._written)
         other._by_name = self._by_name
+        other.assigned = self.assigned
         other.parameter = lambda name: values[name] if name in values else self.parameter(name)
         other.types = types
         return other
@@ -223,9 +319,20 @@ class _FunctionLocals:
         seen = [d for d in self._by_name.get(name, ()) if d.start < at and d.scope_start <= at < d.scope_end]
         return max(seen, key=lambda d: d.scope_start, default=None)
 
-    def parameter_value(self, name: str) -> Value | None:
-        """A parameter's value from the function's calls, unless the function writes it."""
-        return None if name in self._written else self.parameter(name)
+    def parameter_value(self, name: str, at: int | None = None) -> Value | None:
+        """A parameter's value at `at`: from the function's calls, unless the function writes it;
+        after its one assignment (`assigned`), the value assigned."""
+        assigned = self.assigned.get(name)
+        if assigned is None:
+            return None if name in self._written else self.parameter(name)
+        if at is None or at < assigned[0]:
+            return self.parameter(name)
+        key = (assigned[2], True)
+        if key not in self._done and key not in self._busy:
+            self._busy.add(key)
+            self._done[key] = _fold_local(assigned[1], self.at(assigned[2]))
+            self._busy.discard(key)
+        return self._done.get(key)
 
     def _held(self, local: _Local, at: int) -> tuple[Node, int] | None:
         """The expression `local` holds at `at`, and the position whose scope it reads."""
@@ -241,6 +348,13 @@ class _FunctionLocals:
         local = self.visible(name, at)
         held = self._held(local, at) if local is not None else None
         return (held[0], self.at(held[1])) if held is not None else None
+
+    def element(self, local: _Local, index: str, at: int) -> Value | None:
+        """Element `index` of an array local that nothing writes (no element store, no call it
+        is handed to): what its initialiser list gives there, read where it is declared."""
+        if not local.fixed or local.elements is None or not index.isdigit() or int(index) >= len(local.elements):
+            return None
+        return _fold_value(local.elements[int(index)], self.at(local.start))
 
     def value(self, local: _Local, at: int) -> Value | None:
         held = self._held(local, at)
@@ -343,10 +457,10 @@ def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
         return _fold_value(inner[0], env, d) if len(inner) == 1 else None
     if t == "subscript_expression":
         key = element_key(node, env, d)
-        shadows = getattr(env, "shadows", None)
-        if key is None or shadows is not None and shadows(key.partition("[")[0]):
-            return None  # a local array of the function, not the file's
-        return env.get(key)
+        shadows, element = getattr(env, "shadows", None), getattr(env, "element", None)
+        if key is not None and shadows is not None and element is not None and shadows(key.partition("[")[0]):
+            return element(key)  # a local array of the function, not the file's
+        return env.get(key) if key is not None else None
     if t == "field_expression":
         # `block.x` of a dim3 the same function folded.
         base = env.get(_text(node.child_by_field_name("argument")))
@@ -387,11 +501,20 @@ def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
         if operand is None:
             return None
         name = _type_name(operand)
-        return _SIZEOF.get(env.alias(name) or name)
+        for _ in range(8):  # a template's parameter, then typedefs: `ElementType` -> `floatX` -> `float`
+            named = env.alias(name)
+            if named is None or named == name:
+                break
+            name = named
+        return _SIZEOF.get(name)
     if t == "assignment_expression" and _text(node.child_by_field_name("operator")) == "=":
         return _fold_value(node.child_by_field_name("right"), env, d)  # `N = M = 2048` is 2048
     if t == "call_expression":
         return _fold_call(node, env, d)
+    if t == "qualified_identifier":
+        scope, member = node.child_by_field_name("scope"), node.child_by_field_name("name")
+        return env.member(scope, _text(member)) if scope is not None and member is not None and \
+            member.type == "identifier" else None
     if t in ("initializer_list", "argument_list"):
         return _fold_dims(node, env, d)
     return None

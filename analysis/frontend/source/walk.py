@@ -42,6 +42,8 @@ class _Collected:
         self.defines: list[Node] = []
         self.macros: list[Node] = []
         self.enums: list[Node] = []
+        # file-scope typedefs, `using` aliases and struct/class definitions (their static constants)
+        self.types: list[Node] = []
         self.comments: list[tuple[Node, int | None]] = []
         # (name, start_byte) of every write to a plain variable, per function: an assignment,
         # ++/--, or `&x` (which lets a callee write it, e.g. scanf or cudaMemcpyFromSymbol).
@@ -173,6 +175,9 @@ def _collect(root: Node) -> _Collected:
             out.macros.append(node)
         elif t == "enumerator_list":
             out.enums.append(node)
+        elif fn is None and (t in ("type_definition", "alias_declaration") or
+                             t in ("struct_specifier", "class_specifier") and node.child_by_field_name("body") is not None):
+            out.types.append(node)
         if t in ("binary_expression", "assignment_expression") and fn is not None and \
                 _text(node.child_by_field_name("operator")) in ("/", "%", "/=", "%="):
             out.divisions.append((node, fn))

@@ -1,7 +1,8 @@
-// llm.c's dev/cuda shape (issue 31): main() runs the kernel once per block size of a list, and the
-// launching function computes the grid from the block it is given, one warp per row. The block
-// cannot fold (it takes six values); the grid is the program's own formula for whichever block
-// the model uses: 1024 blocks at the default 256 threads, not 32.
+// llm.c's dev/cuda shape (issue 31): main() runs the kernel once per block size of a local list
+// (`int block_sizes[] = {...}; for (int j = 0; ...) { int block_size = block_sizes[j]; ... }`), and
+// the launching function computes the grid from the block it is given, one warp per row. The
+// launch read is the program's first, block_sizes[0] = 32 (8192 blocks); a hint that names another
+// block gets the program's own grid formula for that block (1024 blocks at 256 threads).
 #include <cuda_runtime.h>
 
 template <class T>
