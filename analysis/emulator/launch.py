@@ -106,8 +106,7 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     # several that do not agree) is not the launch a hint or an annotation names: they outrank it
     named = (hint is not None and any(v is not None for v in (hint.grid, hint.block, hint.dynamic_smem))) or \
         (ann is not None and any(ann.get(k) for k in ("grid", "block", "smem", "dynamic_smem")))
-    if named:
-        site = {k: v for k, v in site.items() if k not in several}
+    aside = {k: site.pop(k) for k in several if k in site} if named else {}
     # kernel parameters take the values of the launch's arguments where those fold
     if fn is not None and sites:
         folded_args = sites[0].arg_values or (None,) * len(sites[0].args)
@@ -160,7 +159,7 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
     block = pick("block", site.get("block"), _dims(hint.block) if hint else None,
                  _annotation_dims(ann, "block") if ann else None, (DEFAULT_BLOCK, 1, 1),
                  unresolved(shown, located, "block", f"the default is {DEFAULT_BLOCK} threads", launched_siblings,
-                            ruled_out))
+                            ruled_out, aside.get("block")))
     threads = block[0] * block[1] * block[2]
     n = values.get("n", values.get("N"))
     default_grid = (max(1, math.ceil(n / threads)), 1, 1) if n else (DEFAULT_BLOCKS_PER_SM * sm_count, 1, 1)
@@ -176,7 +175,7 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
         basis = f"the grid is what the launch's own `{by_block[0].grid.text}` computes for a block of {block[0]} threads"
     grid = pick("grid", site.get("grid"), _dims(hint.grid) if hint else None,
                 _annotation_dims(ann, "grid") if ann else None, default_grid,
-                unresolved(shown, located, "grid", basis, launched_siblings, ruled_out))
+                unresolved(shown, located, "grid", basis, launched_siblings, ruled_out, aside.get("grid")))
     smem_ann = None
     if ann is not None:
         smem_ann = ann.value("smem") if ann.get("smem") else ann.value("dynamic_smem")
@@ -187,7 +186,7 @@ def resolve_launch(kernel_name: str, source: SourceModel | None, options: Analys
                       f"for a block of {block[0]} threads")
     smem = pick("dynamic_smem", site.get("dynamic_smem"), hint.dynamic_smem if hint else None,
                 smem_ann, smem_default, unresolved(shown, located, "shared_mem", smem_basis,
-                                                   launched_siblings, ruled_out))
+                                                   launched_siblings, ruled_out, aside.get("dynamic_smem")))
     trip_hint = hint.trip_count if hint and hint.trip_count else (ann.value("trip") if ann else None)
     return ResolvedLaunch(LaunchConfig(grid=grid, block=block, dynamic_smem=smem), values, trip_hint, tuple(out))
 
@@ -336,9 +335,14 @@ GIVE_A_LAUNCH = ("give the real one with launch capture (`capture.enabled` in a 
 
 
 def unresolved(kernel: str, located, field: str, basis: str, launched_siblings: tuple[str, ...] = (),
-               ruled_out=()) -> str:
-    """Why a launch value is a default, how to give the real one, and what the default is."""
-    if not located and ruled_out:
+               ruled_out=(), aside: tuple[object, str] | None = None) -> str:
+    """Why a launch value is a default, how to give the real one, and what the default is. `aside`:
+    the site's value and where it was read, where it is one of several launches and a hint or an
+    annotation names another (`_site_values`)."""
+    if aside is not None:
+        why = (f"{aside[0]}, from {aside[1].split(' (one of the kernel')[0]}, is one of the kernel's several "
+               "launches and the hint or annotation names another")
+    elif not located and ruled_out:
         at = ", ".join(_where(path, s) for path, s in ruled_out)
         why = (f"every launch of `{kernel}` ({at}) sits in a branch that the program's own constants rule out "
                f"(an `if` around it folds to the other branch)")

@@ -141,6 +141,8 @@ def test_a_hint_outranks_the_first_value_of_a_sweep(toolchain):
     assert (sources["block"], sources["grid"]) == ("settings", "default")
     detail = next(a.detail for a in k.assumptions if a.name == "grid")
     assert "the grid is what the launch's own `grid_size` computes for a block of 512 threads" in detail
+    assert detail.startswith("(8192, 1, 1), from the launch at line 40, with each loop around it at its first value")
+    assert "is one of the kernel's several launches and the hint or annotation names another" in detail
     assert not [a for a in result.advice if a.optimizer == "block_increase" and a.kernel == k.mangled]
     assert (mean.launch.grid, mean.launch.block, mean.launch.dynamic_smem) == ((8192, 1, 1), (32, 1, 1), 128)
 
