@@ -412,24 +412,52 @@ def _imm(text: str) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def _grid_dims(op: str, at: int, fn: list[Instruction], bank: ConstantBank,
-               depth: int = 4) -> frozenset[tuple[str, int]]:
-    """The blockDim/gridDim values operand `op` of instruction `at` is made of, as ("block" |
-    "grid", dimension 0 = x, 1 = y, 2 = z): the register's nearest definition before `at` (else
-    any, for a loop-carried value) is followed through `depth` instructions."""
+#: a launch dimension a stride is made of: ("block" | "grid", 0/1/2 for x/y/z)
+Dim = tuple[str, int]
+
+#: opcodes that copy a value unchanged: a register or uniform move, a constant-bank load (`LDCU`: sm_100's
+#: load into a uniform register)
+_COPIES = ("MOV", "UMOV", "LDC", "ULDC", "LDCU")
+
+
+def _dims_product(op: str, at: int, fn: list[Instruction], bank: ConstantBank,
+                  depth: int = 4) -> tuple[Dim, ...] | None:
+    """The launch dimensions operand `op` of instruction `at` is the product of, sorted (blockDim.x ·
+    gridDim.x is (("block", 0), ("grid", 0))), else None: a constant-bank read of one, or a
+    register whose nearest definition before `at` (else any, for a loop-carried value) copies one
+    or multiplies two such values (`IMAD Rd, Ra, Rb, RZ`), followed through `depth` definitions.
+    Anything else (a sum, an immediate factor, an argument) is no product of launch dimensions."""
     m = _CBANK.search(op)
     if m:
         dim = bank.dimension(0 if m.group(1) == "RZ" else int(m.group(1), 16))
-        return frozenset({dim}) if dim is not None else frozenset()
+        return (dim,) if dim is not None else None
     reg = op.lstrip("-|~").split(".")[0]
-    if depth == 0 or not reg or reg in ("RZ", "URZ") or _IMM.fullmatch(reg):
-        return frozenset()
+    if depth == 0 or not reg or reg in ("RZ", "URZ") or _IMM.fullmatch(reg) or op.startswith(("-", "~")):
+        return None
     before = [x for x in fn if x.index < at and reg in x.defs]
     d = before[-1] if before else next((x for x in fn if reg in x.defs), None)
-    if d is None:
-        return frozenset()
-    return frozenset().union(*(_grid_dims(o.replace(".reuse", ""), d.index, fn, bank, depth - 1)
-                               for o in d.operands[1:]))
+    if d is None or d.predicate or len(d.operands) < 2:
+        return None
+    srcs = [o.replace(".reuse", "") for o in d.operands[1:]]
+    if d.opcode in _COPIES and len(srcs) == 1:
+        src = srcs[0]
+        if "64" in d.modifiers and reg != d.operands[0] and (c := _CBANK.search(src)):
+            # the high half of a 64-bit load (`ULDC.64 UR4, c[0x0][0x0]`: UR5 is blockDim.y)
+            off = 0 if c.group(1) == "RZ" else int(c.group(1), 16)
+            src = f"c[0x0][{off + 4:#x}]"
+        return _dims_product(src, d.index, fn, bank, depth - 1)
+    if d.opcode == "IMAD" and "MOV" in d.modifiers and srcs[:2] == ["RZ", "RZ"]:
+        return _dims_product(srcs[2], d.index, fn, bank, depth - 1)
+    if d.opcode in ("IMAD", "UIMAD", "IMUL", "UIMUL") and not set(d.modifiers) - {"LO", "U32"} and (
+            len(srcs) == 2 or srcs[2] in ("RZ", "URZ")):
+        a, b = (_dims_product(o, d.index, fn, bank, depth - 1) for o in srcs[:2])
+        return tuple(sorted(a + b)) if a is not None and b is not None else None
+    return None
+
+
+def _stride_name(dims: tuple[Dim, ...]) -> str:
+    """A stride of launch dimensions as the source would write it: "blockDim.x * gridDim.x"."""
+    return " * ".join(f"{'blockDim' if kind == 'block' else 'gridDim'}.{'xyz'[d]}" for kind, d in dims)
 
 
 def _predicate_copy(x: Instruction) -> str | None:
@@ -565,11 +593,11 @@ def loop_step(body: list[Instruction], latch: Instruction,
 
     ("const", k): added k (k = source step × unroll factor); ("mul", f): multiplied by f
     (`s *= 2`: `IMAD.SHL`/`SHF.L`); ("shr", f): divided by f (`s >>= 1`: `SHF.R`);
-    ("grid", d): added blockDim.d·gridDim.d (a grid-stride loop over dimension d = 0, 1, 2), only
-    when the stride is read from the grid dimensions (`fn`, the whole function, traces a stride
-    register to them); ("block", d): added blockDim.d alone (a block-stride loop);
+    ("dims", dims): added the product of the launch dimensions `dims` (`_dims_product`: (("block",
+    0), ("grid", 0)) is a grid-stride loop over x, (("block", 1),) a block stride over y), only
+    when the stride register is traced to them (`fn`, the whole function, defines it);
     ("?", None) otherwise: a stride held in a register is not taken for a grid stride. Without
-    the arch's constant-bank layout (`bank`) no stride is known to be a grid dimension.
+    the arch's constant-bank layout (`bank`) no stride is known to be a launch dimension.
     """
     setp = _exit_compare(body, latch)[1]
     if setp is None:
@@ -602,14 +630,23 @@ def loop_step(body: list[Instruction], latch: Instruction,
         if upd.opcode in ("IADD3", "UIADD3", "IADD", "VIADD", "IMAD") and len(imms) == 1 and len(others) == 1:
             if upd.opcode != "IMAD" or "IADD" in mods:
                 return "const", abs(_imm(imms[0]))
-        dims = frozenset().union(*(_grid_dims(o, upd.index, scope, bank) for o in others if not _IMM.fullmatch(o))) \
-            if bank is not None else frozenset()
-        axes = {d for _, d in dims}
-        if len(axes) == 1:
-            # `j += blockDim.y` alone steps over the block (finite-difference's pencils: 64 rows,
-            # 8 per step, 8 trips), not over the grid: only a stride with gridDim in it is one
-            return ("grid" if any(kind == "grid" for kind, _ in dims) else "block"), axes.pop()
-        return "?", None
+        if bank is None or imms:
+            return "?", None
+        # the update reads the counter, or a copy of it (`VIADD R6, R0, UR4` with R0 = R6 moved
+        # after the test), which arrives over the back edge; the stride is what stays the same
+        carried = [o for o in srcs if re.fullmatch(r"-?U?R\d+", o) and _loop_carried(o.lstrip("-"), upd.index, body)]
+        if upd.opcode in ("IMAD", "UIMAD") and not mods and len(srcs) == 3:
+            # `IMAD Rc, Ra, Rb, Rc'`: the product a·b added to the counter in the update itself
+            parts = [_dims_product(o, upd.index, scope, bank) for o in srcs[:2]]
+            dims = tuple(sorted(parts[0] + parts[1])) if None not in parts and srcs[2] in carried else None
+        elif len(stride := [o for o in others if o not in carried]) == 1 and (upd.opcode != "IMAD" or "IADD" in mods):
+            dims = _dims_product(stride[0], upd.index, scope, bank)
+        else:
+            dims = None
+        # the stride is whatever product of launch dimensions the SASS adds: blockDim.x · gridDim.x
+        # (a grid stride), blockDim.y alone (finite-difference's pencils: 64 rows, 8 per step),
+        # gridDim.x alone (one block per row), blockDim.x · blockDim.y (a 2-D block's threads)
+        return ("dims", dims) if dims else ("?", None)
     return "?", None
 
 
@@ -670,18 +707,20 @@ def resolve_trip(*, info_trip: int | None, bound_value: int | None, step: tuple[
         verb = "multiplied" if kind == "mul" else "divided"
         return t, Assumption(name=name, value=str(t), source=src,
                              detail=f"counter {verb} by {k} per iteration over {what}")
-    per_iter = k if kind == "const" and k else max(1, unroll or 1)  # a grid step's k is its dimension
+    per_iter = k if kind == "const" and k else max(1, unroll or 1)  # a stride: one per unrolled copy
     per = f", {per_iter} per SASS iteration" if per_iter > 1 else ""
     if info_trip is not None:  # the program builder already divided by the unroll factor
         t = max(1, info_trip)
         return t, Assumption(name=name, value=str(t), source="sass", detail="constant loop bound")
     if bound_value is not None:
-        if kind in ("grid", "block"):
-            d = k if k is not None else 0
-            stride = launch.block[d] * (launch.grid[d] if kind == "grid" else 1)
+        if kind == "dims":
+            stride = math.prod((launch.block if dim == "block" else launch.grid)[d] for dim, d in k)
             t = max(1, math.ceil(bound_value / (stride * per_iter)))
+            d = k[0][1]
+            shape = ("grid-stride loop" if k == (("block", d), ("grid", d)) else
+                     "block-stride loop" if k == (("block", d),) else f"loop striding by {_stride_name(k)}")
             return t, Assumption(name=name, value=str(t), source=bound_source,
-                                 detail=f"{kind}-stride loop over {bound_value} elements{per}")
+                                 detail=f"{shape} over {bound_value} elements{per}")
         t = max(1, bound_value // per_iter if kind == "const" else math.ceil(bound_value / per_iter))
         return t, Assumption(name=name, value=str(t), source=bound_source, detail=f"bound {bound_value}{per}")
     if trip_hint is not None:

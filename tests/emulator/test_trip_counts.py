@@ -108,7 +108,7 @@ def test_a_stride_from_an_argument_is_not_a_grid_stride(shapes, target):
     # gridDim, so the loop is never taken for a grid-stride one; with stride = 4096 from the
     # launch it runs about ⌈100000 / 4096⌉ = 25 iterations, not n / unroll
     loops = _trips(shapes, "arg_stride", target)
-    assert all(step[0] != "grid" and "grid-stride" not in a.detail for step, _, a in loops)
+    assert all(step[0] != "dims" and "grid-stride" not in a.detail for step, _, a in loops)
     # SASS trips: at most the 25 iterations (plus a remainder's guard), at least 25 / unroll 4
     assert math.ceil(25 / 4) <= sum(trip for _, trip, _ in loops) <= 25 + 3, loops
 
@@ -119,9 +119,28 @@ def test_bound_from_blockdim_folds_with_the_launch(shapes, target):
     assert loops[0][2].source == "launch_site"
 
 
+#: the step of a loop adding blockDim.x * gridDim.x (loop_step)
+GRID_X = ("dims", (("block", 0), ("grid", 0)))
+
+
+@pytest.mark.parametrize("name,dims,trips", [
+    # `j += blockDim.y` over 64 rows, 8 per step: 8 trips (a grid stride, 8 x 4, would give 2)
+    ("block_stride_y", (("block", 1),), 64 // 8),
+    # `b += gridDim.x` over 4096 rows, 128 blocks: 32 trips (blockDim x gridDim would give 1)
+    ("grid_dim_stride", (("grid", 0),), 4096 // 128),
+    # `i += blockDim.x * blockDim.y` over 10000 elements, 32 x 8 threads: 40 trips
+    ("block_2d_stride", (("block", 0), ("block", 1)), math.ceil(10000 / (32 * 8))),
+])
+def test_a_stride_of_launch_dimensions_is_their_product(shapes, target, name, dims, trips):
+    ((step, t, a),) = _trips(shapes, name, target)
+    assert step == ("dims", dims)
+    assert t == trips, a
+    assert a.source in ("launch_site", "sass") and "grid-stride" not in a.detail, a
+
+
 def test_grid_stride_loop(shapes, target):
     ((step, trips, a),) = _trips(shapes, "grid_stride", target)
-    assert step == ("grid", 0)
+    assert step == GRID_X
     assert trips == math.ceil(100000 / (8 * 128))
     assert "grid-stride" in a.detail and a.source == "launch_site"
 
@@ -131,7 +150,7 @@ def test_an_unrolled_grid_stride_loop_covers_its_unroll_factor_per_trip(shapes, 
     # (`IMAD.IADD Rc, Rstride, 0x1, Rc`, an add of blockDim.x * gridDim.x, not the constant 1);
     # each SASS trip runs 4 strides, so ⌈100000 / (128 * 8 * 4)⌉ trips, not 4 times as many
     ((step, trips, a),) = _trips(shapes, "grid_stride_unroll4", target)
-    assert step == ("grid", 0)
+    assert step == GRID_X
     assert trips == math.ceil(100000 / (8 * 128 * 4))
     assert "grid-stride" in a.detail and "4 per SASS iteration" in a.detail
 
@@ -140,14 +159,14 @@ def test_a_grid_stride_loop_bounded_by_a_long_is_grid_stride(shapes, target):
     # `int i < long n`: the exit test is a 64-bit compare of the sign-extended index; the counter
     # is the index the grid stride is added to, not the 64-bit byte offset the body shifts it into
     ((step, trips, a),) = _trips(shapes, "grid_stride_long", target)
-    assert step == ("grid", 0)
+    assert step == GRID_X
     assert trips == math.ceil(100000 / (8 * 128))
     assert "grid-stride" in a.detail
 
 
 def test_2d_grid_stride_loops_stride_by_their_own_dimension(shapes, target):
     (outer, inner) = _trips(shapes, "grid_stride_2d", target)
-    assert outer[0] == ("grid", 1) and inner[0] == ("grid", 0)
+    assert outer[0] == ("dims", (("block", 1), ("grid", 1))) and inner[0] == GRID_X
     assert outer[1] == math.ceil(256 / (4 * 4))  # h / (blockDim.y * gridDim.y)
     assert inner[1] == math.ceil(512 / (32 * 8))  # w / (blockDim.x * gridDim.x)
 
@@ -250,7 +269,7 @@ def test_the_counter_is_updated_by_the_definition_the_compare_reads(toolchain):
     opts = AnalysisOptions(launch_hints={"adamw_kernel2": LaunchHint(
         grid=(2048, 1, 1), block=(512, 1, 1), values={"num_parameters": 1 << 20})})
     ((step, trips, a),) = _trips(prog, "adamw_kernel2", (spec, cat.device("RTX 3060 Ti")), opts)
-    assert step == ("grid", 0)
+    assert step == GRID_X
     assert trips == 1 and "grid-stride" in a.detail
 
 

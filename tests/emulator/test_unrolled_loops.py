@@ -118,5 +118,5 @@ def test_hints_and_unknown_steps_are_divided_by_the_unroll_factor():
     trip, a = resolve_trip(bound_value=None, step=("?", None), trip_hint=None, unroll=4, **common)
     assert trip == 16 and a.source == "default"
     # a grid-stride loop unrolled by 4 covers four strides per SASS iteration
-    assert resolve_trip(bound_value=64 * 256 * 40, step=("grid", None), trip_hint=None, unroll=4, **common)[0] == 10
+    assert resolve_trip(bound_value=64 * 256 * 40, step=("dims", (("block", 0), ("grid", 0))), trip_hint=None, unroll=4, **common)[0] == 10
     assert resolve_trip(bound_value=None, step=("?", None), trip_hint=None, unroll=None, **common)[0] == 64

@@ -203,7 +203,7 @@ def test_the_constant_bank_layout_is_what_nvcc_emits(arch, tmp_path):
     loop = fn.cfg.loops[0]
     body = [fn.sass.instructions[i] for b in loop.body for i in range(fn.cfg.blocks[b].start, fn.cfg.blocks[b].end)]
     latch = fn.sass.instructions[fn.cfg.blocks[sorted(loop.latches)[-1]].last]
-    assert loop_step(sorted(body, key=lambda i: i.index), latch, list(fn.sass.instructions), bank) == ("grid", 0)
+    assert loop_step(sorted(body, key=lambda i: i.index), latch, list(fn.sass.instructions), bank) == ("dims", (("block", 0), ("grid", 0)))
     # sm_100+ prints a uniform branch's condition as an operand (`BRA.U !UP0, ...`): it is the guard
     for i in fn.sass.instructions:
         if i.opcode == "BRA" and len(i.operands) > 1 and re.fullmatch(r"!?U?P\d", i.operands[0]):

@@ -86,6 +86,27 @@ __global__ void doubling(float* x) {
   x[threadIdx.x] = sh[0];
 }
 
+// strides of launch dimensions other than blockDim * gridDim: the block's rows (blockDim.y
+// alone), one block per row of 256 (gridDim.x alone), a 2-D block's threads (blockDim.x * blockDim.y)
+__global__ void block_stride_y(float* x) {
+  for (int j = threadIdx.y; j < 64; j += blockDim.y)
+    x[j * 64 + blockIdx.x * blockDim.x + threadIdx.x] *= 2.0f;
+}
+
+__global__ void grid_dim_stride(const float* a, float* out) {
+  float s = 0.f;
+  for (int b = blockIdx.x; b < 4096; b += gridDim.x)
+    s += a[b * 256 + threadIdx.x];
+  out[blockIdx.x * 256 + threadIdx.x] = s;
+}
+
+__global__ void block_2d_stride(const float* a, float* out, int n) {
+  float s = 0.f;
+  for (int i = threadIdx.y * blockDim.x + threadIdx.x; i < n; i += blockDim.x * blockDim.y)
+    s += a[i];
+  out[blockIdx.x * blockDim.x * blockDim.y + threadIdx.y * blockDim.x + threadIdx.x] = s;
+}
+
 int main() {
   float* x = 0;
   count_up<<<8, 128>>>(x, 1000);
@@ -100,5 +121,8 @@ int main() {
   arg_stride<<<8, 128>>>(x, 100000, 4096);
   halving<<<8, 256>>>(x);
   doubling<<<8, 256>>>(x);
+  block_stride_y<<<dim3(2, 4), dim3(32, 8)>>>(x);
+  grid_dim_stride<<<128, 256>>>(x, x);
+  block_2d_stride<<<8, dim3(32, 8)>>>(x, x, 10000);
   return 0;
 }
