@@ -261,7 +261,12 @@ def ranked(result, mangled: str):
 
 def main(argv: list[str] | None = None) -> int:
     only = set(argv if argv is not None else sys.argv[1:])  # "tuned" or "tuning": the sets a tuning may look at
-    tally = {held: [0, 0, 0] for held in (TUNED, FIRST, SECOND, THIRD)}  # -> [steps, top 3, any rank]
+    # per set: steps, named in the top 3, at any rank, first; and, since a list of 3 or fewer items makes
+    # "top 3" mean "any rank", the steps with more than 3 items and their top-3 hits; and the top-3 hits
+    # whose item is at the 1.5x cap beside another capped item of the top 3 (a rank decided in a tie)
+    tally = {held: [0] * 7 for held in (TUNED, FIRST, SECOND, THIRD)}
+    from kernelscope.analysis.advisor.optimizers.base import MAX_UNMODELED
+
     for step in STEPS:
         if ("tuned" in only and step.held_out) or ("tuning" in only and step.held_out == THIRD):
             continue
@@ -270,22 +275,29 @@ def main(argv: list[str] | None = None) -> int:
             continue
         items = ranked(*analyse(step))
         rank = next((n for n, a in enumerate(items, 1) if step.then.named_by(a)), None)
+        hit = rank is not None and rank <= 3
+        capped = [a for a in items[:3] if a.speedup >= MAX_UNMODELED - 1e-9]
         t = tally[step.held_out]
         t[0] += 1
-        t[1] += rank is not None and rank <= 3
+        t[1] += hit
         t[2] += rank is not None
+        t[3] += rank == 1
+        t[4] += len(items) > 3
+        t[5] += hit and len(items) > 3
+        t[6] += hit and items[rank - 1] in capped and len(capped) > 1
         names = ", ".join(f"{a.optimizer} {a.speedup:.2f}×" for a in items[:3]) or "no advice"
         series = step.series + (f" ({step.held_out})" if step.held_out else "")
-        print(f"{'HIT ' if rank and rank <= 3 else 'miss'} {series:52} {step.label:11} next: {step.then.what:45} "
+        print(f"{'HIT ' if hit else 'miss'} {series:52} {step.label:11} next: {step.then.what:45} "
               f"rank {rank or '-'} of {len(items)}; top 3: {names}", flush=True)
     print()
     for held, what in ((TUNED, "series tuned on"), (FIRST, "series held out at the first tuning"),
                        (SECOND, "series held out at the second tuning"), (THIRD, "series held out at the third tuning")):
-        n, top3, anywhere = tally[held]
+        n, top3, anywhere, first, long, long_top3, tied = tally[held]
         print(f"{what}: {top3} of {n} steps ({100 * top3 / max(1, n):.0f} %): the top 3 name the next step; "
-              f"{anywhere} name it at any rank")
+              f"{anywhere} name it at any rank, {first} first; {long_top3} of the {long} steps with more than 3 "
+              f"items in the top 3; {tied} of the top-3 hits ranked among items at the {MAX_UNMODELED}× cap")
     n, top3 = sum(t[0] for t in tally.values()), sum(t[1] for t in tally.values())
-    print(f"all: {top3} of {n} steps ({100 * top3 / n:.0f} %)")
+    print(f"all: {top3} of {n} steps ({100 * top3 / n:.0f} %), {sum(t[3] for t in tally.values())} first")
     return 0
 
 

@@ -67,6 +67,9 @@ class Estimate(BaseModel):
     speedup: float
     formula: str  # e.g. "GPA Eq. 2: T/(T−M)"
     inputs: dict[str, float] = Field(default_factory=dict)
+    #: the emulator ran the changed kernel (a what-if): its units are in the figure, so neither the
+    #: roofline bound nor the cap on unmodeled figures applies (`optimizers.base.grounded`)
+    remodeled: bool = False
 
 
 class Advice(BaseModel):

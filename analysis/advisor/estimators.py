@@ -103,7 +103,7 @@ def modeled_ratio(duration: float, new_duration: float, what: str) -> Estimate:
     """The emulator's what-if: the same kernel re-modeled with a changed launch (SAAKE §5)."""
     s = duration / new_duration if new_duration > 0 else 1.0
     return Estimate(speedup=_finite(s), formula=f"emulator what-if ({what}): T_now/T_new",
-                    inputs={"T_now_s": duration, "T_new_s": new_duration})
+                    inputs={"T_now_s": duration, "T_new_s": new_duration}, remodeled=True)
 
 
 def balanced_blocks(blocks: int, sms: int) -> Estimate:

@@ -122,7 +122,7 @@ def violations(r) -> list[tuple]:
         t_now = a.estimate.inputs.get("T_now_s")
         if a.provenance == "modeled" and t_now != pytest.approx(k.predicted_duration_s, rel=1e-9):
             out.append(("T_now", a.optimizer, a.lines, t_now, k.predicted_duration_s))
-        if a.speedup > 1.5 and not a.estimate.formula.startswith("emulator") and a.verified_speedup is None:
+        if a.speedup > 1.5 and not a.estimate.remodeled and a.verified_speedup is None:
             out.append(("not re-modeled", a.optimizer, a.lines, round(a.speedup, 3), a.estimate.formula))
         # a launch-shape item on a launch the model assumed says so and is never a warning (or is withheld)
         assumed = {x.name for x in profile.provenance.assumptions

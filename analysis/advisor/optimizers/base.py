@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
+from ...emulator.units import RESOURCES
 from ...frontend.instructions import Instruction
 from ...frontend.kernel_names import base_name
 from ...frontend.program import source_line_of
@@ -216,6 +217,11 @@ def kernel_line(ins: Instruction) -> int | None:
     return source_line_of(ins, outer.file)[1]
 
 
+def kernel_lines(instructions: Iterable[Instruction]) -> list[int]:
+    """The kernel's lines the instructions are charged to (`kernel_line`), in order, once each."""
+    return sorted({ln for i in instructions if (ln := kernel_line(i))})
+
+
 def back_edges(instructions: Sequence[Instruction]) -> list[tuple[int, int]]:
     """(head, latch) indices of each branch back to an earlier PC: the SASS loops, nested ones too."""
     index_of = {i.pc: i.index for i in instructions}
@@ -233,21 +239,44 @@ def amdahl_bounded(estimate: Estimate, share: float) -> Estimate:
                                        "inputs": {**estimate.inputs, "share": share}})
 
 
-#: The machine's units as the profile's utilisation names them (emulator/units.py RESOURCES), by what
-#: a remedy can take work from (`Optimizer.relieves`).
+#: The machine's units as the emulator names them (emulator/units.py RESOURCES), by what a remedy can
+#: take work from (`Optimizer.relieves`).
 COMPUTE_UNITS = frozenset({"fp32", "fp64", "fp16", "int", "sfu", "conversion", "tensor", "branch"})
 MEMORY_UNITS = frozenset({"lsu", "shared", "l2", "dram", "constant", "atomic", "l2_atomic"})
 #: the units of one SM: more blocks on idle SMs spread their work, the GPU-wide L2 and DRAM keep theirs
-SM_UNITS = COMPUTE_UNITS | MEMORY_UNITS - {"l2", "dram", "l2_atomic"} | {"barrier"}
+SM_UNITS = COMPUTE_UNITS | (MEMORY_UNITS - {"l2", "dram", "l2_atomic"}) | {"barrier"}
+#: the pipes of the instructions a latency-hiding change removes around the work it overlaps: a loop's
+#: counter, compare and branch (unrolling), a call's argument moves, CALL and RET (inlining); IADD3 and
+#: ISETP issue to the integer pipe, IMAD and IMAD.MOV to the FMA pipe (fp32) on sm_70 and later
+OVERHEAD_UNITS = frozenset({"int", "fp32", "branch"})
+
+#: What each key of a profile's utilisation measures, as those units: the one place a measured
+#: profile's names meet the emulator's. A modeled profile's keys are the emulator's units. A measured
+#: one's are Nsight Compute's throughputs (measure/ncu_report.py `_UTILIZATION`): "sm" is the busiest
+#: of the SM's pipes and issue (sm__throughput), "memory" the busiest of L1/TEX, L2 and DRAM
+#: (gpu__compute_memory_throughput), "l1" the L1/TEX unit that serves global, shared and shared-atomic
+#: accesses, "l2" the L2 slices with their atomics; "fp32", "fp64", "fp16" (the achieved FLOP rate
+#: over its peak) are the pipes of those names.
+UTILIZATION_UNITS: Mapping[str, frozenset[str]] = {
+    **{r: frozenset({r}) for r in RESOURCES},
+    "sm": SM_UNITS, "memory": MEMORY_UNITS, "l1": frozenset({"lsu", "shared", "atomic"}),
+    "l2": frozenset({"l2", "l2_atomic"}),
+}
 
 
 def roofline_bounded(estimate: Estimate, utilization: Mapping[str, float], relieves: frozenset[str]) -> Estimate:
     """A change that takes no work from a unit leaves that unit's busy time: the kernel cannot then run
     faster than the busiest such unit allows, S ≤ 1/u (the roofline with the profile's own
-    utilisation: at 99 % of DRAM bandwidth, cheaper math or hidden latency gains at most 1 %). An
-    emulator re-model already runs the units, and is not bounded again."""
-    kept = [(u, name) for name, u in utilization.items() if name not in relieves and u > 0]
-    if not kept or estimate.formula.startswith("emulator"):
+    utilisation: at 99 % of DRAM bandwidth, cheaper math or hidden latency gains at most 1 %).
+
+    A key bounds the change only when the change relieves none of the units it measures
+    (`UTILIZATION_UNITS`): an aggregate's busiest part is not known and may be the very unit the change
+    relieves (coalescing on a measured profile is not capped by "memory"). A key no entry classifies
+    bounds nothing: no bound rather than a wrong one. An emulator re-model already runs the units, and
+    is not bounded again."""
+    kept = [(u, key) for key, u in utilization.items()
+            if u > 0 and key in UTILIZATION_UNITS and not UTILIZATION_UNITS[key] & relieves]
+    if not kept or estimate.remodeled:
         return estimate
     u, name = max(kept)
     bound = 1.0 / u
@@ -269,7 +298,7 @@ def grounded(estimate: Estimate, duration_s: float | None) -> Estimate:
     above MAX_UNMODELED unless the emulator re-modeled the change."""
     inputs = dict(estimate.inputs)
     formula, speedup = estimate.formula, estimate.speedup
-    if speedup > MAX_UNMODELED and not formula.startswith("emulator"):
+    if speedup > MAX_UNMODELED and not estimate.remodeled:
         inputs["uncapped"] = speedup
         formula, speedup = formula + f", ≤ {MAX_UNMODELED}× until re-modeled", MAX_UNMODELED
     if duration_s is not None:
@@ -287,6 +316,12 @@ def restated(message: str, estimate: Estimate, why: str = "at most what its line
     return _EST.sub(lambda m: f"Est. {m.group(1) or ''}{estimate.speedup:.2f}× ({why})", message, count=1)
 
 
+def line_list(lines: Sequence[int], most: int = 4) -> str:
+    """Lines as a message names them: "line 5", "lines 5, 7, 9, 11, …" (the first `most`)."""
+    return (f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:most]))}"
+            f"{', …' if len(lines) > most else ''}")
+
+
 def pct(x: float) -> str:
     return f"{100 * x:.1f} %" if x < 0.1 else f"{100 * x:.0f} %"
 
@@ -301,8 +336,8 @@ class Optimizer:
     group: ClassVar[str] = "code"
     #: what `importance` is a share of (`Advice.importance_basis`)
     importance_basis: ClassVar[str] = "of samples"
-    #: the units whose work the remedy reduces (`roofline_bounded`): none by default, as for a
-    #: latency-hiding change, which only overlaps the work the units already do
+    #: the units whose work the remedy reduces (`roofline_bounded`): none by default, as for code
+    #: reordering, which only overlaps the work the units already do
     relieves: ClassVar[frozenset[str]] = frozenset()
 
     def match(self, ctx: MatchContext) -> list[Advice]:

@@ -13,7 +13,8 @@ from ...frontend.instructions import Instruction
 from ...machine.arch import Resource
 from .. import estimators
 from ..advice import Advice
-from .base import COMPUTE_UNITS, MatchContext, Optimizer, back_edges, kernel_line, pct, provenance_note
+from .base import (COMPUTE_UNITS, MatchContext, Optimizer, back_edges, kernel_lines, line_list, pct,
+                   provenance_note)
 
 #: multiply-adds, by the precision a tensor core takes them in
 _FMA = {"FFMA": "fp32", "HFMA2": "fp16", "FFMA2": "fp32"}
@@ -66,10 +67,6 @@ def inner_loops(instructions: tuple[Instruction, ...]) -> list[InnerLoop]:
     return [InnerLoop(tuple(instructions[h:t + 1])) for h, t in inner]
 
 
-def _lines(instrs: list[Instruction]) -> list[int]:
-    return sorted({ln for i in instrs if (ln := kernel_line(i))})
-
-
 class RegisterTiling(Optimizer):
     """An inner loop whose FMAs each take their operands from shared memory: a thread that computes a
     tile of outputs reuses every loaded value from registers (thread tiling)."""
@@ -98,8 +95,8 @@ class RegisterTiling(Optimizer):
             if est.speedup <= 1.0:
                 continue
             share = m / ctx.denominator
-            lines = _lines(lds) or [0]
-            msg = (f"The loop at line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:4]))} loads "
+            lines = kernel_lines(lds) or [0]
+            msg = (f"The loop at {line_list(lines)} loads "
                    f"{words:.2f} shared-memory words per FMA ({loop.shared_words()} words for {len(fmas)} FMAs per "
                    f"iteration): each loaded value feeds {1 / words:.1f} FMA{'s' if 1 / words >= 1.5 else ''}. "
                    f"{pct(share)} of this kernel's {'samples' if ctx.profile else 'issue slots'} "
@@ -152,9 +149,9 @@ class TensorCores(Optimizer):
         fraction = 1.0 - 1.0 / ratio
         est = estimators.stall_elimination(ctx.denominator, m, fraction)
         precision = {_FMA[i.opcode] for i in acc}
-        lines = _lines(acc) or [0]
+        lines = kernel_lines(acc) or [0]
         msg = (f"{len(acc)} {'/'.join(sorted(precision)).upper()} FMAs accumulate a dot product of loaded operands "
-               f"in the loop at line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:4]))}: "
+               f"in the loop at {line_list(lines)}: "
                f"{pct(share)} of this kernel's {'samples' if ctx.profile else 'issue slots'} "
                f"({provenance_note(ctx)}) are on them. That is a matrix multiply on the FMA pipe; this GPU's tensor "
                f"cores do FP16/BF16 (TF32) multiply-adds {ratio:.0f}× faster with FP32 accumulation. Stage tiles in "

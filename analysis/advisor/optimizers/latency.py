@@ -9,7 +9,7 @@ from ...profile import StallReason as R
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
 from ..blame import ARITHMETIC, GLOBAL, SHARED, BlameEdge
-from .base import (COMPUTE_UNITS, MatchContext, Optimizer, describe_edge, hotspots, insert_edit, kernel_line, pct,
+from .base import (OVERHEAD_UNITS, MatchContext, Optimizer, describe_edge, hotspots, insert_edit, kernel_line, pct,
                    provenance_note)
 
 _HIDEABLE = frozenset({GLOBAL, ARITHMETIC, SHARED})
@@ -52,7 +52,7 @@ class LoopUnrolling(Optimizer):
     """GPA: global-memory and execution-dependency stalls whose def and use sit in the same loop."""
 
     name, title = "loop_unrolling", "Unroll the loop"
-    relieves = frozenset({"branch", "int"})  # the loop's own branch and counter
+    relieves = OVERHEAD_UNITS  # the loop's own counter, compare and branch, once per unrolled trip
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.blame is None or ctx.source is None or ctx.total <= 0:
@@ -137,7 +137,7 @@ class FunctionInlining(Optimizer):
     """GPA: stalls in non-inlined device functions and at their call sites."""
 
     name, title = "function_inlining", "Inline the device function"
-    relieves = COMPUTE_UNITS  # the call's ABI moves, CALL and RET
+    relieves = OVERHEAD_UNITS  # the call's argument moves, CALL and RET
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         callees = []

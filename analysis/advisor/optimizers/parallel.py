@@ -7,7 +7,8 @@ from ...frontend import isa
 from ...machine.occupancy import Occupancy, occupancy
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
-from .base import SM_UNITS, MatchContext, Optimizer, back_edges, insert_edit, kernel_line, pct, provenance_note
+from .base import (SM_UNITS, MatchContext, Optimizer, back_edges, insert_edit, kernel_lines, line_list, pct,
+                   provenance_note)
 
 #: R_I assumed when there is no profile at all (no emulation): a warp issues one slot in four.
 DEFAULT_ISSUE_RATIO = 0.25
@@ -76,16 +77,21 @@ def _occ(ctx: MatchContext, block: int, regs: int | None = None, smem: int | Non
         return None
 
 
-def waves(ctx: MatchContext) -> float | None:
-    """The launch's blocks over the blocks one wave holds (blocks per SM at its occupancy × SMs); None
-    without a launch. On a launch the model assumed this is the assumed one's (the caller says so)."""
-    launch = _launch(ctx)
-    if launch is None or ctx.device is None:
-        return None
-    occ = _occ(ctx, launch[1])
+def blocks_per_wave(ctx: MatchContext, threads: int) -> int | None:
+    """The blocks of `threads` threads one wave holds: blocks per SM at their occupancy × SMs; None
+    where the arch, the device or the occupancy is unknown."""
+    occ = _occ(ctx, threads) if ctx.device is not None else None
     if occ is None or occ.active_blocks_per_sm <= 0:
         return None
-    return launch[0] / (occ.active_blocks_per_sm * ctx.device.sm_count)
+    return occ.active_blocks_per_sm * ctx.device.sm_count
+
+
+def waves(ctx: MatchContext) -> float | None:
+    """The launch's blocks over the blocks one wave holds; None without a launch. On a launch the
+    model assumed this is the assumed one's (the caller says so)."""
+    launch = _launch(ctx)
+    per_wave = blocks_per_wave(ctx, launch[1]) if launch is not None else None
+    return launch[0] / per_wave if per_wave else None
 
 
 def _block_arg(ctx: MatchContext):
@@ -271,11 +277,10 @@ class WaveTail(Optimizer):
         if launch is None or ctx.arch is None or ctx.device is None or ctx.assumed_launch:
             return []  # on an assumed launch the waves are a guess: withheld
         blocks, threads = launch
-        occ = _occ(ctx, threads)
         sms = ctx.device.sm_count
-        if occ is None or occ.active_blocks_per_sm <= 0 or blocks <= sms:
+        per_wave = blocks_per_wave(ctx, threads)
+        if per_wave is None or blocks <= sms:
             return []
-        per_wave = occ.active_blocks_per_sm * sms
         if blocks <= per_wave or estimators.wave_efficiency(blocks, per_wave) >= 0.9:
             return []  # one wave, or tails under 10 %: nothing to gain worth a change
         block = tuple(ctx.profile.launch.block)
@@ -286,10 +291,10 @@ class WaveTail(Optimizer):
             t_new = new[0] * new[1] * new[2]
             if new == block or t_new < ctx.arch.warp_size or total % t_new:
                 continue
-            o = _occ(ctx, t_new)
-            if o is None or o.active_blocks_per_sm <= 0:
+            new_per_wave = blocks_per_wave(ctx, t_new)
+            if new_per_wave is None:
                 continue
-            est = estimators.tail(blocks, per_wave, total // t_new, o.active_blocks_per_sm * sms)
+            est = estimators.tail(blocks, per_wave, total // t_new, new_per_wave)
             if best is None or est.speedup > best[0].speedup:
                 best = (est, new, total // t_new)
         if best is None or best[0].speedup < 1.05:
@@ -303,7 +308,7 @@ class WaveTail(Optimizer):
         new_waves = est.inputs.get("W_new", 0.0)
         line = ctx.function_model.name_span.start.line if ctx.function_model is not None else 0
         site = _block_arg(ctx)
-        msg = (f"{blocks} blocks of {threads} threads at {per_wave} per wave ({occ.active_blocks_per_sm} per SM × "
+        msg = (f"{blocks} blocks of {threads} threads at {per_wave} per wave ({per_wave // sms} per SM × "
                f"{sms} SMs) make {blocks / per_wave:.2f} waves: the last one keeps "
                f"{pct(blocks / per_wave - (blocks // per_wave))} of the SMs busy for a full wave's time "
                f"({provenance_note(ctx)}). Change blockDim {shape(block)} -> {shape(new)} and the grid {blocks} -> "
@@ -338,10 +343,9 @@ class ThreadCoarsening(Optimizer):
         if launch is None or ctx.arch is None or ctx.device is None or ctx.assumed_launch or ctx.total <= 0:
             return []
         blocks, threads = launch
-        occ = _occ(ctx, threads)
-        if occ is None or occ.active_blocks_per_sm <= 0:
+        per_wave = blocks_per_wave(ctx, threads)
+        if per_wave is None:
             return []
-        per_wave = occ.active_blocks_per_sm * ctx.device.sm_count
         k = 1
         while k < MAX_COARSENING and blocks // (2 * k) >= per_wave:
             k *= 2  # the grid keeps at least one full wave
@@ -374,11 +378,11 @@ class ThreadCoarsening(Optimizer):
         est = estimators.stall_elimination(ctx.total, m, 1.0 - 1.0 / k)
         if est.speedup < 1.05:
             return []
-        lines = sorted({ln for i in phase if (ln := kernel_line(i))}) or [0]
+        lines = kernel_lines(phase) or [0]
         msg = (f"Each of the {blocks} blocks ({blocks / per_wave:.0f} waves of {per_wave}) loads a fixed few elements per "
                f"thread, then combines them behind {len(barriers)} barrier{'s' if len(barriers) != 1 else ''}: "
-               f"{pct(share)} of this kernel's samples ({provenance_note(ctx)}) are in that per-block phase (lines "
-               f"{', '.join(map(str, lines[:4]))}{', …' if len(lines) > 4 else ''}). Launch fewer blocks with more elements per "
+               f"{pct(share)} of this kernel's samples ({provenance_note(ctx)}) are in that per-block phase ("
+               f"{line_list(lines)}). Launch fewer blocks with more elements per "
                f"thread: {blocks} -> {blocks // k} blocks, each thread adding {k}× the elements in a grid-stride loop "
                f"before the block combines them, so the phase runs {k}× less often. Est. {est.speedup:.2f}× (GPA Eq. 2: "
                f"{k - 1} of {k} of the phase's cost removed).")

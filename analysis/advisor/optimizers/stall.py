@@ -14,7 +14,7 @@ from ..advice import Advice
 from ..blame import ARITHMETIC, LOCAL, SYNC, latency_class
 from .static import is_fp64
 from .base import (COMPUTE_UNITS, MEMORY_UNITS, MatchContext, Optimizer, atomics_fill_the_queue, back_edges,
-                   describe_edge, hotspots, kernel_line, pct, provenance_note)
+                   describe_edge, hotspots, kernel_line, kernel_lines, line_list, pct, provenance_note)
 
 #: Arithmetic whose results come back late: the SFU, conversions, FP64 and integer division's
 #: reciprocal sequence (GPA Fig. 8's strength-reduction hints).
@@ -234,31 +234,38 @@ _WARP_STEPS = 5
 def _shared_tree(ctx: MatchContext) -> list[Instruction]:
     """The instructions of a block's reduction through shared memory: each SASS loop whose body has
     a barrier, shared loads and shared stores and no global access (`for (s = n/2; s > 0; s >>= 1)
-    { if (tid < s) sh[tid] += sh[tid + s]; __syncthreads(); }`), and, where the kernel ends in one
-    result per block, the unrolled steps after its last global load (shared accesses and barriers,
-    `volatile` last-warp steps too). None where the kernel already shuffles."""
+    { if (tid < s) sh[tid] += sh[tid + s]; __syncthreads(); }`), and the unrolled steps after the
+    kernel's last global load (shared accesses and barriers, `volatile` last-warp steps too), each
+    only where the kernel then stores one result per block. None where the kernel already shuffles."""
     ins = ctx.instructions
-    if any(i.opcode == "SHFL" for i in ins):
+    if ctx.profile is None or ctx.arch is None or any(i.opcode == "SHFL" for i in ins):
         return []
     glob = [i for i in ins if i.memory_space in ("global", "generic")]
+    block = tuple(ctx.profile.launch.block)
+    warps = -(-ctx.profile.launch.threads_per_block // ctx.arch.warp_size)
+    aa = AddressAnalysis(ins)
+
+    def one_result_after(index: int) -> bool:
+        """The global stores after `index` are one per block (`if (tid == 0) out[b] = sh[0]`,
+        `memory.active_lanes`). A loop of the same shape whose every thread then stores its element
+        (a Hillis-Steele scan, a bitonic sort) or a tile staged through shared memory (a transpose)
+        is no reduction: it has no steps a warp's shuffles take from the block."""
+        stores = [g for g in glob if g.index > index and isa.access_direction(g) is not isa.Access.LOAD]
+        return bool(stores) and all(active_lanes(ins, aa, g.index, ctx.arch.warp_size, block) * warps <= 1
+                                    for g in stores)
+
     tree: dict[int, Instruction] = {}
     for head, latch in back_edges(ins):
         body = ins[head:latch + 1]
         ops = {i.opcode for i in body}
-        if {"BAR", "LDS", "STS"} <= ops and not any(head <= g.index <= latch for g in glob):
+        if ({"BAR", "LDS", "STS"} <= ops and not any(head <= g.index <= latch for g in glob)
+                and one_result_after(latch)):
             tree.update({i.index: i for i in body if i.opcode in ("BAR", "LDS", "STS")})
     loads = [g for g in glob if isa.access_direction(g) is isa.Access.LOAD]
-    if loads and ctx.profile is not None and ctx.arch is not None:
+    if loads:
         last = max(g.index for g in loads)
         after = [i for i in ins[last + 1:] if i.opcode in ("BAR", "LDS", "STS")]
-        stores = [g for g in glob if g.index > last and isa.access_direction(g) is not isa.Access.LOAD]
-        # one result per block (`if (tid == 0) out[b] = sh[0]`, `memory.active_lanes`): a tile staged
-        # through shared memory (a transpose), whose every thread stores, is no reduction
-        block = tuple(ctx.profile.launch.block)
-        warps = -(-ctx.profile.launch.threads_per_block // ctx.arch.warp_size)
-        aa = AddressAnalysis(ins)
-        if {"BAR", "LDS", "STS"} <= {i.opcode for i in after} and stores and all(
-                active_lanes(ins, aa, g.index, ctx.arch.warp_size, block) * warps <= 1 for g in stores):
+        if {"BAR", "LDS", "STS"} <= {i.opcode for i in after} and one_result_after(last):
             tree.update({i.index: i for i in after})
     return [tree[k] for k in sorted(tree)]
 
@@ -289,9 +296,9 @@ class WarpShuffle(Optimizer):
         est = estimators.stall_elimination(ctx.total, m, f)
         if share < 0.01 or est.speedup < 1.01:
             return []
-        lines = sorted({ln for i in tree if (ln := kernel_line(i))}) or [0]
-        msg = (f"The block reduces through shared memory: {len(removed)} barriers and shared stores on lines "
-               f"{', '.join(map(str, lines[:4]))}{', …' if len(lines) > 4 else ''} take {pct(share)} of this kernel's "
+        lines = kernel_lines(tree) or [0]
+        msg = (f"The block reduces through shared memory: {len(removed)} barriers and shared stores on "
+               f"{line_list(lines)} take {pct(share)} of this kernel's "
                f"samples ({provenance_note(ctx)}) with their waits. Reduce within each warp with "
                f"`__shfl_down_sync` (registers, no barrier), then combine the {-(-threads // ctx.arch.warp_size)} "
                f"warps' results through shared memory once: {_WARP_STEPS} of the {steps} steps of a {threads}-thread "

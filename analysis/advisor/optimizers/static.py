@@ -17,7 +17,7 @@ from .. import estimators
 from ..advice import Advice, Estimate, Fix, SourceEdit
 from ..blame import latency_class
 from .base import (COMPUTE_UNITS, MEMORY_UNITS, MatchContext, Optimizer, atomics_fill_the_queue, back_edges,
-                   insert_edit, kernel_line, pct, provenance_note)
+                   insert_edit, kernel_line, kernel_lines, line_list, pct, provenance_note)
 
 _FP64 = frozenset({"DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET"})
 
@@ -259,7 +259,7 @@ class VectorizeLoads(Optimizer):
             width = {2: "float2", 3: "float4", 4: "float4"}[n]
             where = "one base register" if bases == 1 else f"{bases} base registers"
             msg = (f"{len(instrs)} scalar 32-bit {op} instructions read neighbouring addresses from {where} "
-                   f"(line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:4]))}). One {width} load "
+                   f"({line_list(lines)}). One {width} load "
                    f"(aligned to its size) issues one request instead of {n}. {pct(share)} of this kernel's "
                    f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are these loads issuing "
                    f"or waiting for a place in the queue; the wait for their data stays. "
@@ -294,7 +294,7 @@ class VectorizeLoads(Optimizer):
         loops = back_edges(ins)
         if any(head <= i.index <= latch for i in acc for head, latch in loops):
             return []  # the threads already loop over their elements
-        lines = sorted({ln for i in acc if (ln := kernel_line(i))})
+        lines = kernel_lines(acc)
         if any(f.kind == "uncoalesced_access" and f.line in lines for f in ctx.facts):
             return []  # strided lanes: coalescing is the remedy (coalesced_access)
         w = waves(ctx)
@@ -315,8 +315,8 @@ class VectorizeLoads(Optimizer):
         if est.speedup < 1.01:
             return []
         name = {4: "float4", 2: "a 16-byte struct of 8 halves (or bfloat16s)", 1: "a 16-byte struct of 16 bytes"}[width]
-        msg = (f"Each thread moves one {8 * width}-bit element per array (line{'s' if len(lines) > 1 else ''} "
-               f"{', '.join(map(str, lines[:4]))}), and {pct(share)} of this kernel's samples ({provenance_note(ctx)}) "
+        msg = (f"Each thread moves one {8 * width}-bit element per array ({line_list(lines)}), "
+               f"and {pct(share)} of this kernel's samples ({provenance_note(ctx)}) "
                f"are these accesses and the waits for them, while the busiest unit of the memory route ({busiest}) is "
                f"{pct(u)} busy over {w:.0f} waves of blocks: the kernel is bound by the bytes in flight, not by "
                f"bandwidth. Have each thread move {k} neighbouring elements with one 128-bit (float4-sized) load or "
@@ -537,8 +537,8 @@ class ContendedAtomics(Optimizer):
         lines = sorted({kernel_line(i) for i in instrs if kernel_line(i)})
         who = "every thread of the grid updates the same word" if grid_wide else \
             "every thread of a block updates its block's word"
-        msg = (f"{len(instrs)} global atomic{'s' if len(instrs) > 1 else ''} at line{'s' if len(lines) > 1 else ''} "
-               f"{', '.join(map(str, lines[:4]))} {'use' if len(instrs) > 1 else 'uses'} an address that does not depend on the thread: {who}, and "
+        msg = (f"{len(instrs)} global atomic{'s' if len(instrs) > 1 else ''} at "
+               f"{line_list(lines)} {'use' if len(instrs) > 1 else 'uses'} an address that does not depend on the thread: {who}, and "
                f"the updates serialize in L2. {pct(share)} of this kernel's "
                f"{'samples' if ctx.profile else 'issue slots'} ({provenance_note(ctx)}) are on them or wait for them"
                f"{' (memory instructions held in the full load/store queue behind them included)' if queued else ''}. "
