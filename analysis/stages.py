@@ -20,6 +20,7 @@ from .advisor.static_facts import KernelFacts, executed_shapes, kernel_facts
 from .emulator.budget import (SMALLEST_SECOND_STAGE, BudgetSpent, FileSize, Ledger, plan_second_stage,
                               quick_run_budget, run_cap)
 from .context import AnalysisContext
+from .emulator.caches import fetched_bytes
 from .emulator.launch import assumed_launch_note
 from .emulator.model import (DEFAULT_SETTINGS, SENSITIVITY_SETTINGS, WHAT_IF_SETTINGS, EmulationError, WaveCache,
                              Prepared, SensitivityReport, WhatIfReport, prepare, profile_of, run_studies,
@@ -371,13 +372,16 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
 
 def memory_report(profile: KernelProfile | None, binding_level: str | None) -> MemoryReport | None:
     """Bytes and hit rate per level of a modeled profile: what L1 passed on is L2's traffic, what L2
-    passed on is DRAM's (emulator/caches.py)."""
+    passed on is DRAM's (emulator/caches.py). The hit rates are the data accesses': the launch's
+    code and constant fetch (`caches.fetched_bytes`) adds to L2's and DRAM's bytes alone."""
     if profile is None or not profile.bytes:
         return None
     b = profile.bytes
     l1, l2, dram = b.get("l1", 0.0), b.get("l2", 0.0), b.get("dram", 0.0)
-    levels = {"l1": MemoryLevel(bytes=l1, hit_rate=max(0.0, 1.0 - l2 / l1) if l1 > 0 else None),
-              "l2": MemoryLevel(bytes=l2, hit_rate=max(0.0, 1.0 - dram / l2) if l2 > 0 else None),
+    fetched = fetched_bytes(profile.provenance.assumptions)
+    data_l2, data_dram = l2 - fetched, dram - fetched
+    levels = {"l1": MemoryLevel(bytes=l1, hit_rate=max(0.0, 1.0 - data_l2 / l1) if l1 > 0 else None),
+              "l2": MemoryLevel(bytes=l2, hit_rate=max(0.0, 1.0 - data_dram / data_l2) if data_l2 > 0 else None),
               "dram": MemoryLevel(bytes=dram)}
     if "shared" in b:
         levels["shared"] = MemoryLevel(bytes=b["shared"])

@@ -31,7 +31,8 @@ streaming everything from DRAM. The hierarchy here is fed by the walked warp's a
 * **DRAM = L2 misses + write-backs.** L2 is write-back: written sectors reach DRAM during the
   kernel only as far as the kernel's whole footprint overflows L2 (the fraction that does not
   fit); a kernel whose data fits writes nothing back before it ends (as the H100 reports measure).
-  A launch also reads its code and constant banks from DRAM once (`launch_fetch_bytes`).
+  A launch also reads its code and constant banks from DRAM once, through L2 (`launch_fetch`);
+  hit rates are the data accesses' alone.
 
 What is not modeled: reuse in L1 between different blocks resident on one SM; L2's set
 associativity and its two partitions (taken as one LRU of its full size); accesses whose addresses
@@ -47,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..frontend import isa
+from ..profile import Assumption
 from .decode import M_GLOBAL, DecodedKernel
 from .memory import in_shared_window
 
@@ -430,9 +432,37 @@ def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheG
 _CONSTANT = re.compile(r"c\[(0x[0-9a-fA-F]+)\]\[(?:[A-Z0-9_.]+\+)?(-?0x[0-9a-fA-F]+)\]")
 
 
-def launch_fetch_bytes(k: DecodedKernel, icache, granule_bytes: int = 64) -> float:
-    """DRAM bytes one launch fetches besides its data, its caches cold (ncu flushes them before a
+#: the assumption that records a modeled launch's code and constant fetch, its value in bytes
+FETCH = "launch_fetch"
+
+
+@dataclass(frozen=True)
+class LaunchFetch:
+    """What one launch reads from DRAM besides its data, its caches cold (ncu flushes them before a
     measured launch): the code and the constant banks, each read from DRAM once and then from L2.
+    Bytes, each a whole number of lines or granules."""
+
+    code: int  # the code image's 128 B lines (the kernel, then its callees)
+    run_ahead: int  # the lines the instruction stream buffer fetches past the code's end
+    constants: int  # the constant-bank granules the SASS names
+
+    @property
+    def total(self) -> int:
+        return self.code + self.run_ahead + self.constants
+
+    def assumption(self) -> Assumption:
+        """The fetch as the assumption a modeled profile carries: most of a small kernel's DRAM
+        bytes, and the run-ahead (2 KiB of ~3 KB) is the i-cache model's, not a measurement."""
+        return Assumption(
+            name=FETCH, value=str(self.total), source="default",
+            detail=f"bytes the launch reads from DRAM through L2 besides its data, counted in the L2 and DRAM "
+                   f"bytes but not in the hit rates: its code ({self.code:,} B), the instruction stream buffer's "
+                   f"run-ahead past the code's end ({self.run_ahead:,} B: the i-cache model's `prefetch_lines` "
+                   f"depth, modeled, not measured) and its constant banks' granules ({self.constants:,} B)")
+
+
+def launch_fetch(k: DecodedKernel, icache, granule_bytes: int = 64) -> LaunchFetch:
+    """The code and constants one launch fetches (`LaunchFetch`).
 
     * Code: every 128 B line of the code image (the kernel, then its callees), and the
       `prefetch_lines` lines the instruction stream buffer (`units.InstructionCache`) runs on past
@@ -445,11 +475,17 @@ def launch_fetch_bytes(k: DecodedKernel, icache, granule_bytes: int = 64) -> flo
     Kernels of a few microseconds move only this: on the H100 their measured DRAM bytes are
     2.8-3.3 KB, with 0.1-0.5 KB of data."""
     if not len(k):
-        return 0.0
+        return LaunchFetch(0, 0, 0)
     line = icache.line_bytes if icache is not None else 128
     width = icache.instruction_bytes if icache is not None else 16
     ahead = icache.prefetch_lines if icache is not None else 0
-    code = (-(-len(k) * width // line) + ahead) * line
     granules = {(m.group(1), int(m.group(2), 16) // granule_bytes)
                 for ins in k.instr for op in ins.operands for m in _CONSTANT.finditer(op)}
-    return float(code + len(granules) * granule_bytes)
+    return LaunchFetch(code=-(-len(k) * width // line) * line, run_ahead=ahead * line,
+                       constants=len(granules) * granule_bytes)
+
+
+def fetched_bytes(assumptions: tuple[Assumption, ...]) -> float:
+    """The launch fetch a modeled profile's assumptions record (`LaunchFetch.assumption`), 0 where
+    none does (a measured profile: its counters do not separate it)."""
+    return next((float(a.value) for a in assumptions if a.name == FETCH), 0.0)

@@ -34,7 +34,7 @@ from ..options import AnalysisOptions
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from . import sampling, staging
 from .budget import WALK_STEP_COST, Ledger, StudyShape
-from .caches import CacheGeometry, hierarchy, launch_fetch_bytes
+from .caches import CacheGeometry, hierarchy, launch_fetch
 from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, M_SHARED, REASONS, R, DecodedKernel, LoopSpec, callee_name, decode, reachable
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import ResolvedLaunch, counted_trip, counter_bound, fold_bound, loop_step, resolve_trip
@@ -762,6 +762,19 @@ def emulate_detailed(ctx: AnalysisContext, kernel: FunctionProgram, *, settings:
     return profile_of(prep, cache=cache)
 
 
+def launch_bytes(prep: Prepared, wave: Wave) -> dict[str, float]:
+    """Bytes per level the whole launch moves: the emulated warps' traffic in `wave` times the
+    launch's warps (every warp runs the same path), and the code and constants the launch reads
+    once through L2 from DRAM (`caches.launch_fetch`). The one count of a launch's bytes: the
+    profile, its roofline trajectory and the what-if's intensity all read it."""
+    warps_total = prep.launch.blocks * math.ceil(prep.launch.threads_per_block / prep.arch.warp_size)
+    out = {p: v / wave.run.warps_emulated * warps_total for p, v in wave.traffic.bytes.items()}
+    fetched = launch_fetch(prep.decoded, prep.arch.icache).total
+    for level in ("l2", "dram"):
+        out[level] = out.get(level, 0.0) + fetched
+    return out
+
+
 def profile_of(prep: Prepared, machine: MachineModel | None = None, cache: WaveCache | None = None) -> Emulation:
     """The modeled profile of `prep`'s launch; its waves are left in `cache` for later runs of the
     same kernel (the second stage's base runs)."""
@@ -801,13 +814,9 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None, cache: WaveC
     warps_total = prep.launch.blocks * math.ceil(prep.launch.threads_per_block / prep.arch.warp_size)
     per_warp = 1.0 / ref.run.warps_emulated
     flops = {p: v * per_warp * warps_total for p, v in ref.traffic.flops.items()}
-    byts = {p: v * per_warp * warps_total for p, v in ref.traffic.bytes.items()}
-    # the launch's code and constants come from DRAM through L2 once (caches.launch_fetch_bytes)
-    fetched = launch_fetch_bytes(k, prep.arch.icache)
-    for level in ("l2", "dram"):
-        byts[level] = byts.get(level, 0.0) + fetched
+    byts = launch_bytes(prep, ref)
     truncated = any(w.run.truncated for w, _ in waves)
-    assumptions = list(prep.assumptions)
+    assumptions = [*prep.assumptions, launch_fetch(k, prep.arch.icache).assumption()]
     if truncated:
         assumptions.append(Assumption(name="emulation", value="truncated", source="default",
                                       detail="the emulation hit its instruction guard; the time is a lower bound"))
@@ -1179,7 +1188,7 @@ def what_if_study(ctx: AnalysisContext, kernel: FunctionProgram, *, settings: Em
     # the roofline's operations: floating-point work, or integer ops where there is none (roofline.py)
     ops = sum(v for p, v in ref.traffic.flops.items() if p != "int") or ref.traffic.flops.get("int", 0.0)
     flops = ops / ref.run.warps_emulated * warps_total
-    dram = ref.traffic.bytes.get("dram", 0.0) / ref.run.warps_emulated * warps_total
+    dram = launch_bytes(base, ref)["dram"]  # what the profile and its trajectory count
 
     def scaling_point(sms: int) -> ScalingPoint:
         pred, _ = predict_waves(base, sm_count=sms, cache=cache, ledger=ledger, samples=False)

@@ -97,7 +97,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
 # Inputs the emulator fills in itself (latencies missing from the arch file, cache hit rates) are
 # the model's, not the user's program's: "assumed" names only what the user can give.
 _MODEL_INTERNAL = {"l2_hit_rate", "coalescing", "registers", "emulation", "time", "launch", "note", "budget",
-                   "recursion_depth", "math_slow_path", "launch_overhead",
+                   "recursion_depth", "math_slow_path", "launch_overhead", "launch_fetch",
                    # the emulator's per-lane address analysis: how far it got, not a value to give
                    "data_dependent", "address_base", "lanes_unreached"}
 
