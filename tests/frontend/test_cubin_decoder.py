@@ -73,6 +73,27 @@ def test_examples_decode_as_nvdisasm_lists_them(toolchain, tmp_path, name, arch)
         assert decoded.functions[0].subroutines and any(i.opcode == "RET" for i in decoded.functions[0].instructions)
 
 
+#: files whose cubins went to nvdisasm (about 1x nvcc each, issue 35) for forms the sm_90 table
+#: lacked until it was learned again on 2026-11-27: `LEA R4, P0, R2, 0x100, 0x2` and
+#: `STG.E [R8.64+0x80]` (value classes known only beside other operands), `LOP3.LUT R0, R3, 0x2, R0`,
+#: `LEA.HI.SX32` with a uniform register, `ATOMG.E.ADD.STRONG.GPU`, the solver module's
+#: `FMNMX R3, R3, -1, !PT` and `FSETP.GT.AND`, and thrust's kernels (~500 words)
+COSTLY_SHAPES = ("benchmarks/shapes/shuffle_softmax.cu", "benchmarks/shapes/octree_walk.cu",
+                 "benchmarks/shapes/heavy_templates.cu", "benchmarks/shapes/persistent_queue.cu",
+                 "benchmarks/shapes/thrust_host.cu", "tests/frontend/decoder_corpus/limited_stencil.cu")
+
+
+@pytest.mark.parametrize("src", COSTLY_SHAPES)
+def test_costly_shapes_decode_without_nvdisasm(toolchain, tmp_path, src):
+    """On the default architecture, as the CLI compiles them: decoded, and as nvdisasm lists them."""
+    r = _compile(toolchain, REPO / src, tmp_path)
+    decoded = decode_cubin(r.cubin)
+    assert decoded is not None, f"{src} needs nvdisasm: the sm_90 table lacks one of its forms"
+    listed = parse_nvdisasm(_listing(toolchain, r.cubin_path))
+    assert _differences(decoded, listed) == []
+    assert decoded == listed
+
+
 def test_spills_carry_their_annotation_outside_the_operands(toolchain, tmp_path):
     """ptxas spills in the 128x128 WMMA GEMM: nvdisasm prints `(*"SpillRefill"*)` after those
     LDL/STL, from the function's `.nv.info` annotations; the note is not part of the last operand

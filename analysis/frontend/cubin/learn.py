@@ -165,6 +165,14 @@ def raw_disassemble(nvdisasm: Path, arch: str, words: Sequence[int], chunk: int 
             if r.returncode == 0 and len(lines) == len(idx):
                 got.update((k, (int(m[1], 16), m[2].rstrip(" ;"))) for k, m in zip(idx, lines))
                 return got
+            at = [int(m[1], 16) for m in lines]
+            if r.returncode == 0 and at == sorted(set(at)) and all(a % 16 == 0 and a // 16 < len(idx) for a in at):
+                # some words print nothing and no error (sm_90's LDSM with some modifier bits):
+                # each line's address says whose it is, so the silent ones need no bisection
+                # (which cost ~26 runs of 0.35 s each per silent word in a chunk)
+                printed = {a // 16: m[2].rstrip(" ;") for a, m in zip(at, lines)}
+                got.update((k, (16 * n, printed[n]) if n in printed else None) for n, k in enumerate(idx))
+                return got
             bad = {a // 16 for a in (int(m, 16) for m in _RAW_ADDR.findall(r.stderr))} & set(range(len(idx)))
             if not bad:
                 if len(idx) == 1:
@@ -369,12 +377,15 @@ def _register_width(kind: str, probed: int) -> int:
 
 
 def _float_field(insts: Sequence[Instance], j: int, changed: set[int]) -> Field | None:
-    # The sign bit of a zero may go unseen: nvdisasm pads its `-0.0 ` like `+INF `, which a
-    # probe reads as another spelling; every instance must still print as the field says.
+    # The sign bit and the exponent's top bit may go unseen: a flip of either can make a zero, an
+    # infinity or a NaN (-2 -> `-0.0 `, 1.44 -> `+SNAN `), which nvdisasm pads or names otherwise
+    # and a probe reads as another spelling (on 2026-11-27 a representative of -2 left sm_90's
+    # `FFMA R3, R3, 0.25, R0` without a field); every instance must still print as the field says.
     for fmt, w in _FLOAT_FIELDS:
         lo = min(changed) if changed else 0
         f = Field(lo, w, fmt)
-        if changed and f.mask in (sum(1 << b for b in changed), sum(1 << b for b in changed | {lo + w - 1})) and \
+        unseen = {lo + w - 1, lo + w - 2}
+        if changed and changed <= set(range(lo, lo + w)) and set(range(lo, lo + w)) - changed <= unseen and \
                 all(_float_matches(f, i.word, i.holes[j].printed) for i in insts):
             return f
     return None
@@ -673,41 +684,85 @@ def _borrow_fields(spellings: dict[int, dict[tuple, _Spelling]]) -> None:
 
 
 def _probe_values(nvdisasm: Path, arch: str, spellings: dict[int, dict[tuple, _Spelling]]) -> dict[int, dict[int, list[int]]]:
-    """For spellings whose text depends on values, ask nvdisasm how it spells the alias-prone
-    values of each field (with the others as in a training word). A word spelled as a known
+    """For every spelling, ask nvdisasm how it spells the alias-prone values of each field (with
+    the others as in a few training words: `_diverse`); a spelling that any of them spells
+    otherwise depends on values (`sensitive`). A word spelled as a known
     spelling is added to its `seen`; one spelled as a new spelling with the same holes becomes
     a spelling of its own (`IMAD.IADD`); the rest are returned per opcode and residual, so that
     their value classes decode nothing."""
     jobs: list[tuple[int, tuple, int]] = []
     for code, sps in spellings.items():
         for key, sp in sps.items():
-            if not sp.ok or not sp.sensitive:
+            if not sp.ok:
                 continue
-            rep = _representative(sp.insts)
-            for f in {f for f in sp.fields if f is not None and f.fmt in _INT_FORMATS}:
-                jobs += [(code, key, _with_value(rep.word, f, v)) for v in _test_values(f)]
+            fields = sorted({f for f in sp.fields if f is not None and f.fmt in _INT_FORMATS},
+                            key=lambda f: (f.lo, f.fmt))
+            for rep in _diverse(sp.insts, fields):
+                for f in fields:
+                    jobs += [(code, key, _with_value(rep.word, f, v)) for v in _test_values(f)]
     texts = raw_disassemble(nvdisasm, arch, [w for _, _, w in jobs])
     unknown: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    masks: dict[int, int] = {}  # per opcode: an alias takes its spelling's fields, so these stay
+    raw_keys: dict[int, dict[tuple, tuple]] = {}  # per opcode: raw spelling -> the first key that prints so
     for (code, key, word), printed in zip(jobs, texts):
         inst = _raw_instance(printed)
         if inst is None:
             continue
         sp = spellings[code][key]
-        mask = FIXED_MASK
-        for f in (f for s2 in spellings[code].values() if s2.ok for f in s2.fields if f is not None):
-            mask |= f.mask
+        if code not in masks:
+            mask = FIXED_MASK
+            for f in (f for s2 in spellings[code].values() if s2.ok for f in s2.fields if f is not None):
+                mask |= f.mask
+            masks[code] = mask
+            raw_keys[code] = {}
+            for k in spellings[code]:
+                raw_keys[code].setdefault(_raw_key(k), k)
+        mask = masks[code]
         real = Instance(word, inst.pc, inst.text, inst.guard, inst.mnemonic, inst.operands, inst.holes,
                         inst.reuse_ops, "")
-        same = next((k for k in spellings[code] if _raw_key(k) == inst.key), None)
-        if same is not None:
+        same = raw_keys[code].get(inst.key)
+        if same != key:
+            # spelled otherwise for this value (`c[0x0][R2+0x28]` is `c[0x0][0x28]` with RZ, a flip of
+            # one bit never reaches): its forms decode only the value classes seen spelled so
+            sp.sensitive = True
+        if same is not None and _reproduces(spellings[code][same], real):
             spellings[code][same].seen.append(word)
-        elif "tgt" not in key[2] and inst.key[2] == key[2] and \
+        elif same is None and "tgt" not in key[2] and inst.key[2] == key[2] and \
                 all(f is None or _prints(f, real, j) for j, f in enumerate(sp.fields)):
             alias = _Spelling([real], list(sp.fields), True, True)
             spellings[code][inst.key] = alias
+            raw_keys[code].setdefault(_raw_key(inst.key), inst.key)
         else:
             unknown[code][word & ~mask].append(word)
     return unknown
+
+
+def _reproduces(sp: _Spelling, i: Instance) -> bool:
+    """Whether the spelling's fields and literal holes print instance `i` as nvdisasm did. A probed
+    word spelled with the same holes may still not be one of its words: sm_90's `IMAD.MOV.U32 R15,
+    RZ, 0x8, RZ` took the spelling whose third operand is a 1-bit field learned from 0x0 and 0x1,
+    and decoded as `0x0` until 2026-11-27."""
+    return all(i.holes[j].printed == sp.insts[0].holes[j].printed if f is None else _prints(f, i, j)
+               for j, f in enumerate(sp.fields))
+
+
+#: training words per spelling whose fields' values are probed: one per distinct tuple of value
+#: classes, up to this many (one representative left the others' classes fixed: `LOP3.LUT R0, R3,
+#: 0x2, R0` declined, since the powers of two were probed only beside an RZ operand)
+_VALUE_REPS = 4
+
+
+def _diverse(insts: Sequence[Instance], fields: Sequence[Field]) -> list[Instance]:
+    """Up to `_VALUE_REPS` instances with distinct value classes of `fields`, the representative first."""
+    out, seen = [], set()
+    for i in [_representative(insts), *insts]:
+        c = tuple(value_class(f, f.value(i.word)) for f in fields)
+        if c not in seen:
+            seen.add(c)
+            out.append(i)
+            if len(out) == _VALUE_REPS:
+                break
+    return out
 
 
 def _prints(f: Field, i: Instance, j: int) -> bool:
