@@ -686,10 +686,10 @@ def _borrow_fields(spellings: dict[int, dict[tuple, _Spelling]]) -> None:
 def _probe_values(nvdisasm: Path, arch: str, spellings: dict[int, dict[tuple, _Spelling]]) -> dict[int, dict[int, list[int]]]:
     """For every spelling, ask nvdisasm how it spells the alias-prone values of each field (with
     the others as in a few training words: `_diverse`); a spelling that any of them spells
-    otherwise depends on values (`sensitive`). A word spelled as a known
-    spelling is added to its `seen`; one spelled as a new spelling with the same holes becomes
-    a spelling of its own (`IMAD.IADD`); the rest are returned per opcode and residual, so that
-    their value classes decode nothing."""
+    otherwise depends on values (`sensitive`). A word spelled as a known spelling that prints it
+    (`_reproduces`) is added to its `seen`; one spelled as a new spelling with the same holes
+    becomes a spelling of its own (`IMAD.IADD`); the rest are returned per opcode and residual,
+    so that their value classes decode nothing."""
     jobs: list[tuple[int, tuple, int]] = []
     for code, sps in spellings.items():
         for key, sp in sps.items():
