@@ -21,6 +21,7 @@ benchmarks/series/third/; a step whose file is absent is said and left out of th
     python benchmarks/advice_series.py         # prints one line per step and the figure
     python benchmarks/advice_series.py tuned   # only the series tuned on at the first two tunings
     python benchmarks/advice_series.py tuning  # every set but the third (what the third tuning looks at)
+    python benchmarks/advice_series.py --help  # any other argument: this text, nothing run
 """
 
 from __future__ import annotations
@@ -261,6 +262,10 @@ def ranked(result, mangled: str):
 
 def main(argv: list[str] | None = None) -> int:
     only = set(argv if argv is not None else sys.argv[1:])  # "tuned" or "tuning": the sets a tuning may look at
+    if only - {"tuned", "tuning"}:
+        # anything else (`--help` included) runs nothing: a mistyped mode must not run the third set
+        print(__doc__)
+        return 2
     # per set: steps, named in the top 3, at any rank, first; and, since a list of 3 or fewer items makes
     # "top 3" mean "any rank", the steps with more than 3 items and their top-3 hits; and the top-3 hits
     # whose item is at the 1.5x cap beside another capped item of the top 3 (a rank decided in a tie)

@@ -117,6 +117,15 @@ def balanced_blocks(blocks: int, sms: int) -> Estimate:
                     inputs={"B": blocks, "SMs": sms})
 
 
+def idle_schedulers(warps: int, schedulers: int) -> Estimate:
+    """Block increase when the grid has fewer warps than the GPU has warp schedulers (GPA Eq. 6: a
+    scheduler without a warp issues nothing), however many blocks: the same work over more threads
+    gives every scheduler a warp. The upper bound `balanced_blocks` is for SMs, for schedulers: it
+    assumes each thread's work splits evenly and a warp's time scales with its work."""
+    return Estimate(speedup=_finite(schedulers / max(1, warps)), formula="schedulers / W_grid (idle schedulers)",
+                    inputs={"W_grid": warps, "schedulers": schedulers})
+
+
 def wave_efficiency(blocks: int, per_wave: int) -> float:
     """W / ⌈W⌉ with W = blocks / blocks per wave: the share of the SM slots the waves keep busy
     when every wave takes as long as a full one (the last, partial wave is the tail)."""

@@ -71,6 +71,20 @@ class MatchContext:
         return tuple(a for a in self.profile.provenance.assumptions
                      if a.name in _LAUNCH_INPUTS and a.source == "default")
 
+    @cached_property
+    def swept_block(self) -> bool:
+        """Whether the modeled block is the first value of a block-size sweep the program itself runs
+        (llm.c's dev/cuda mains launch every `block_sizes[j]`; source/__init__.py `first_iteration`):
+        the larger blocks are configurations the program already launches, so "use larger blocks" is
+        no change to its code. A block from capture, a hint or an annotation is the one to advise on."""
+        if self.profile is None or self.source is None or self.function_model is None:
+            return False
+        block = next((a for a in self.profile.provenance.assumptions if a.name == "block"), None)
+        if block is None or block.source != "launch_site":
+            return False
+        return any(s.kernel == self.function_model.name and s.live and 1 in s.first_iteration
+                   for s in self.source.launch_sites)
+
     @property
     def provenance(self) -> Literal["modeled", "measured", "static"]:
         return self.profile.provenance.kind if self.profile is not None else "static"
@@ -348,11 +362,13 @@ class Optimizer:
     def advice(self, ctx: MatchContext, *, lines: Sequence[int], importance: float, estimate: Estimate, message: str,
                detail: str = "", hotspots: Sequence[Hotspot] = (), fix: Fix | None = None,
                columns: tuple[int, int] | None = None,
-               changes: Sequence[Instruction] = (), rests_on_launch: bool = False) -> Advice:
+               changes: Sequence[Instruction] = (), rests_on_launch: bool = False,
+               importance_basis: str | None = None) -> Advice:
         """`changes`: the instructions the remedy changes, whose blamed cost the share is; the stalls
         blamed on them become the advice's hotspots (where that cost is paid) unless given.
         `rests_on_launch`: the estimate reads the launch's waves or occupancy (every parallel
-        optimizer's does), so a default launch is named in it as a parallel optimizer's is."""
+        optimizer's does), so a default launch is named in it as a parallel optimizer's is.
+        `importance_basis`: what this item's importance is a share of, where not the optimizer's own."""
         prov = "static" if ctx.profile is None else ctx.provenance
         if not hotspots and changes and ctx.blame is not None:
             idx = {i.index for i in changes}
@@ -382,7 +398,8 @@ class Optimizer:
                       title=self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
                       columns=columns, hotspots=tuple(hotspots), importance=max(0.0, min(1.0, importance)),
                       estimate=estimate, provenance=prov, message=message, fix=fix,
-                      importance_basis=self.importance_basis, assumed=tuple(a.name for a in assumed),
+                      importance_basis=importance_basis or self.importance_basis,
+                      assumed=tuple(a.name for a in assumed),
                       changes=tuple(sorted({i.pc for i in changes})))
 
 

@@ -117,9 +117,15 @@ class BlockIncrease(Optimizer):
             return []
         blocks, threads = launch
         sms = ctx.device.sm_count
-        if blocks >= sms:
-            return []
         warps_per_block = -(-threads // ctx.arch.warp_size)
+        schedulers = sms * ctx.arch.schedulers_per_sm
+        # a grid of as many blocks as SMs may still hold fewer warps than the schedulers (one thread per
+        # row of a 8192-row softmax: 256 warps for 528 schedulers, half of them idle whatever the block);
+        # only a thread that loops has work to split over more threads
+        few_warps = (blocks >= sms and blocks * warps_per_block < schedulers and not ctx.assumed_launch
+                     and bool(back_edges(ctx.instructions)))
+        if blocks >= sms and not few_warps:
+            return []
         # the split factor: a power of two (it divides the block's dimensions) that leaves every block at
         # least one warp per scheduler (GPA Eq. 6: fewer warps per scheduler than that idles it)
         room = min(sms // max(blocks, 1), warps_per_block // ctx.arch.schedulers_per_sm)
@@ -131,6 +137,8 @@ class BlockIncrease(Optimizer):
             # the throughput ratio is the speedup of the same total work split that way.
             best = max(grid, key=lambda g: g.blocks_per_s)
             est = estimators.modeled_ratio(1.0 / now.blocks_per_s, 1.0 / best.blocks_per_s, f"{best.blocks} blocks")
+        elif few_warps:
+            est = estimators.idle_schedulers(blocks * warps_per_block, schedulers)
         elif k > 1:
             w = warps_per_block / ctx.arch.schedulers_per_sm
             est = estimators.parallel(w, w / k, _issue_ratio(ctx))
@@ -141,6 +149,16 @@ class BlockIncrease(Optimizer):
         line = ctx.function_model.name_span.start.line if ctx.function_model is not None else 0
         site = _block_arg(ctx)
         block = tuple(ctx.profile.launch.block)
+        if few_warps:
+            idle = schedulers - blocks * warps_per_block
+            msg = (f"The launch has {blocks} blocks of {threads} threads, {blocks * warps_per_block} warps for the "
+                   f"{schedulers} warp schedulers of {sms} SMs ({ctx.device.name}): {idle} schedulers get no warp "
+                   f"whatever the block size ({provenance_note(ctx)}). Put more threads in the grid, each with less "
+                   f"work (split a thread's loop over several threads, e.g. a warp per row), so that every scheduler "
+                   f"gets a warp: at least {schedulers} warps. Est. {est.speedup:.2f}× ({est.formula.split(':')[0]}).")
+            return [self.advice(ctx, lines=[site.span.start.line if site else line] if (site or line) else [0],
+                                importance=idle / schedulers, estimate=est, message=msg,
+                                importance_basis="of the warp schedulers idle")]
         if k > 1 and (smaller := scaled(block, 1 / k)) != block:
             # GPA's block increase: the same threads in k times as many blocks, so that k times as many
             # SMs get work (a block of 512 threads as 4 of 128: the published step kept the threads)
@@ -167,8 +185,8 @@ class ThreadIncrease(Optimizer):
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         launch = _launch(ctx)
-        if launch is None or ctx.arch is None:
-            return []
+        if launch is None or ctx.arch is None or ctx.swept_block:
+            return []  # the program already launches the sweep's larger blocks (MatchContext.swept_block)
         blocks, threads = launch
         occ = _occ(ctx, threads)
         if occ is None or occ.limiter.value != "blocks" or occ.occupancy >= 1.0:
