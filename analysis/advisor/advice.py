@@ -70,6 +70,9 @@ class Estimate(BaseModel):
     #: the emulator ran the changed kernel (a what-if): its units are in the figure, so neither the
     #: roofline bound nor the cap on unmodeled figures applies (`optimizers.base.grounded`)
     remodeled: bool = False
+    #: the figure reads the launch's waves or occupancy (every parallel optimizer's does): on an
+    #: assumed launch it is a guess, and the item says so (`optimizers.base.Optimizer.advice`)
+    reads_launch: bool = False
 
 
 class Advice(BaseModel):

@@ -362,14 +362,13 @@ class Optimizer:
     def advice(self, ctx: MatchContext, *, lines: Sequence[int], importance: float, estimate: Estimate, message: str,
                detail: str = "", hotspots: Sequence[Hotspot] = (), fix: Fix | None = None,
                columns: tuple[int, int] | None = None,
-               changes: Sequence[Instruction] = (), rests_on_launch: bool = False,
-               importance_basis: str | None = None) -> Advice:
+               changes: Sequence[Instruction] = ()) -> Advice:
         """`changes`: the instructions the remedy changes, whose blamed cost the share is; the stalls
         blamed on them become the advice's hotspots (where that cost is paid) unless given.
-        `rests_on_launch`: the estimate reads the launch's waves or occupancy (every parallel
-        optimizer's does), so a default launch is named in it as a parallel optimizer's is.
-        `importance_basis`: what this item's importance is a share of, where not the optimizer's own."""
+        An estimate that reads the launch (`Estimate.reads_launch`, every parallel optimizer's) names
+        a default launch in the item."""
         prov = "static" if ctx.profile is None else ctx.provenance
+        reads_launch = self.group == "parallel" or estimate.reads_launch
         if not hotspots and changes and ctx.blame is not None:
             idx = {i.index for i in changes}
             hotspots = _pairs(ctx.blame.edges_where(lambda e: e.def_index in idx))
@@ -387,18 +386,20 @@ class Optimizer:
             unit, u = next((k[2:], v) for k, v in estimate.inputs.items() if k.startswith("u_"))
             why = f"at most 1/{u:.2f}: the {unit} this change does not relieve is {pct(u)} busy, roofline"
         estimate = grounded(estimate, ctx.profile.duration_s if ctx.profile is not None else None)
+        if reads_launch != estimate.reads_launch:  # the bounds above build new estimates
+            estimate = estimate.model_copy(update={"reads_launch": reads_launch})
         if estimate.speedup != stated:
             message = restated(message, estimate, why)
         # a parallel optimizer's estimate is the launch's shape, waves and occupancy: on a default
         # launch it is a guess, said as one (never a warning: diagnostics.advice_severity)
-        assumed = ctx.assumed_launch if self.group == "parallel" or rests_on_launch else ()
+        assumed = ctx.assumed_launch if reads_launch else ()
         if assumed:
             message += " " + assumed_launch_caveat(assumed)
         return Advice(id=advice_id(self.name, ctx.kernel, lines[0] if lines else 0, detail), optimizer=self.name,
                       title=self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
                       columns=columns, hotspots=tuple(hotspots), importance=max(0.0, min(1.0, importance)),
                       estimate=estimate, provenance=prov, message=message, fix=fix,
-                      importance_basis=importance_basis or self.importance_basis,
+                      importance_basis=self.importance_basis,
                       assumed=tuple(a.name for a in assumed),
                       changes=tuple(sorted({i.pc for i in changes})))
 

@@ -156,9 +156,10 @@ class BlockIncrease(Optimizer):
                    f"whatever the block size ({provenance_note(ctx)}). Put more threads in the grid, each with less "
                    f"work (split a thread's loop over several threads, e.g. a warp per row), so that every scheduler "
                    f"gets a warp: at least {schedulers} warps. Est. {est.speedup:.2f}× ({est.formula.split(':')[0]}).")
-            return [self.advice(ctx, lines=[site.span.start.line if site else line] if (site or line) else [0],
-                                importance=idle / schedulers, estimate=est, message=msg,
-                                importance_basis="of the warp schedulers idle")]
+            # this item's share is of the schedulers, not of the SMs' time like the optimizer's others
+            item = self.advice(ctx, lines=[site.span.start.line if site else line] if (site or line) else [0],
+                               importance=idle / schedulers, estimate=est, message=msg)
+            return [item.model_copy(update={"importance_basis": "of the warp schedulers idle"})]
         if k > 1 and (smaller := scaled(block, 1 / k)) != block:
             # GPA's block increase: the same threads in k times as many blocks, so that k times as many
             # SMs get work (a block of 512 threads as 4 of 128: the published step kept the threads)

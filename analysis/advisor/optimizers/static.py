@@ -277,7 +277,7 @@ class VectorizeLoads(Optimizer):
         the wait for the data shrinks with the bytes in flight until the busiest unit of the route
         saturates. So f = 1 − 1/g of the accesses' blamed cost goes (GPA Eq. 2), g = min(k, waves,
         1/utilisation of the busiest of LSU, L2, DRAM). The waves are the launch's: on a default launch
-        the item says so (`rests_on_launch`)."""
+        the item says so (`Estimate.reads_launch`)."""
         from .parallel import waves
 
         if ctx.profile is None or ctx.total <= 0 or ctx.blame is None:
@@ -323,8 +323,10 @@ class VectorizeLoads(Optimizer):
                f"store per array ({name}, aligned) and launch {k}× fewer threads: each warp keeps {k}× the bytes in "
                f"flight. Est. {est.speedup:.2f}× (GPA Eq. 2 over those accesses' cost, f = 1 − 1/{g:.2f}: "
                f"min({k} elements, {w:.1f} waves, 1/{u:.2f} {busiest}), Little's law).")
-        return [self.advice(ctx, lines=lines or [0], importance=share, estimate=est, message=msg,
-                            detail="elements", changes=acc, rests_on_launch=True)]
+        # k elements per thread is k times fewer threads: the waves in the figure are the launch's
+        return [self.advice(ctx, lines=lines or [0], importance=share,
+                            estimate=est.model_copy(update={"reads_launch": True}), message=msg,
+                            detail="elements", changes=acc)]
 
 
 #: What a request costs in the model apart from the wait for its data: its issue, and its waits for a
