@@ -25,10 +25,12 @@ from .slurm import NODE_TOOL_HINT, srun_index
 from .target import (ProfileTarget, container_runtime, execute, fetch_argv, last_lines, remote_report_path,
                      run_on_target, tail)
 
-#: Sections for per-PC stalls, launch data, occupancy and the roofline (measurement.md, "Collecting with ncu").
+#: Sections for per-PC stalls, launch data, occupancy, the roofline and the memory hierarchy's hit
+#: rates and traffic per level (measurement.md, "Collecting with ncu").
 SECTIONS = ("SourceCounters", "WarpStateStats", "LaunchStats", "Occupancy", "SpeedOfLight",
             "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalSingleRooflineChart",
-            "SpeedOfLight_HierarchicalDoubleRooflineChart")
+            "SpeedOfLight_HierarchicalDoubleRooflineChart", "MemoryWorkloadAnalysis",
+            "MemoryWorkloadAnalysis_Chart")
 
 
 def sampling_interval_option(ncu_help_text: str) -> str | None:

@@ -221,6 +221,22 @@ def flops(act: Any, duration_s: float) -> tuple[dict[str, float], list[str]]:
     return out, how
 
 
+#: the sector hit rates of ncu's Memory Workload Analysis section, by the profile's level names
+_HIT_RATES = {"l1": "l1tex__t_sector_hit_rate.pct", "l2": "lts__t_sector_hit_rate.pct"}
+
+
+def hit_rates(act: Any) -> dict[str, float]:
+    """Sector hit rate per cache level (0..1), where the report holds the section (a report captured
+    without it has none, and the comparison says so)."""
+    out = {}
+    for level, metric in _HIT_RATES.items():
+        if (pct := _scalar(act, metric)) is not None:
+            # ncu's ratio can pass 100 % by a little (seen: 100.6 % on a 64-thread kernel whose
+            # stores hit sectors its loads had not counted); a rate is at most 1
+            out[level] = min(1.0, max(0.0, pct / 100.0))
+    return out
+
+
 def bytes_moved(act: Any, duration_s: float) -> tuple[dict[str, float], list[str]]:
     """Bytes per memory level; the first metric present wins, in the order ncu's roofline sections use."""
     out: dict[str, float] = {}
@@ -385,7 +401,8 @@ def kernel_profile(mod: Any, act: Any, *, source: Path | None, time: datetime,
         registers_per_thread=int(_scalar(act, "launch__registers_per_thread") or 0),
         occupancy=(occ or 0.0) / 100.0, occupancy_limiter=occupancy_limiter(act),
         duration_s=duration_s, pcs=tuple(by_pc[pc] for pc in sorted(by_pc)), lines=lines,
-        utilization=utilization(act, flop, duration_s), flops=flop, bytes=moved, provenance=prov)
+        utilization=utilization(act, flop, duration_s), flops=flop, bytes=moved, hit_rates=hit_rates(act),
+        provenance=prov)
     evidence = SourceEvidence(embedded=_embedded_sources(act), lines=frozenset(_report_lines(act, pcs_all)),
                               kernel_names=(function,))
     return kp, evidence, has_lines

@@ -114,3 +114,17 @@ def test_a_report_is_read_once_per_file_version(tmp_path):
     again = load_ncu_report(copy)
     assert again is not first  # read anew (its time is the new file time), the same launches in it
     assert [(k.kernel, k.duration_s, k.pcs) for k in again.kernels] == [(k.kernel, k.duration_s, k.pcs) for k in first.kernels]
+
+
+def test_the_reports_hold_the_memory_hierarchy_s_hit_rates():
+    """Recaptured on 2026-11-27 with ncu's Memory Workload Analysis sections (issue 33): each kernel
+    carries its L1 and L2 sector hit rates, which benchmarks/measured.py compares with the model's.
+    The saxpy report was captured before, without the sections: it has none, and says nothing."""
+    for report in REPORTS:
+        for k in load_ncu_report(report).kernels:
+            assert set(k.hit_rates) == {"l1", "l2"}, (report.name, k.name)
+            assert all(0.0 <= v <= 1.0 for v in k.hit_rates.values())
+    assert all(not k.hit_rates for k in load_ncu_report(H100 / "saxpy.ncu-rep").kernels)
+    # the naive SGEMM rereads A and B from L2: nearly every sector hits there
+    (naive,) = load_ncu_report(H100 / "examples__sgemm_naive.ncu-rep").kernels
+    assert naive.hit_rates["l2"] > 0.9
