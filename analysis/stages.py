@@ -373,15 +373,18 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
 def memory_report(profile: KernelProfile | None, binding_level: str | None) -> MemoryReport | None:
     """Bytes and hit rate per level of a modeled profile: what L1 passed on is L2's traffic, what L2
     passed on is DRAM's (emulator/caches.py). The hit rates are the data accesses': the launch's
-    code and constant fetch (`caches.fetched_bytes`) adds to L2's and DRAM's bytes alone."""
+    code and constant fetch (`caches.fetched_bytes`) adds to L2's and DRAM's bytes alone. L2's counts
+    a store's sector as a hit (it allocates; its write-back is DRAM traffic), as ncu does."""
     if profile is None or not profile.bytes:
         return None
     b = profile.bytes
     l1, l2, dram = b.get("l1", 0.0), b.get("l2", 0.0), b.get("dram", 0.0)
     fetched = fetched_bytes(profile.provenance.assumptions)
     data_l2, data_dram = l2 - fetched, dram - fetched
+    # L2's rate as ncu counts it where the emulation gave one (stores hit; `TrafficCounter`)
+    l2_hit = profile.hit_rates.get("l2", max(0.0, 1.0 - data_dram / data_l2) if data_l2 > 0 else None)
     levels = {"l1": MemoryLevel(bytes=l1, hit_rate=max(0.0, 1.0 - data_l2 / l1) if l1 > 0 else None),
-              "l2": MemoryLevel(bytes=l2, hit_rate=max(0.0, 1.0 - data_dram / data_l2) if data_l2 > 0 else None),
+              "l2": MemoryLevel(bytes=l2, hit_rate=l2_hit),
               "dram": MemoryLevel(bytes=dram)}
     if "shared" in b:
         levels["shared"] = MemoryLevel(bytes=b["shared"])

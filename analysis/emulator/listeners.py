@@ -174,6 +174,9 @@ class TrafficCounter(_CountView):
         ws = self.machine.warp_size
         flops: dict[str, float] = {}
         byts: dict[str, float] = {}
+        # the SMs' sectors at L2 and the loads' that miss (a store's sector never misses), in
+        # sectors' bytes: `requests` counts 128 B units, which a one-lane store overstates 4x
+        sent_sectors = load_miss = 0.0
         for s, e in enumerate(self.executed):
             if not e:
                 continue
@@ -187,7 +190,14 @@ class TrafficCounter(_CountView):
                 to_l2 = e * shp.requests * 128.0 * (1.0 - shp.l1_hit_rate)
                 byts["l2"] = byts.get("l2", 0.0) + to_l2
                 byts["dram"] = byts.get("dram", 0.0) + to_l2 * (1.0 - hit) * shp.dram_scale
+                sent = e * shp.bytes_l1 * (1.0 - shp.l1_hit_rate)
+                sent_sectors += sent
+                if not k.is_store[s]:
+                    load_miss += sent * (1.0 - hit)
             elif mem in (M_SHARED, M_ATOMIC_SHARED) and k.instr[s].opcode != "SHFL":
                 byts["shared"] = byts.get("shared", 0.0) + e * shp.bytes_l1
         self.flops = flops
         self.bytes = byts
+        # L2's hit rate as ncu counts it (lts__t_sectors_srcunit_tex_lookup_miss over the SMs'
+        # sectors): a store allocates its sector and hits, its write-back to DRAM is later traffic
+        self.hit_rates = {"l2": 1.0 - load_miss / sent_sectors} if sent_sectors > 0 else {}

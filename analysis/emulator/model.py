@@ -829,7 +829,8 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None, cache: WaveC
     profile = KernelProfile(kernel=prep.kernel.mangled, name=prep.kernel.name, launch=prep.launch,
                             registers_per_thread=prep.registers, occupancy=prep.occ.occupancy,
                             occupancy_limiter=prep.occ.limiter.value, duration_s=pred.seconds, pcs=pcs_t,
-                            lines=lines, utilization=utilization, flops=flops, bytes=byts, provenance=prov)
+                            lines=lines, utilization=utilization, flops=flops, bytes=byts,
+                            hit_rates=dict(ref.traffic.hit_rates), provenance=prov)
     emul, _ = emulated_trips(k, prep.settings, ref.run.warps_emulated)
     return Emulation(profile=profile, prediction=pred, loop_trips=tuple(L.trip for L in k.loops),
                      emulated_trips=tuple(emul), issues=sum(w.run.issues for w, _ in waves))

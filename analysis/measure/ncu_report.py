@@ -223,17 +223,29 @@ def flops(act: Any, duration_s: float) -> tuple[dict[str, float], list[str]]:
 
 #: the sector hit rates of ncu's Memory Workload Analysis section, by the profile's level names
 _HIT_RATES = {"l1": "l1tex__t_sector_hit_rate.pct", "l2": "lts__t_sector_hit_rate.pct"}
+#: the L2 sectors the SMs' loads, stores and atomics send (ncu's "srcunit_tex"), and those of them that miss
+_L2_DATA = ("lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+            "lts__t_sectors_srcunit_tex_op_atom.sum", "lts__t_sectors_srcunit_tex_op_red.sum")
+_L2_DATA_MISS = "lts__t_sectors_srcunit_tex_lookup_miss.sum"
 
 
 def hit_rates(act: Any) -> dict[str, float]:
     """Sector hit rate per cache level (0..1), where the report holds the section (a report captured
-    without it has none, and the comparison says so)."""
+    without it has none, and the comparison says so).
+
+    L2's is the kernel's own data accesses' (the SMs' sectors and their misses) where the report
+    has those counters: ncu's lts__t_sector_hit_rate also counts L2's other clients, which in the
+    H100 reports send ~1.4 MB per launch that nearly all hit (a 64-thread kernel reads 99 %), so
+    the whole-L2 figure says little of the kernel's loads; it is the fallback."""
     out = {}
     for level, metric in _HIT_RATES.items():
         if (pct := _scalar(act, metric)) is not None:
-            # ncu's ratio can pass 100 % by a little (seen: 100.6 % on a 64-thread kernel whose
-            # stores hit sectors its loads had not counted); a rate is at most 1
+            # ncu's ratio can pass 100 % by a little (seen: 100.6 % on a 64-thread kernel); a rate is at most 1
             out[level] = min(1.0, max(0.0, pct / 100.0))
+    parts = [_scalar(act, m) for m in _L2_DATA]
+    miss = _scalar(act, _L2_DATA_MISS)
+    if miss is not None and all(p is not None for p in parts) and sum(parts) > 0:
+        out["l2"] = min(1.0, max(0.0, 1.0 - miss / sum(parts)))
     return out
 
 
