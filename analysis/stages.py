@@ -15,7 +15,7 @@ from typing import Literal
 
 from .advisor import blame
 from .advisor.call_sites import call_sites
-from .advisor.ranking import advise
+from .advisor.ranking import advise, what_if_reads
 from .advisor.static_facts import KernelFacts, executed_shapes, kernel_facts
 from .emulator.budget import (SMALLEST_SECOND_STAGE, BudgetSpent, FileSize, Ledger, plan_second_stage,
                               quick_run_budget, run_cap)
@@ -335,8 +335,16 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
                 else prepare(ctx, fn, settings=SENSITIVITY_SETTINGS))
     except EmulationError:
         return replace(study, prepared=None)
-    plan = plan_second_stage(study_shape(base), allowance, SENSITIVITY_SETTINGS.issue_budget,
-                             WHAT_IF_SETTINGS.issue_budget)
+    shape = study_shape(base)
+    reads = what_if_reads(ctx, fn, study.profile)
+    if reads is not None and shape.block_sizes:
+        # of the block-size sweep, the sizes the advice may read (and the current one, the base run
+        # again): a point no optimizer reads changes no advice and is shown nowhere
+        shape = replace(shape, block_sizes=tuple(sorted({shape.current_block} | (set(shape.block_sizes)
+                                                                                  & reads.block_sizes))))
+    if reads is not None and not reads.grid_scaling:
+        shape = replace(shape, grid_multipliers=shape.grid_multipliers[:1])  # the base grid: the base run
+    plan = plan_second_stage(shape, allowance, SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
     ledger.charge_prepares(plan.prepares)
     sens = wi = None
     stopped = ""
@@ -351,8 +359,9 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
         if plan.what_if_run_budget is not None:
             st = WHAT_IF_SETTINGS.model_copy(update={"issue_budget": plan.what_if_run_budget})
             wi_study = what_if_study(ctx, fn, settings=st, prepared=replace(base, settings=st),
-                                     block_sizes=plan.block_sizes, sm_counts=plan.sm_counts,
-                                     grid_multipliers=plan.grid_multipliers, ledger=ledger, cache=study.waves)
+                                     block_sizes=plan.block_sizes or shape.block_sizes or None,
+                                     sm_counts=plan.sm_counts, grid_multipliers=plan.grid_multipliers, ledger=ledger,
+                                     cache=study.waves)
         sens, wi = run_studies([sens_study, wi_study], processes, ledger, here=not options.budget.workers_only)
     except BudgetSpent as e:
         stopped = f"stopped: {e}"

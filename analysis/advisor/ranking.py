@@ -20,7 +20,7 @@ from ..results import StaticFact
 from .advice import Advice, SourceEdit
 from .blame import BlameResult, blame
 from .call_sites import call_sites
-from .optimizers import REGISTRY, MatchContext, Optimizer
+from .optimizers import REGISTRY, MatchContext, Optimizer, WhatIfReads
 from .optimizers.base import grounded, named_lines, restated, roofline_bounded
 
 if TYPE_CHECKING:
@@ -55,6 +55,26 @@ def kernel_context(context: AnalysisContext, function: FunctionProgram, profile:
         resources=function.resources, arch=arch, device=device, roofline=roof, sensitivity=sensitivity,
         what_if=what_if, call_sites=call_sites(program, function, profile) if profile is not None else (),
         memory=dict(memory or {}))
+
+
+def what_if_reads(context: AnalysisContext, function: FunctionProgram, profile: KernelProfile,
+                  optimizers: Iterable[Optimizer] = REGISTRY) -> WhatIfReads | None:
+    """The what-if points the optimizers may read for `function` (`Optimizer.what_if_reads`), from
+    its launch, occupancy and quick-stage `profile`: what the second stage must model of the
+    block-size and grid sweeps for the full result's advice to be what the whole sweeps would give.
+    The context has no blame (GPA's slices, the advice's dearest part), which no such answer reads.
+    None where an optimizer failed to say: then every point is modeled."""
+    ctx = MatchContext(kernel=function.mangled, kernel_name=function.name, instructions=function.sass.instructions,
+                       source=context.program.source, profile=profile, resources=function.resources,
+                       arch=context.arch, device=context.device)
+    reads = WhatIfReads()
+    for opt in optimizers:
+        try:
+            reads |= opt.what_if_reads(ctx)
+        except Exception:  # as in `run_optimizers`; its match then fails alike, on the whole sweeps
+            log.exception("optimizer %s failed on %s", opt.name, ctx.kernel_name)
+            return None
+    return reads
 
 
 def _trajectory(what_if: Any) -> tuple[TrajectoryPoint, ...]:

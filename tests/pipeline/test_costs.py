@@ -111,55 +111,100 @@ def _budget_cut(result):
     return k, cuts
 
 
-def test_a_kernel_whose_launches_are_dear_to_prepare_gives_up_block_sizes_first_and_says_so(toolchain):
-    """octree_walk's device recursion walks ~2,300 steps per launch, and each block size and grid of
-    the what-if sweep prepares its own launch (issue 35): charged by those steps, the whole study does
-    not fit the file's budget, and the points that cost a prepare are cut before the SM-count
-    trajectory's, which only run. The result names the cut, and why."""
+def _what_if_launches(monkeypatch) -> list:
+    """The launches the second stage prepares for its what-if points (a block size or a grid other than
+    the kernel's), as `prepare` is asked for them in this process (`AnalysisBudget(processes=1)`)."""
+    launches, make = [], model.prepare
+
+    def counted(ctx, kernel, *, launch=None, **kw):
+        if launch is not None:
+            launches.append(launch)
+        return make(ctx, kernel, launch=launch, **kw)
+
+    monkeypatch.setattr(model, "prepare", counted)
+    return launches
+
+
+def test_the_what_if_models_the_points_the_advice_reads_and_the_advice_is_the_whole_sweeps(toolchain,
+                                                                                           monkeypatch):
+    """Of the what-if's block sizes and grids (each a launch prepared and run), the second stage models
+    those an optimizer reads for the kernel (`Optimizer.what_if_reads`): block32's larger block
+    (thread_increase), small_grid's grid scaling (block_increase), no block size or grid for a kernel
+    whose launch no such optimizer matches. The result, advice and estimates included, is the one the
+    whole sweeps give."""
+    from kernelscope.analysis import stages
     from kernelscope.analysis.pipeline import analyze
 
-    r = analyze(SHAPES / "octree_walk.cu", AnalysisOptions(budget=AnalysisBudget(run_ahead=False)),
+    options = AnalysisOptions(budget=AnalysisBudget(run_ahead=False, processes=1))
+    for source, reads in ((REPO / "tests/actions/kernels/block32.cu", "thread_increase"),
+                          (REPO / "examples/small_grid.cu", "block_increase"),
+                          (REPO / "examples/sgemm_naive.cu", None)):
+        launches = _what_if_launches(monkeypatch)
+        result = analyze(source, options, toolchain=toolchain)
+        read = list(launches)
+        with monkeypatch.context() as m:
+            m.setattr(stages, "what_if_reads", lambda *a: None)  # None: every point of both sweeps
+            launches.clear()
+            whole = analyze(source, options, toolchain=toolchain)
+        assert _without_times(result) == _without_times(whole), source.name
+        assert len(read) < len(launches), (source.name, read, launches)
+        if reads is None:
+            assert read == []
+        else:
+            (item,) = [a for a in result.advice if a.optimizer == reads]
+            assert item.estimate.formula.startswith("emulator what-if")  # the ratio the point read gives
+
+
+def test_a_kernel_whose_launches_are_dear_to_prepare_prepares_none_its_advice_does_not_read(toolchain,
+                                                                                            monkeypatch):
+    """octree_walk's device recursion walks ~2,300 steps per launch, and each block size and grid of
+    the what-if sweep would prepare its own launch (issue 35): charged by those steps, the whole sweeps
+    did not fit the file's budget, which cut block sizes and a grid. Its advice reads none of them (its
+    launch fills the GPU, and registers, not the block size, limit its occupancy), so none is prepared,
+    and its whole study, the sensitivity and the 9-point SM-count trajectory, fits uncut."""
+    from kernelscope.analysis.pipeline import analyze
+
+    launches = _what_if_launches(monkeypatch)
+    r = analyze(SHAPES / "octree_walk.cu", AnalysisOptions(budget=AnalysisBudget(run_ahead=False, processes=1)),
                 toolchain=toolchain)
-    k, (cut,) = _budget_cut(r)
-    assert cut.value == "second stage reduced" and cut.source == "default"
-    assert cut.detail.startswith("block sizes ") and "grid scaling at 2 points" in cut.detail
-    assert "SM-count" not in cut.detail and "sensitivity" not in cut.detail  # the rest of the study is whole
-    assert "preparing the what-if launches" in cut.detail and "AnalysisOptions.budget" in cut.detail
+    k, cuts = _budget_cut(r)
+    assert cuts == [] and launches == []
     assert k.bottleneck  # its sensitivity study ran
+    (roof,) = r.rooflines
+    assert len(roof.trajectory) == 9
 
 
 def test_a_large_kernels_advice_and_walks_leave_its_second_stage_less_and_it_says_what(toolchain):
     """shuffle_softmax (736 SASS instructions): its advice's backward slices (~590,000 steps) and
-    its launches' walks (~3,600 steps each) are charged as they grow, so its second stage is cut
-    further than a small kernel's ever is: every cut is named; an example keeps its whole study
-    (tests/emulator/test_budget.py)."""
+    its launch's walks (~3,600 steps each) are charged as they grow, so its second stage is cut
+    where a small kernel's never is (tests/emulator/test_budget.py), and the cut is named: the
+    trajectory at fewer SM counts (its advice reads no block size or grid, so those cost nothing)."""
     from kernelscope.analysis.pipeline import analyze
 
     r = analyze(SHAPES / "shuffle_softmax.cu", AnalysisOptions(budget=AnalysisBudget(run_ahead=False)),
                 toolchain=toolchain)
     k, (cut,) = _budget_cut(r)
     assert cut.value == "second stage reduced"
-    for named in ("sensitivity runs of", "busiest resources only", "SM-count trajectory at", "block sizes",
-                  "what-if runs of"):
-        assert named in cut.detail, named
-    assert k.bottleneck  # smaller, but there
+    assert re.match(r"SM-count trajectory at \d+ points instead of 9: the whole study needs about", cut.detail), \
+        cut.detail
+    assert k.bottleneck  # its sensitivity study ran
 
 
 def test_a_stopped_second_stage_says_why_of_the_plans_cuts_and_then_that_it_stopped(toolchain):
     """A budget assumption names the plan's cuts, then why they were made (what the whole study
-    needs, what was left), then a stop: the why explains the cuts, never the stop. octree_walk's
-    plan cuts its block sizes (above); a wall-clock budget spent before its first second-stage run
+    needs, what was left), then a stop: the why explains the cuts, never the stop. shuffle_softmax's
+    plan cuts its trajectory (above); a wall-clock budget spent before its first second-stage run
     stops the rest."""
     from kernelscope.analysis.pipeline import analyze
 
-    planned = analyze(SHAPES / "octree_walk.cu", AnalysisOptions(budget=AnalysisBudget(run_ahead=False)),
+    planned = analyze(SHAPES / "shuffle_softmax.cu", AnalysisOptions(budget=AnalysisBudget(run_ahead=False)),
                       toolchain=toolchain)
-    stopped = analyze(SHAPES / "octree_walk.cu",
+    stopped = analyze(SHAPES / "shuffle_softmax.cu",
                       AnalysisOptions(budget=AnalysisBudget(run_ahead=False, seconds=1e-6)), toolchain=toolchain)
     (_, (cut,)), (k, (stop,)) = _budget_cut(planned), _budget_cut(stopped)
-    assert re.fullmatch(r"block sizes [\d, ]+ only; grid scaling at 2 points: the whole study needs about [\d,]+ "
-                        r"warp-instructions \([\d,]+ of them preparing the what-if launches\) and [\d,]+ were left "
-                        r"for this kernel \(AnalysisOptions\.budget\)", cut.detail), cut.detail
+    assert re.fullmatch(r"[^:]+: the whole study needs about [\d,]+ warp-instructions \([\d,]+ of them preparing "
+                        r"the what-if launches\) and [\d,]+ were left for this kernel \(AnalysisOptions\.budget\)",
+                        cut.detail), cut.detail
     # the same plan (the stop is wall-clock, the plan is not), then the stop after its why
     assert stop.detail == (cut.detail.removesuffix(" (AnalysisOptions.budget)")
                            + "; stopped: the wall-clock budget of 1e-06 s was spent (AnalysisOptions.budget)")

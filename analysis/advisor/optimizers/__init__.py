@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from .base import MatchContext, Optimizer
+from .base import MatchContext, Optimizer, WhatIfReads
 from .latency import CodeReordering, FunctionInlining, LoopUnrolling
 from .intensity import RegisterTiling, TensorCores
 from .parallel import BlockIncrease, OccupancyLimit, ThreadCoarsening, ThreadIncrease, WaveTail
@@ -34,4 +34,4 @@ REGISTRY: tuple[Optimizer, ...] = (
     SharedBankConflicts(), ContendedAtomics(), DivergentBranch(),
 )
 
-__all__ = ["REGISTRY", "MatchContext", "Optimizer"]
+__all__ = ["REGISTRY", "MatchContext", "Optimizer", "WhatIfReads"]

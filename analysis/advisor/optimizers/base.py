@@ -340,6 +340,20 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f} %" if x < 0.1 else f"{100 * x:.0f} %"
 
 
+@dataclass(frozen=True)
+class WhatIfReads:
+    """The points of the emulator's what-if (SAAKE §5) an optimizer's `match` may read for one kernel
+    (`Optimizer.what_if_reads`): the block sizes it looks up in `MatchContext.what_if_block`, and
+    whether it reads the grid scaling. The second stage models those points and no others of the two
+    sweeps: a point no optimizer reads changes no advice and is shown nowhere (stages._deepen)."""
+
+    block_sizes: frozenset[int] = frozenset()
+    grid_scaling: bool = False
+
+    def __or__(self, other: WhatIfReads) -> WhatIfReads:
+        return WhatIfReads(self.block_sizes | other.block_sizes, self.grid_scaling or other.grid_scaling)
+
+
 class Optimizer:
     """Base of every optimizer: a name, a one-line title, and `match`."""
 
@@ -356,6 +370,12 @@ class Optimizer:
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         raise NotImplementedError
+
+    def what_if_reads(self, ctx: MatchContext) -> WhatIfReads:
+        """What `match` may read of `ctx.what_if`, known before the what-if runs: from the launch,
+        the occupancy and the quick stage's profile (`ctx` without blame, sensitivity or what-if).
+        An optimizer that reads a what-if point says so here, or the point is not modeled."""
+        return WhatIfReads()
 
     # -- building advice ------------------------------------------------------------------------
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 from ...emulator.memory import AddressAnalysis, active_lanes
 from ...frontend import isa
 from ...machine.occupancy import Occupancy, occupancy
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
-from .base import (SM_UNITS, MatchContext, Optimizer, back_edges, insert_edit, kernel_lines, line_list, pct,
-                   provenance_note)
+from .base import (SM_UNITS, MatchContext, Optimizer, WhatIfReads, back_edges, insert_edit, kernel_lines, line_list,
+                   pct, provenance_note)
 
 #: R_I assumed when there is no profile at all (no emulation): a warp issues one slot in four.
 DEFAULT_ISSUE_RATIO = 0.25
@@ -111,10 +113,13 @@ class BlockIncrease(Optimizer):
     relieves = SM_UNITS  # idle SMs take work; L2 and DRAM are the GPU's
     importance_basis = "of the SMs idle"  # importance = 1 - blocks / SMs: not a share of samples
 
-    def match(self, ctx: MatchContext) -> list[Advice]:
+    @staticmethod
+    def _idle(ctx: MatchContext) -> tuple[int, int, int, int, int, bool] | None:
+        """(blocks, threads, SMs, warps per block, warp schedulers, whether the grid's warps are fewer
+        than the schedulers) of a launch that leaves SMs or schedulers idle; None for any other."""
         launch = _launch(ctx)
         if launch is None or ctx.device is None or ctx.arch is None:
-            return []
+            return None
         blocks, threads = launch
         sms = ctx.device.sm_count
         warps_per_block = -(-threads // ctx.arch.warp_size)
@@ -125,7 +130,17 @@ class BlockIncrease(Optimizer):
         few_warps = (blocks >= sms and blocks * warps_per_block < schedulers and not ctx.assumed_launch
                      and bool(back_edges(ctx.instructions)))
         if blocks >= sms and not few_warps:
+            return None
+        return blocks, threads, sms, warps_per_block, schedulers, few_warps
+
+    def what_if_reads(self, ctx: MatchContext) -> WhatIfReads:
+        return WhatIfReads(grid_scaling=self._idle(ctx) is not None)
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        idle = self._idle(ctx)
+        if idle is None:
             return []
+        blocks, threads, sms, warps_per_block, schedulers, few_warps = idle
         # the split factor: a power of two (it divides the block's dimensions) that leaves every block at
         # least one warp per scheduler (GPA Eq. 6: fewer warps per scheduler than that idles it)
         room = min(sms // max(blocks, 1), warps_per_block // ctx.arch.schedulers_per_sm)
@@ -184,28 +199,44 @@ class ThreadIncrease(Optimizer):
     name, title, group = "thread_increase", "Use larger blocks", "parallel"
     importance_basis = "of the warp slots empty"  # importance = 1 - occupancy
 
-    def match(self, ctx: MatchContext) -> list[Advice]:
+    @staticmethod
+    def _growth(ctx: MatchContext) -> tuple[Occupancy, int, tuple[int, int, int]] | None:
+        """(the launch's occupancy, the warps that fit with the larger block, that block) where blocks
+        too small for the blocks-per-SM cap leave warp slots empty; None elsewhere."""
         launch = _launch(ctx)
         if launch is None or ctx.arch is None or ctx.swept_block:
-            return []  # the program already launches the sweep's larger blocks (MatchContext.swept_block)
-        blocks, threads = launch
+            return None  # the program already launches the sweep's larger blocks (MatchContext.swept_block)
+        _, threads = launch
         occ = _occ(ctx, threads)
         if occ is None or occ.limiter.value != "blocks" or occ.occupancy >= 1.0:
-            return []
+            return None
         block = tuple(ctx.profile.launch.block)
         if not _one_dimensional(ctx) and ctx.resources is not None and ctx.resources.static_smem > 0:
             # a 2-D or 3-D block with static shared memory is the kernel's tile (sgemm_tiled's TILE x TILE
             # indexes its arrays by threadIdx.y and .x): another block is another kernel, not a launch change
-            return []
+            return None
         # the smallest power-of-two growth that reaches the most resident warps
         cands = [(o.active_warps_per_sm, -f, new) for f in (2, 4, 8, 16, 32)
                  if (new := scaled(block, f)) != block and (o := _occ(ctx, new[0] * new[1] * new[2])) is not None]
         if not cands:
-            return []
+            return None
         new_warps, _, new_shape = max(cands)
-        new_block = new_shape[0] * new_shape[1] * new_shape[2]
         if new_warps <= occ.active_warps_per_sm:
+            return None
+        return occ, new_warps, new_shape
+
+    def what_if_reads(self, ctx: MatchContext) -> WhatIfReads:
+        grown = self._growth(ctx)
+        return WhatIfReads(block_sizes=frozenset({math.prod(grown[2])}) if grown is not None else frozenset())
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        grown = self._growth(ctx)
+        if grown is None:
             return []
+        occ, new_warps, new_shape = grown
+        blocks, threads = _launch(ctx)
+        block = tuple(ctx.profile.launch.block)
+        new_block = math.prod(new_shape)
         s = ctx.arch.schedulers_per_sm
         w, w_new = occ.active_warps_per_sm / s, new_warps / s
         if ctx.what_if_block.get(new_block) and ctx.profile is not None:
@@ -291,17 +322,21 @@ class WaveTail(Optimizer):
     relieves = SM_UNITS
     importance_basis = "of the SM time idle in the tail"  # importance = 1 - W/⌈W⌉
 
-    def match(self, ctx: MatchContext) -> list[Advice]:
+    @staticmethod
+    def _refill(ctx: MatchContext):
+        """(blocks, threads, blocks per wave, the estimate, the new block, the new grid) of the block
+        shape for the same threads whose waves are fullest, where that gains 5 % or more; None
+        elsewhere."""
         launch = _launch(ctx)
         if launch is None or ctx.arch is None or ctx.device is None or ctx.assumed_launch:
-            return []  # on an assumed launch the waves are a guess: withheld
+            return None  # on an assumed launch the waves are a guess: withheld
         blocks, threads = launch
         sms = ctx.device.sm_count
         per_wave = blocks_per_wave(ctx, threads)
         if per_wave is None or blocks <= sms:
-            return []
+            return None
         if blocks <= per_wave or estimators.wave_efficiency(blocks, per_wave) >= 0.9:
-            return []  # one wave, or tails under 10 %: nothing to gain worth a change
+            return None  # one wave, or tails under 10 %: nothing to gain worth a change
         block = tuple(ctx.profile.launch.block)
         total = blocks * threads
         best = None
@@ -317,8 +352,20 @@ class WaveTail(Optimizer):
             if best is None or est.speedup > best[0].speedup:
                 best = (est, new, total // t_new)
         if best is None or best[0].speedup < 1.05:
+            return None
+        return (blocks, threads, per_wave, *best)
+
+    def what_if_reads(self, ctx: MatchContext) -> WhatIfReads:
+        refill = self._refill(ctx)
+        return WhatIfReads(block_sizes=frozenset({math.prod(refill[4])}) if refill is not None else frozenset())
+
+    def match(self, ctx: MatchContext) -> list[Advice]:
+        refill = self._refill(ctx)
+        if refill is None:
             return []
-        est, new, new_blocks = best
+        blocks, threads, per_wave, est, new, new_blocks = refill
+        sms = ctx.device.sm_count
+        block = tuple(ctx.profile.launch.block)
         if ctx.what_if_block.get(new[0] * new[1] * new[2]) and ctx.profile is not None:
             est = estimators.modeled_ratio(ctx.profile.duration_s, ctx.what_if_block[new[0] * new[1] * new[2]],
                                            f"block {new[0] * new[1] * new[2]}")
