@@ -30,6 +30,7 @@ Reports are listeners (llvm-mca's HWEventListener): the engine only calls `on_is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from heapq import heappush
 from typing import Protocol
 
 from ..profile import StallReason
@@ -117,10 +118,8 @@ class Engine:
         self._contexts(1)
         self.last_finish = 0.0
         self.rec = self._records()
-        self.async_keep = self._async_waits()
-        self.uses, self.waits, self.kinds = kernel.uses, kernel.waits, kernel.kind
-        self.res_of, self.chains = kernel.res, kernel.loop_chain
-        self.shared_ids = frozenset(i for i, name in enumerate(RESOURCES) if SCOPE.get(name))
+        async_keep = self._async_waits()
+        self.chains, self.loop_of = kernel.loop_chain, kernel.loop_of
         self.n_slots = len(kernel)
         self.branch_latency = self.pipes[RES_ID["branch"]].latency
         self.warmup = config.warmup
@@ -137,6 +136,10 @@ class Engine:
         # the code image is laid out slot after slot (kernel, then its callees): a slot's fetch line
         self.line_of = [s * ic.instruction_bytes // ic.line_bytes for s in range(len(kernel))] if ic else []
         self.icache: InstructionCache | None = None
+        # what `_prepare` reads of a slot, in one tuple (one lookup and an unpack per issue)
+        self.prep = [(kernel.uses[s], kernel.waits[s], async_keep[s], kernel.kind[s],
+                      self.line_of[s] if ic else -1, kernel.res[s], kernel.loop_chain[s],
+                      kernel.instr[s].predicate is not None) for s in range(len(kernel))]
         self.issue_hooks = [lst.on_issue for lst in listeners if _overrides(lst, "on_issue")]
         self.stall_hooks = [lst.on_stall for lst in listeners if _overrides(lst, "on_stall")]
         # the SM's wall time per bucket at each issue only serves splitting stalls (`_others`)
@@ -210,34 +213,37 @@ class Engine:
         select = policy.select
         last_bucket = 0
         events = 0
+        issue = self._issue
+        ctx_blocked = self.ctx_blocked
+        max_events, max_issues = cfg.max_events, cfg.max_issues
+        only = scheds[0] if len(scheds) == 1 else None
         while live:
             events += 1
-            if events > cfg.max_events:
+            if events > max_events:
                 truncated = True
                 break
             issued_bucket = -1
             for s in scheds:
                 if not s.warps:
                     continue
-                w = select(s, t, self.ctx_blocked[s.ctx])
+                w = select(s, t, ctx_blocked[s.ctx])
                 if w is None:
                     continue
-                b = w.bucket
                 if issued_bucket < 0:
-                    issued_bucket = b
+                    issued_bucket = w.bucket
                 s.greedy = w
-                if self._issue(w, t, s):
+                if issue(w, t, s):
                     live -= 1
                 issues += 1
             if issued_bucket >= 0:
                 wall[issued_bucket] += 1.0
                 last_bucket = issued_bucket
                 t += 1.0
-                if issues > cfg.max_issues:
+                if issues > max_issues:
                     truncated = True
                     break
                 continue
-            nt = min(s.next_ready for s in scheds)
+            nt = only.next_ready if only is not None else min(s.next_ready for s in scheds)
             if nt == INF:  # everyone waits on something that never comes (a barrier the model broke)
                 truncated = True
                 break
@@ -269,7 +275,8 @@ class Engine:
             rr = _LONG_SCOREBOARD if role == _ASYNC_COMMIT else k.result_reason[i]
             out.append((k.kind[i], k.mem[i], k.pipe[i], k.res[i], k.defs[i], k.stall[i], k.wbar[i], k.rbar[i],
                         rr, k.is_store[i], k.branch_role[i], k.target[i], k.branch_loop[i],
-                        k.instr[i].predicate is not None, k.shape[i], pipe_units(k.instr[i], k.pipe[i], m), role))
+                        k.instr[i].predicate is not None, k.shape[i], pipe_units(k.instr[i], k.pipe[i], m), role,
+                        bool(SCOPE.get(RESOURCES[k.pipe[i]]))))
         return out
 
     def _async_waits(self) -> list[int]:
@@ -293,7 +300,7 @@ class Engine:
         i = w.slot
         bucket = w.bucket
         (kind, mem, pipe, res, defs, stall, wbar, rbar, rr, is_store, role, target, bloop, predicated,
-         shp, units, arole) = self.rec[i]
+         shp, units, arole, shared) = self.rec[i]
         # --- stall attribution for the cycles since this warp last issued (integrated samples)
         cur = w.prev_issue + 1.0
         stall_hooks = self.stall_hooks
@@ -333,7 +340,7 @@ class Engine:
                 hold = p.gap * units
                 p.admit = start + hold
                 fin = start + p.latency + (hold - p.gap if hold > p.gap else 0.0)
-            if pipe in self.shared_ids:
+            if shared:
                 for bl in self.ctx_blocked:
                     bl[pipe] = p.admit - p.backlog
             else:
@@ -406,12 +413,12 @@ class Engine:
                     return self._exit(w, t, sched)
         if nxt >= self.n_slots:
             return self._exit(w, t, sched)
-        loop_of = self.k.loop_of
+        loop_of = self.loop_of
         # leaving loops resets their counters (nested loops restart); a call does not leave its
         # loop: the callee runs inside the caller's iteration (its cost is charged there)
         if loop_of[nxt] != loop_of[i] and kind != K_CALL:
-            chain_n = self.k.loop_chain[nxt]
-            for L in self.k.loop_chain[i]:
+            chain_n = self.chains[nxt]
+            for L in self.chains[i]:
                 if L not in chain_n:
                     w.loop_count[L] = 0
         w.slot = nxt
@@ -425,8 +432,13 @@ class Engine:
             sched.take(w)
             return False
         if w.earl > t + 1.0:  # not ready next cycle: leave the ready list for the timed heap
-            sched.take(w)
-            sched.park(w)
+            # (WarpScheduler.take and .park inlined: this runs at most issues)
+            try:
+                sched.ready.remove(w)
+            except ValueError:
+                pass
+            if w.earl < INF:
+                heappush(sched.future, (w.earl, w.age, w))
         return False
 
     def _others(self, w: WarpState, i: int, reason: int, cycles: float, bucket: int) -> None:
@@ -496,52 +508,48 @@ class Engine:
     def _prepare(self, w: WarpState, t: float, stall: int, branched: bool) -> None:
         """Constraints on the warp's next instruction: its earl_t (Alg. 1 line 6) and why."""
         s = w.slot
+        uses, waits, keep, kind, line, res, chain, predicated = self.prep[s]
         t1 = t + 1.0
         cons = [(t + stall, _WAIT)] if stall else []
         if branched:
             cons.append((t + self.branch_latency, _BRANCH))
         sb = w.sb
-        ready = sb.reg_ready
-        for u in self.uses[s]:
-            rt = ready[u]
-            if rt > t1:
-                cons.append((rt, sb.reg_reason[u]))
-        waits = self.waits[s]
+        if uses:
+            ready = sb.reg_ready
+            for u in uses:
+                rt = ready[u]
+                if rt > t1:
+                    cons.append((rt, sb.reg_reason[u]))
         if waits:
+            ready = sb.sb_ready
             for b in waits:
-                rt = sb.sb_ready[b]
+                rt = ready[b]
                 if rt > t1:
                     cons.append((rt, sb.sb_reason[b]))
-        keep = self.async_keep[s]
         if keep >= 0:
             pending = sorted(g for g in w.async_groups if g > t1)
             w.async_groups = pending
             if len(pending) > keep:
                 cons.append((pending[len(pending) - keep - 1], _LONG_SCOREBOARD))
-        kind = self.kinds[s]
         if kind == K_EXIT:
-            if w.stores_done > t1 and not self.rec[s][13]:
+            if w.stores_done > t1 and not predicated:
                 cons.append((w.stores_done, _DRAIN))
         elif kind == K_MEMBAR and w.stores_done > t1:
             cons.append((w.stores_done, _MEMBAR))
-        ic = self.icache
-        if ic is not None:
-            line = self.line_of[s]
-            if line != w.iline:  # a new line: fetch it through L0/L1 (the warp holds its current one)
-                w.iline = line
-                ready = ic.fetch(w.smsp, line, t1)
-                if ready > t1:
-                    cons.append((ready, _NO_INSTRUCTION))
+        if line >= 0 and line != w.iline:  # a new line: fetch it through L0/L1 (the warp holds its current one)
+            w.iline = line
+            ready = self.icache.fetch(w.smsp, line, t1)
+            if ready > t1:
+                cons.append((ready, _NO_INSTRUCTION))
         if len(cons) > 1:
             cons.sort()
         w.constraints = cons
         w.earl = cons[-1][0] if cons else t1
-        w.res = self.res_of[s]
+        w.res = res
         # sampling bucket: the innermost loop in steady state (warm-up <= iteration < steady end)
         # In a callee the warp starts from its call site's bucket, so the callee's cost is scaled
         # with the caller's loop like the rest of that iteration; a callee loop's steady state is
         # a call context whose scale multiplies both (sampling.py).
-        chain = self.chains[s]
         base = w.call_buckets[-1] if w.call_buckets else 0
         b = base
         if chain:

@@ -38,6 +38,21 @@ _ZERO = np.zeros(WARP, np.uint32)
 _ZST = np.zeros(WARP, np.int8)
 _ZST.flags.writeable = False
 _ALL = np.ones(WARP, bool)
+_ALL.flags.writeable = False
+_NONE = np.zeros(WARP, bool)  # no lane (a predicate never written, a guard nobody doubts)
+_NONE.flags.writeable = False
+UNKNOWN_LANES = np.full(WARP, UNKNOWN, np.int8)  # copied: np.full costs four times a copy
+UNKNOWN_LANES.flags.writeable = False
+
+
+def any_lane(a: np.ndarray) -> bool:
+    """`a.any()`, at a quarter of its cost on 32 lanes (ndarray.any goes through Python)."""
+    return np.count_nonzero(a) > 0
+
+
+def all_lanes(a: np.ndarray) -> bool:
+    """`a.all()` (see `any_lane`)."""
+    return np.count_nonzero(a) == a.size
 
 #: synthetic allocations for pointer arguments: 4 GiB apart (never overlapping), 256 B aligned
 #: as cudaMalloc's are (CUDA C Programming Guide, "Device Memory Accesses": at least 256 B)
@@ -59,7 +74,7 @@ class Value:
 
     @property
     def worst(self) -> int:
-        return int(self.st.max())
+        return max(self.st.tolist())
 
 
 def known(v) -> Value:
@@ -77,7 +92,7 @@ def _constant(v: int) -> np.ndarray:
 
 
 def unknown(reason: str) -> Value:
-    return Value(_ZERO.copy(), np.full(WARP, UNKNOWN, np.int8), reason)
+    return Value(_ZERO.copy(), UNKNOWN_LANES.copy(), reason)
 
 
 @dataclass
@@ -227,9 +242,10 @@ class WarpState:
         if name in ("RZ", "URZ") or not name:
             return
         old = self.regs.get(name)
-        if old is None or mask.all():
+        full = all_lanes(mask)
+        if old is None or full:
             v, st = val.v.copy(), val.st.copy()
-            if not mask.all():
+            if not full:
                 st[~mask] = UNKNOWN
             self.regs[name] = Value(v, st, val.reason)
             return
@@ -242,15 +258,15 @@ class WarpState:
         neg = op.startswith("!")
         name = op.lstrip("!")
         if name in ("PT", "UPT"):
-            v, k = _ALL.copy(), _ALL.copy()
+            v, k = _ALL, _ALL
         else:
-            v, k = self.preds.get(name, (np.zeros(WARP, bool), np.zeros(WARP, bool)))
+            v, k = self.preds.get(name) or (_NONE, _NONE)
         return (~v if neg else v.copy()), k.copy()
 
     def write_pred(self, name: str, v: np.ndarray, k: np.ndarray, mask: np.ndarray) -> None:
         if name in ("PT", "UPT"):
             return
-        ov, ok = self.preds.get(name, (np.zeros(WARP, bool), np.zeros(WARP, bool)))
+        ov, ok = self.preds.get(name) or (_NONE, _NONE)
         ov, ok = ov.copy(), ok.copy()
         ov[mask], ok[mask] = v[mask], k[mask]
         self.preds[name] = (ov, ok)
@@ -382,11 +398,11 @@ _UNIFORM_SR = frozenset({"SR_CLOCKLO", "SR_CLOCKHI", "SR_GLOBALTIMERLO", "SR_GLO
 
 def _uniform(vals: list[Value], active: np.ndarray) -> bool:
     """Whether every value is the same in every active lane (then so is any function of them)."""
-    if not active.any():
+    if not any_lane(active):
         return True
     for x in vals:
         st, v = x.st[active], x.v[active]
-        if (st == UNKNOWN).any() or (st != st[0]).any() or (v != v[0]).any():
+        if any_lane(st == UNKNOWN) or any_lane(st != st[0]) or any_lane(v != v[0]):
             return False
     return True
 
@@ -430,7 +446,7 @@ def _binary(ws: WarpState, a: Value, b: Value, f, kind: str) -> Value:
     if kind == "mul":
         # a product is linear in a stand-in only when the other factor is known and warp-uniform
         for x, y in ((a, b), (b, a)):
-            if (x.st == UNIFORM).any() and not (y.worst == KNOWN and (y.v == y.v[0]).all()):
+            if any_lane(x.st == UNIFORM) and not (y.worst == KNOWN and all_lanes(y.v == y.v[0])):
                 st = np.where(st == UNIFORM, UNKNOWN, st)
     elif kind != "add":
         st = np.where(st == UNIFORM, UNKNOWN, st)
@@ -474,7 +490,7 @@ def _srcs(x: Instruction) -> tuple[list[str], list[str]]:
 def _mask(ws: WarpState, x: Instruction, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lanes that write, lanes whose guard is unknown) among `active`."""
     if x.predicate is None:
-        return active, np.zeros(WARP, bool)
+        return active, _NONE
     v, k = ws.pred(x.predicate)
     return active & v & k, active & ~k
 
@@ -487,36 +503,39 @@ def execute(ws: WarpState, x: Instruction, active: np.ndarray) -> None:
     """Run `x` for the `active` lanes of the warp (its own predicate applied), or mark what it
     writes unknown where the datapath has no semantics for it."""
     mask, unsure = _mask(ws, x, active)
-    if x.opcode in _FLOAT_OPS and _dead_input(ws, x, mask | unsure):
+    guarded = unsure is not _NONE and any_lane(unsure)  # some lane's guard is not known
+    writes = mask | unsure if guarded else mask
+    if x.opcode in _FLOAT_OPS and _dead_input(ws, x, writes):
         # float math on a loaded value (most of a kernel's float work): unknown, without the arithmetic
         why = next(ws.regs[u].reason for u in x.uses if u in ws.regs and ws.regs[u].worst == UNKNOWN)
         for d in x.defs:
             if d.startswith("P") or d.startswith("UP"):
-                ws.write_pred(d, np.zeros(WARP, bool), np.zeros(WARP, bool), mask | unsure)
+                ws.write_pred(d, np.zeros(WARP, bool), np.zeros(WARP, bool), writes)
                 ws.pred_reason[d] = float_decides(x, why)
             else:
-                ws.write(d, Value(_ZERO.copy(), np.full(WARP, UNKNOWN, np.int8), why), mask | unsure)
+                ws.write(d, Value(_ZERO.copy(), UNKNOWN_LANES.copy(), why), writes)
         return
     try:
-        outs = _semantics(ws, x, mask | unsure)
+        outs = _semantics(ws, x, writes)
     except NotExecuted as e:
-        outs = _fallback(ws, x, mask | unsure, str(e))
-    guard_why = ws.pred_reason.get((x.predicate or "").lstrip("!"), "") if unsure.any() else ""
+        outs = _fallback(ws, x, writes, str(e))
+    guard_why = ws.pred_reason.get((x.predicate or "").lstrip("!"), "") if guarded else ""
     for name, val in outs:
         if isinstance(val, tuple):  # a predicate (value, known)
             v, k = val
-            k = k & ~unsure
-            ws.write_pred(name, v, k, mask | unsure)
-            if not k[mask | unsure].all():
+            if guarded:
+                k = k & ~unsure
+            ws.write_pred(name, v, k, writes)
+            if not all_lanes(k[writes]):
                 # why it is not known: its inputs' reason, so a guarded result can say it too
                 why = guard_why or _input_reason(ws, x)
                 ws.pred_reason[name] = float_decides(x, why) if x.opcode in FLOAT_COMPARES else why or \
                     f"a predicate the datapath does not know ({x.opcode} at pc {x.pc:#x})"
         else:
-            if unsure.any():
+            if guarded:
                 val = Value(val.v, np.where(unsure, UNKNOWN, val.st).astype(np.int8),
                             val.reason or guard_why or f"written under the unknown guard of {x.opcode} at pc {x.pc:#x}")
-            ws.write(name, val, mask | unsure)
+            ws.write(name, val, writes)
 
 
 #: compares of floating-point values (FCHK: whether a division needs its slow path): a predicate
@@ -536,7 +555,7 @@ def float_decides(x: Instruction, why: str) -> str:
 
 def _input_reason(ws: WarpState, x: Instruction) -> str:
     regs = [ws.regs[u] for u in x.uses if u in ws.regs]
-    preds = [ws.pred_reason[u] for u in x.uses if u in ws.pred_reason and not ws.preds.get(u, (None, _ALL))[1].all()]
+    preds = [ws.pred_reason[u] for u in x.uses if u in ws.pred_reason and not all_lanes(ws.preds.get(u, (None, _ALL))[1])]
     return _reason(regs) or next(iter(preds), "")
 
 
@@ -545,9 +564,13 @@ _FLOAT_OPS = frozenset({"FADD", "FADD32I", "FMUL", "FMUL32I", "FFMA", "FFMA32I",
 
 def _dead_input(ws: WarpState, x: Instruction, active: np.ndarray) -> bool:
     """Whether a register `x` reads is unknown in every active lane."""
+    if not any_lane(active):
+        return False
+    guard = (x.predicate or "").lstrip("!")
+    whole = all_lanes(active)  # then "unknown in every lane" is the lanes' least state (UNKNOWN is the top one)
     for u in x.uses:
         r = ws.regs.get(u)
-        if r is not None and active.any() and (r.st[active] == UNKNOWN).all() and u != (x.predicate or "").lstrip("!"):
+        if r is not None and u != guard and (min(r.st.tolist()) == UNKNOWN if whole else all_lanes(r.st[active] == UNKNOWN)):
             return True
     return False
 
@@ -786,7 +809,7 @@ def _lea(ws, x, active):
 
 def _relax_uniform(st: np.ndarray, vals: list[Value], active: np.ndarray) -> np.ndarray:
     """A result unknown only through stand-ins, from warp-uniform inputs, is itself warp-uniform."""
-    if (st == UNKNOWN).any() and _uniform(vals, active):
+    if any_lane(st == UNKNOWN) and _uniform(vals, active):
         return np.where(st == UNKNOWN, UNIFORM, st).astype(np.int8)
     return st
 
@@ -815,7 +838,7 @@ def _shf(ws, x, active):
         linear = False
     out = (r >> np.uint64(32)) if "HI" in mods else r
     st = np.maximum(lo.st, hi.st)
-    if not linear or (hi.st != KNOWN).any():
+    if not linear or any_lane(hi.st != KNOWN):
         st = np.where(st == UNIFORM, UNKNOWN, st)
     st = _relax_uniform(st.astype(np.int8), [lo, hi], active)
     return [(_w(dst[0]), Value((out & _M32).astype(np.uint32), st.astype(np.int8), _reason([lo, hi])))]
@@ -838,7 +861,7 @@ def _shl(ws, x, active):
 
 def _uniform_or(ws: WarpState, r: Value, inputs: list[Value], active: np.ndarray) -> Value:
     """`r`, or a fresh stand-in where it is unknown only because of stand-ins in warp-uniform inputs."""
-    if (r.st == UNKNOWN).any() and _uniform(inputs, active) and not any((i.st[active] == UNKNOWN).any() for i in inputs):
+    if any_lane(r.st == UNKNOWN) and _uniform(inputs, active) and not any(any_lane(i.st[active] == UNKNOWN) for i in inputs):
         return ws.stand_in(r.reason)
     return r
 
@@ -923,7 +946,7 @@ def _sel(ws, x, active):
     v = np.where(pv, a.v, b.v).astype(np.uint32)
     st = np.where(pv, a.st, b.st)
     st = np.where(pk, st, UNKNOWN).astype(np.int8)
-    if not pk[active].all() and _uniform([a, b], active) and a.worst < UNKNOWN and b.worst < UNKNOWN:
+    if not all_lanes(pk[active]) and _uniform([a, b], active) and a.worst < UNKNOWN and b.worst < UNKNOWN:
         return [(_w(dst[0]), ws.stand_in("a select on an unknown predicate"))]
     return [(_w(dst[0]), Value(v, st, _reason([a, b]) or "a select on an unknown predicate"))]
 
@@ -1112,7 +1135,7 @@ def _vote(ws, x, active):
         raise NotExecuted(f"`{x.full_opcode}`")
     preds = [o for o in ops[1:] if is_pred(o)]
     pv, pk = ws.pred(preds[-1])
-    ok = bool(pk[active].all())
+    ok = all_lanes(pk[active])
     ballot = int(sum(1 << i for i in range(WARP) if active[i] and pv[i]))
     out: list = []
     if not is_pred(ops[0]):
@@ -1196,7 +1219,7 @@ def _fp32(ws, x, active):
         elif op == "FMNMX":
             pv, pk = ws.pred(s[2]) if len(s) > 2 else (_ALL.copy(), _ALL.copy())
             r = np.where(pv, np.fmin(_f32(vals[0]), _f32(vals[1])), np.fmax(_f32(vals[0]), _f32(vals[1])))
-            if not pk[active].all():
+            if not all_lanes(pk[active]):
                 raise NotExecuted("FMNMX on an unknown predicate")
         else:
             raise NotExecuted(f"`{x.full_opcode}` results are not executed")

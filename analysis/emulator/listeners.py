@@ -7,6 +7,8 @@ engine.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..profile import StallReason
 from .decode import M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, REASONS, R, DecodedKernel
 from .engine import EngineRun
@@ -56,20 +58,21 @@ class PCSampler(HWEventListenerBase):
         self.acc[(bucket * self.n + slot) * _NR + reason] += cycles
 
     def on_end(self, run: EngineRun) -> None:
-        n = self.n
-        self.samples = [[0.0] * _NR for _ in range(n)]
-        self.executed = [0.0] * n
+        # bucket by bucket, as sums of Python floats would add them (the same IEEE operations in
+        # the same order, so the same values), each row only where its bucket has any
+        acc = np.asarray(self.acc).reshape(-1, self.n, _NR)
+        ex = np.asarray(self.exec).reshape(-1, self.n)
+        samples = np.zeros((self.n, _NR))
+        executed = np.zeros(self.n)
         for b, sc in enumerate(run.bucket_scale):
-            base = b * n
-            for s in range(n):
-                e = self.exec[base + s]
-                if e:
-                    self.executed[s] += e * sc
-                row = self.acc[(base + s) * _NR:(base + s + 1) * _NR]
-                if any(row):
-                    tgt = self.samples[s]
-                    for r in range(_NR):
-                        tgt[r] += row[r] * sc
+            e = ex[b]
+            some = e != 0
+            executed[some] += e[some] * sc
+            a = acc[b]
+            rows = a.any(axis=1)
+            samples[rows] += a[rows] * sc
+        self.samples = samples.tolist()
+        self.executed = executed.tolist()
         self.total = sum(sum(r) for r in self.samples)
 
 
@@ -85,13 +88,13 @@ class ExecutionCounter(HWEventListenerBase):
         self.raw[bucket * self.n + slot] += 1.0
 
     def on_end(self, run: EngineRun) -> None:
-        n = self.n
-        self.executed = [0.0] * n
-        for b, sc in enumerate(run.bucket_scale):
-            for s in range(n):
-                v = self.raw[b * n + s]
-                if v:
-                    self.executed[s] += v * sc
+        raw = np.asarray(self.raw).reshape(-1, self.n)
+        executed = np.zeros(self.n)
+        for b, sc in enumerate(run.bucket_scale):  # as `PCSampler.on_end` adds them
+            v = raw[b]
+            some = v != 0
+            executed[some] += v[some] * sc
+        self.executed = executed.tolist()
         self.run = run
 
 

@@ -857,7 +857,7 @@ def study_shape(prep: Prepared) -> StudyShape:
     S = prep.machine.schedulers_per_sm
     warps = [math.ceil(b * wpb / S) if prep.settings.representative_smsp else b * wpb
              for b in ([per_sm] if full else []) + ([tail_per_sm] if tail_per_sm else [])]
-    regions: dict[int, tuple[int, ...]] = {}
+    regions: dict[int, tuple] = {}
     memo: dict[tuple[int, int], float] = {}
 
     def cost(issue_budget: int, waves: int | None = None) -> float:

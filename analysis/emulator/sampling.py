@@ -120,10 +120,10 @@ def bucket_scales(k: DecodedKernel, emul_trip: list[int], warmup: int, cooldown:
 
 
 def issues_per_warp(k: DecodedKernel, emul_trip: list[int],
-                    regions: dict[int, tuple[int, ...]] | None = None) -> float:
+                    regions: dict[int, tuple] | None = None) -> float:
     """Warp-instructions one warp issues with these emulated trips, calls included (an upper
-    bound: both sides of a branch the engine falls through are counted). `regions` memoizes the
-    functions' slots across calls."""
+    bound: both sides of a branch the engine falls through are counted). `regions` memoizes each
+    function's `_profile` across calls (`emulated_trips` asks again after each one-trip cut)."""
     regions = {} if regions is None else regions
     memo: dict[tuple[int, int], float] = {}
 
@@ -131,17 +131,35 @@ def issues_per_warp(k: DecodedKernel, emul_trip: list[int],
         if (entry, depth) in memo:
             return memo[(entry, depth)]
         memo[(entry, depth)] = 0.0  # a recursion reaching itself before the cut counts once
-        slots = regions.get(entry) or regions.setdefault(entry, region(k, entry))
+        prof = regions.get(entry)
+        if prof is None:
+            prof = regions[entry] = _profile(k, entry)
+        chains, calls = prof
+        # whole numbers, so the sum is exact in any order (the slots' order before) below 2**53
         total = 0.0
-        for s in slots:
-            m = math.prod(emul_trip[L] for L in k.loop_chain[s])
-            inner = cost(k.target[s], depth + 1) if (k.kind[s] == K_CALL and k.target[s] >= 0
-                                                     and depth < MAX_CALL_DEPTH) else 0.0
-            total += m * (1.0 + inner)
+        for chain, n in chains:
+            total += n * math.prod(emul_trip[L] for L in chain)
+        if depth < MAX_CALL_DEPTH:
+            for chain, target in calls:
+                total += math.prod(emul_trip[L] for L in chain) * cost(target, depth + 1)
         memo[(entry, depth)] = total
         return total
 
     return cost(k.entry, 0)
+
+
+def _profile(k: DecodedKernel, entry: int) -> tuple[tuple[tuple[tuple[int, ...], int], ...],
+                                                   tuple[tuple[tuple[int, ...], int], ...]]:
+    """A function's slots as what their count depends on: (loop chain, slots on it) and, per call
+    it makes, (loop chain of the call site, callee entry)."""
+    chains: dict[tuple[int, ...], int] = {}
+    calls = []
+    for s in region(k, entry):
+        chain = k.loop_chain[s]
+        chains[chain] = chains.get(chain, 0) + 1
+        if k.kind[s] == K_CALL and k.target[s] >= 0:
+            calls.append((chain, k.target[s]))
+    return tuple(chains.items()), tuple(calls)
 
 
 def _loops_of_deep_nests(k: DecodedKernel) -> set[int]:
@@ -178,7 +196,7 @@ def emulated_trips(k: DecodedKernel, warps: int, *, sample: bool, warmup: int, m
     deep = _loops_of_deep_nests(k)
     emul = [min(t, w + 2 if i in deep else max(w + 2, max_sampled)) for i, t in enumerate(trips)]
     cool = [1] * len(trips)
-    regions: dict[int, tuple[int, ...]] = {}
+    regions: dict[int, tuple] = {}
     while issues_per_warp(k, emul, regions) * warps > issue_budget:
         # a loop run whole (a short inner loop under two outer ones) is sampled too when the
         # run does not fit: nests multiply, so the innermost trips are what a 3-deep nest costs

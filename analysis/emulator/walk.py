@@ -22,19 +22,20 @@ higher address, so lanes that wait there are joined by the others when these get
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from ..frontend import isa
 from . import lanes
 from .decode import B_BACK, B_EXIT, B_JUMP, K_BRA, K_CALL, K_EXIT, K_OP, K_RET, DecodedKernel
-from .lanes import KNOWN, UNIFORM, UNKNOWN, WARP, Launch, Value, WarpState
+from .lanes import KNOWN, UNIFORM, UNKNOWN, WARP, Launch, Value, WarpState, all_lanes, any_lane
 from .memory import address_operand
 
 #: iterations of each loop entry the walk runs: four give three differences to extrapolate from
 #: (three would take a stage index `t % 3` for an even step)
 MAX_ITERATIONS = 4
-#: warp-instructions one walk executes at most (the cost bound: 20-60 µs each)
+#: warp-instructions one walk executes at most (the cost bound: 6-18 µs each here, 2026-11-27)
 MAX_STEPS = 1200
 
 
@@ -62,30 +63,45 @@ class WalkResult:
     truncated: bool = False  # stopped at MAX_STEPS
 
 
-def _address(ws: WarpState, x, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
-    """(64-bit addresses, per-lane state, reason) of a memory instruction's address operand."""
-    op = address_operand(x)
+@lru_cache(maxsize=4096)
+def _address_terms(op: str | None) -> tuple[tuple[str, str, int, bool], ...] | None:
+    """The address operand's text read once (a walk reads it at every execution): per term
+    ("imm", "", value, False) or ("reg", name, scale, 64-bit); None where nothing is bracketed."""
     inner = op[op.rindex("[") + 1: op.rindex("]")] if op is not None and "[" in op else None
     if inner is None:
-        return np.zeros(WARP, np.uint64), np.full(WARP, UNKNOWN, np.int8), "no address operand"
-    total = np.zeros(WARP, np.uint64)
-    st = np.zeros(WARP, np.int8)
-    reason = ""
+        return None
     parts = [p.strip() for p in inner.split("+")]
     # `[R2.64+UR6]` (sm_75-sm_89): with a 64-bit register part the uniform register is a 64-bit
     # base too (the pointer a ULDC.64 loaded), not its low word
     wide = any("64" in p.split(".")[1:] for p in parts)
+    terms = []
     for part in parts:
         if not part:
             continue
         if part.startswith("0x") or part.lstrip("-").isdigit() or part.startswith("-0x"):
-            total = total + np.uint64(int(part, 0) & 0xFFFFFFFFFFFFFFFF)
+            terms.append(("imm", "", int(part, 0) & 0xFFFFFFFFFFFFFFFF, False))
             continue
         name, _, mods = part.partition(".")
         scale = 1
         if ".X" in "." + mods:
             scale = int(next(m for m in mods.split(".") if m.startswith("X"))[1:] or 1)
-        if "64" in mods.split(".") or (wide and name.startswith("UR") and name != "URZ"):
+        terms.append(("reg", name, scale, "64" in mods.split(".") or (wide and name.startswith("UR") and name != "URZ")))
+    return tuple(terms)
+
+
+def _address(ws: WarpState, x, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """(64-bit addresses, per-lane state, reason) of a memory instruction's address operand."""
+    terms = _address_terms(address_operand(x))
+    if terms is None:
+        return np.zeros(WARP, np.uint64), lanes.UNKNOWN_LANES.copy(), "no address operand"
+    total = np.zeros(WARP, np.uint64)
+    st = np.zeros(WARP, np.int8)
+    reason = ""
+    for kind, name, value, pair in terms:
+        if kind == "imm":
+            total = total + np.uint64(value)
+            continue
+        if pair:
             lo, hi = ws.pair(name)
             v = (hi.v.astype(np.uint64) << np.uint64(32)) | lo.v.astype(np.uint64)
             s = np.maximum(lo.st, hi.st)
@@ -94,7 +110,7 @@ def _address(ws: WarpState, x, active: np.ndarray) -> tuple[np.ndarray, np.ndarr
             r = ws.reg(name)
             v, s = r.v.astype(np.uint64), r.st
             reason = reason or r.reason
-        total = total + v * np.uint64(scale)
+        total = total + v * np.uint64(value)
         st = np.maximum(st, s)
     return total, st, reason
 
@@ -136,19 +152,29 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
     deciders = _deciders(k)
     local: dict[tuple[int, int], tuple[int, int, str]] = {}  # (lane, address) -> a stored word
     entered: dict[int, int] = {}  # loop the walk is in -> the call depth it entered it at
-    while alive.any():
+    memory_op: dict[int, bool] = {}  # slot -> whether `_memory` runs it
+    # straight-line code keeps every live lane together: after an instruction all of them ran,
+    # the next step is the next slot, for the same lanes at the same call depth (no search)
+    together: int | None = None
+    depth = 0
+    while any_lane(alive):
         if out.steps >= max_steps:
             out.truncated = True
             break
-        s = int(pc[alive].min())
-        at = alive & (pc == s)
+        if together is not None:
+            s, at = together, alive.copy()
+        else:
+            s = min(pc[alive].tolist())
+            at = alive & (pc == s)
+        whole, together = together is not None, None
         if not 0 <= s < n:
             alive &= ~at
             continue
         out.steps += 1
-        depth = len(stacks[int(np.flatnonzero(at)[0])])
+        if not whole:
+            depth = len(stacks[int(at.argmax())])  # the first lane at `s`
         chain = k.loop_chain[s]
-        for L in list(entered):
+        for L in list(entered) if entered else ():
             # the walk left loop L (not into a call made from its body): its next entry counts anew
             if L not in chain and depth <= entered[L]:
                 del entered[L]
@@ -170,7 +196,7 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
             else:
                 v, known = ws.pred(x.predicate)
                 leave = at & v & known  # an unknown guard passes, as in the engine
-                if not known[at].all():  # an early exit nobody can decide: a guess to name
+                if not all_lanes(known[at]):  # an early exit nobody can decide: a guess to name
                     why = ws.pred_reason.get(x.predicate.lstrip("!"), "")
                     out.unknown_branches.setdefault(s, f"the predicate {x.predicate} of the exit at pc {x.pc:#x} "
                                                        "is not known" + (f": {why}" if why else ""))
@@ -194,14 +220,19 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
                     alive[i] = False
             continue
         if kind == K_OP:
-            info = isa.opcode_info(x.opcode)
-            if info.memory_space in ("global", "shared", "generic", "local") and x.opcode not in ("CCTL", "CCTLL"):
+            mem = memory_op.get(s)
+            if mem is None:
+                mem = memory_op[s] = (isa.opcode_info(x.opcode).memory_space in ("global", "shared", "generic", "local")
+                                      and x.opcode not in ("CCTL", "CCTLL"))
+            if mem:
                 _memory(ws, x, s, at, out, local)
             else:
                 if s in deciders:
                     _record_compare(ws, x, at, entry.compares.setdefault(deciders[s], []))
                 lanes.execute(ws, x, at)
         pc[at] = s + 1
+        if whole or np.count_nonzero(at) == np.count_nonzero(alive):  # `at` is every live lane
+            together = s + 1
     return out
 
 
@@ -242,7 +273,7 @@ def _solve_trips(k: DecodedKernel, s: int, x, recs: list, done: int, lanes_mask:
     (a1, b1, k1), (a2, b2, k2), (a3, b3, k3) = (tuple(np.asarray(v, np.int64) if i < 2 else v for i, v in
                                                      enumerate(r)) for r in recs[-3:])
     ok = k1 & k2 & k3
-    if not ok[lanes_mask].all():
+    if not all_lanes(ok[lanes_mask]):
         return None
     da, db = (a2 - a1) & 0xFFFFFFFF, (b2 - b1) & 0xFFFFFFFF
     if not (np.array_equal(((a3 - a2) & 0xFFFFFFFF)[lanes_mask], da[lanes_mask])
@@ -333,7 +364,7 @@ def _local(ws: WarpState, x, mask: np.ndarray, local: dict) -> bool:
     regs = [d for d in x.defs if d.startswith("R")]
     for w, d in enumerate(regs):
         v = np.zeros(WARP, np.uint32)
-        sts = np.full(WARP, UNKNOWN, np.int8)
+        sts = lanes.UNKNOWN_LANES.copy()
         why = f"a local-memory word the walk did not see stored (line {x.line})"
         for i in np.flatnonzero(mask):
             hit = local.get((int(i), int(addr[i]) + 4 * w)) if st[i] != UNKNOWN else None
@@ -351,13 +382,13 @@ def _memory(ws: WarpState, x, s: int, at: np.ndarray, out: WalkResult, local: di
         mask &= v | ~known  # an unknown guard passes
     if _local(ws, x, mask, local):
         return
-    if mask.any():
+    if any_lane(mask):
         addr, st, reason = _address(ws, x, mask)
         a, s_ = addr[mask], st[mask]
-        if (s_ == UNKNOWN).any():
-            acc = Access(int(mask.sum()), None, False, reason or "the address is not known", out.steps)
+        if any_lane(s_ == UNKNOWN):
+            acc = Access(int(np.count_nonzero(mask)), None, False, reason or "the address is not known", out.steps)
         else:
-            acc = Access(int(mask.sum()), tuple(int(v) for v in a), bool((s_ == UNIFORM).any()), "", out.steps)
+            acc = Access(int(np.count_nonzero(mask)), tuple(a.tolist()), any_lane(s_ == UNIFORM), "", out.steps)
         out.accesses.setdefault(s, []).append(acc)
         uniform = acc.addresses is not None and len(set(acc.addresses)) == 1
     else:
@@ -395,7 +426,7 @@ def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.n
         take = at.copy()
     else:
         v, known = ws.pred(x.predicate)
-        known_all = bool(known[at].all())
+        known_all = all_lanes(known[at])
         if not known_all:
             why = ws.pred_reason.get(x.predicate.lstrip("!"), "")
             out.unknown_branches.setdefault(s, f"the predicate {x.predicate} of the branch at pc {x.pc:#x} "
@@ -404,11 +435,11 @@ def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.n
         take = at & np.where(known, v, default)
         if known_all and role != B_BACK:
             all_, none = out.decisions.get(s, (True, True))
-            out.decisions[s] = (all_ and bool(take[at].all()), none and not take[at].any())
+            out.decisions[s] = (all_ and all_lanes(take[at]), none and not any_lane(take[at]))
     if role == B_BACK:
         L = k.branch_loop[s]
         decided[L] = decided.get(L, True) and known_all
-    if role == B_BACK and take.any():
+    if role == B_BACK and any_lane(take):
         L = k.branch_loop[s]
         done = iters.get(L, 0) + 1
         iters[L] = done
@@ -450,7 +481,7 @@ def _extrapolate(ws: WarpState, snaps: list[dict[str, Value]], remaining: np.nda
     """Carry each register the loop changed to its value after `remaining` more trips (per lane),
     where its last values step evenly; otherwise it is unknown from here on."""
     lanes_mask = lanes_mask & (remaining > 0)
-    if not lanes_mask.any():
+    if not any_lane(lanes_mask):
         return
     why = f"changed by the loop at line {k.loops[L].line or '?'} in a way the walk does not follow"
     last = snaps[-1]
@@ -466,7 +497,7 @@ def _extrapolate(ws: WarpState, snaps: list[dict[str, Value]], remaining: np.nda
             st = np.maximum.reduce([f.st for f in firsts])
             d = (seq[1] - seq[0]) & 0xFFFFFFFF
             even = all(np.array_equal((b - a) & 0xFFFFFFFF, d) for a, b in zip(seq[1:], seq[2:]))
-            if even and np.array_equal(last[r].v, val.v) and (st < UNKNOWN).all():
+            if even and np.array_equal(last[r].v, val.v) and all_lanes(st < UNKNOWN):
                 nv = ((seq[-1] + d * np.maximum(remaining, 0)) & 0xFFFFFFFF).astype(np.uint32)
                 v = val.v.copy()
                 v[lanes_mask] = nv[lanes_mask]
