@@ -443,8 +443,8 @@ def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.n
         L = k.branch_loop[s]
         done = iters.get(L, 0) + 1
         iters[L] = done
-        snaps.setdefault(L, []).append({r: Value(val.v.copy(), val.st.copy(), val.reason)
-                                        for r, val in ws.regs.items()})
+        # a register's Value is replaced on every write, never changed in place: a shallow copy
+        snaps.setdefault(L, []).append(dict(ws.regs))
         trip = max(1, k.loops[L].trip)
         if not known_all and done >= trip:
             take = np.zeros(WARP, bool)  # the engine's trip count ends a loop the walk cannot decide
@@ -490,14 +490,15 @@ def _extrapolate(ws: WarpState, snaps: list[dict[str, Value]], remaining: np.nda
         if any(f is None for f in firsts):
             if all(f is None for f in firsts[:-1]) and firsts[-1] is not None:
                 continue  # written only in the last iteration's tail: leave it
-        if all(f is not None and np.array_equal(f.v, val.v) and np.array_equal(f.st, val.st) for f in firsts):
-            continue  # loop-invariant
+        if all(f is not None and (f is val or (all_lanes(f.v == val.v) and all_lanes(f.st == val.st)))
+               for f in firsts):
+            continue  # loop-invariant (a register not written since a snapshot is the same Value)
         if len(snaps) >= 3 and all(f is not None for f in firsts):
             seq = [f.v.astype(np.int64) for f in firsts]
             st = np.maximum.reduce([f.st for f in firsts])
             d = (seq[1] - seq[0]) & 0xFFFFFFFF
-            even = all(np.array_equal((b - a) & 0xFFFFFFFF, d) for a, b in zip(seq[1:], seq[2:]))
-            if even and np.array_equal(last[r].v, val.v) and all_lanes(st < UNKNOWN):
+            even = all(all_lanes(((b - a) & 0xFFFFFFFF) == d) for a, b in zip(seq[1:], seq[2:]))
+            if even and all_lanes(last[r].v == val.v) and all_lanes(st < UNKNOWN):
                 nv = ((seq[-1] + d * np.maximum(remaining, 0)) & 0xFFFFFFFF).astype(np.uint32)
                 v = val.v.copy()
                 v[lanes_mask] = nv[lanes_mask]
