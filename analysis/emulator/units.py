@@ -79,6 +79,8 @@ class ICacheParams:
     l0_miss_latency: float  # L0 miss, L1 hit
     l1_miss_latency: float  # both miss
     prefetch_lines: int = 0  # the stream buffer's depth per SM sub-partition; 0: no prefetch
+    l0_fill_cycles: float = 0.0  # cycles between two lines arriving into one L0 from L1; 0: no limit
+    l1_fill_cycles: float = 0.0  # cycles between two lines arriving into the SM's L1 from beyond
 
 
 @dataclass(frozen=True)
@@ -328,7 +330,8 @@ class InstructionCache:
     warp far away in the code) restarts the stream after that line, dropping what it held.
     """
 
-    __slots__ = ("l0", "l1", "l0_lines", "l1_lines", "l0_miss", "l1_miss", "depth", "stream", "stream_end")
+    __slots__ = ("l0", "l1", "l0_lines", "l1_lines", "l0_miss", "l1_miss", "depth", "stream", "stream_end",
+                 "l0_gap", "l1_gap", "l0_port", "l1_port")
 
     def __init__(self, params: ICacheParams, n_smsp: int) -> None:
         self.l0: list[OrderedDict[int, float]] = [OrderedDict() for _ in range(n_smsp)]
@@ -340,6 +343,11 @@ class InstructionCache:
         # the last line the stream requested
         self.stream: list[OrderedDict[int, float]] = [OrderedDict() for _ in range(n_smsp)]
         self.stream_end = [-1] * n_smsp
+        # fetch bandwidth: a line arrives no sooner than `gap` after the previous one through the
+        # same port (each L0's from L1, the SM's L1's from beyond); the time each port is next free
+        self.l0_gap, self.l1_gap = params.l0_fill_cycles, params.l1_fill_cycles
+        self.l0_port = [-INF] * n_smsp
+        self.l1_port = -INF
 
     def warm(self, lines: list[int]) -> None:
         """Fill with the code image in address order: the wave emulated is a steady one, and the
@@ -359,7 +367,10 @@ class InstructionCache:
         stream = self.stream[smsp]
         ready = stream.pop(line, None)
         if ready is None:  # not prefetched: a demand miss, and the stream restarts after it
-            ready = self._through_l1(line, t)
+            # the dropped lines' fills not yet begun give their turn on the L0 port back
+            if self.l0_port[smsp] > t:
+                self.l0_port[smsp] = t
+            ready = self._through_l1(smsp, line, t)
             stream.clear()
             self.stream_end[smsp] = line
         self._fill(l0, line, ready, self.l0_lines)
@@ -368,22 +379,30 @@ class InstructionCache:
             end = self.stream_end[smsp]
             for nxt in range(end + 1, line + depth + 1):
                 if nxt not in l0:
-                    stream[nxt] = self._through_l1(nxt, t)
+                    stream[nxt] = self._through_l1(smsp, nxt, t)
                     if len(stream) > depth:  # lines the warps jumped over age out first
                         stream.popitem(last=False)
             if line + depth > end:
                 self.stream_end[smsp] = line + depth
         return ready
 
-    def _through_l1(self, line: int, t: float) -> float:
-        """When a line requested at `t` reaches L0: from L1, or from beyond it (filling L1)."""
+    def _through_l1(self, smsp: int, line: int, t: float) -> float:
+        """When a line requested at `t` reaches the sub-partition's L0: from L1, or from beyond it
+        (filling L1), each port passing one line per its fill gap."""
         l1 = self.l1
         r1 = l1.get(line)
         if r1 is not None:
             l1.move_to_end(line)
-            return (r1 if r1 > t else t) + self.l0_miss
-        ready = t + self.l1_miss
-        self._fill(l1, line, ready, self.l1_lines)
+            ready = (r1 if r1 > t else t) + self.l0_miss
+        else:
+            ready = t + self.l1_miss
+            if self.l1_gap:
+                ready = max(ready, self.l1_port + self.l1_gap)
+                self.l1_port = ready
+            self._fill(l1, line, ready, self.l1_lines)
+        if self.l0_gap:
+            ready = max(ready, self.l0_port[smsp] + self.l0_gap)
+            self.l0_port[smsp] = ready
         return ready
 
     @staticmethod
@@ -556,7 +575,8 @@ def machine_from_arch(arch, device) -> tuple[MachineModel, tuple[tuple[str, str,
     icache = None if ic is None else ICacheParams(
         l0_lines=ic.l0_bytes // ic.line_bytes, l1_lines=ic.l1_bytes // ic.line_bytes, line_bytes=ic.line_bytes,
         instruction_bytes=ic.instruction_bytes, l0_miss_latency=float(ic.l0_miss_latency),
-        l1_miss_latency=float(ic.l1_miss_latency), prefetch_lines=ic.prefetch_lines)
+        l1_miss_latency=float(ic.l1_miss_latency), prefetch_lines=ic.prefetch_lines,
+        l0_fill_cycles=float(ic.l0_fill_cycles), l1_fill_cycles=float(ic.l1_fill_cycles))
     return MachineModel(tuple(params), sched, arch.warp_size, icache=icache,
                         tensor_lane_flops=arch.instructions[Resource.tensor].results_per_lane,
                         tensor_fp32_accumulate_ratio=device.tensor_fp32_accumulate_ratio), tuple(used)

@@ -124,7 +124,10 @@ class ICacheSpec(Sourced):
     Sizes in bytes; `l0_miss_latency` is the fetch of a line that misses L0 and hits L1,
     `l1_miss_latency` the fetch of a line that misses both (served from the GPC-level cache / L2).
     `prefetch_lines` is the depth of the stream buffer each sub-partition prefetches the lines after
-    a miss with (Huerta et al. 2025); a table without it has no prefetcher.
+    a miss with (Huerta et al. 2025); a table without it has no prefetcher. `l0_fill_cycles` and
+    `l1_fill_cycles` are the cycles between two lines arriving from L1 into a sub-partition's L0,
+    and from beyond into the SM's L1 (the fetch bandwidth code that streams meets); a table without
+    them fetches as many lines at once as are asked for.
     """
 
     l0_bytes: int = Field(gt=0)
@@ -134,6 +137,8 @@ class ICacheSpec(Sourced):
     l0_miss_latency: float = Field(gt=0)
     l1_miss_latency: float = Field(gt=0)
     prefetch_lines: int = Field(0, ge=0)
+    l0_fill_cycles: float = Field(0.0, ge=0)
+    l1_fill_cycles: float = Field(0.0, ge=0)
 
 
 class DataCacheSpec(Sourced):
