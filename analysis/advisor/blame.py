@@ -360,10 +360,12 @@ def blame_instructions(
 ) -> BlameResult:
     """Blame the stall samples of one function's instructions (samples keyed by PC)."""
     preds = (cfg or function_cfg(instrs, function)).instruction_predecessors()
-    bound = latency_bound or (lambda ins: LATENCY_BOUND[latency_class(ins)])
+    # each instruction's class and latency bound, once: the pruning below asks for them per edge
+    classes = [latency_class(i) for i in instrs]
+    bounds = [latency_bound(i) for i in instrs] if latency_bound else [LATENCY_BOUND[c] for c in classes]
     # Slices stop a little past the largest bound present, so that latency-pruned edges are
     # still seen (and reported) rather than silently missed.
-    max_dist = max(64, max((bound(i) for i in instrs), default=1) + 1)
+    max_dist = max(64, max(bounds, default=1) + 1)
     edges: list[BlameEdge] = []
     pruned: list[PrunedEdge] = []
     selfs: list[SelfBlame] = []
@@ -405,13 +407,12 @@ def blame_instructions(
                         cands[i] = (_Found(f.min_d, f.max_d, f.unshadowed), [op], war)
             kept: list[tuple[int, _Found, list[str], bool]] = []
             for i, (f, ops, war) in sorted(cands.items()):
-                d = instrs[i]
                 rule = None
-                if latency_class(d) not in _EXPLAINS[reason]:
+                if classes[i] not in _EXPLAINS[reason]:
                     rule = "opcode"
                 elif not f.unshadowed:
                     rule = "dominator"
-                elif f.min_d > bound(d):
+                elif f.min_d > bounds[i]:
                     rule = "latency"
                 if rule:
                     pruned.append(PrunedEdge(i, j, ops[0], reason, rule))

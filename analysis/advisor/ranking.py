@@ -177,8 +177,11 @@ def advise(context: AnalysisContext, profiles: Profile | Sequence[KernelProfile]
     lines = tuple(context.text.splitlines())
     optimizers = tuple(optimizers)
     found: dict[str, Advice] = {}
+    by_kernel: dict[str, KernelProfile] = {}
+    for k in kprofs:  # the first profile of each kernel
+        by_kernel.setdefault(k.kernel, k)
     for fn in program.kernels:
-        prof = next((k for k in kprofs if k.kernel == fn.mangled), None)
+        prof = by_kernel.get(fn.mangled)
         ctx = kernel_context(context, fn, prof, facts=(facts or {}).get(fn.mangled, ()), source_lines=lines,
                              roofline_model=roofline_model,
                              sensitivity=(sensitivity or {}).get(fn.mangled),

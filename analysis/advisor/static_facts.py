@@ -191,25 +191,38 @@ def _memory_access_facts(program: Program, fn: FunctionProgram, arch: ArchSpec, 
     params = param_offsets(arch.constant_bank.params, [(p.name, p.is_pointer, p.type_text) for p in sfn.params],
                            dict(values)) if sfn is not None else {}
     instrs = fn.sass.instructions
-    # The grid only sets L2 reuse, which is not a fact about the code.
-    shapes = memory_shapes(fn.mangled, instrs, block, (1, 1, 1), 0.0, arch.warp_size, params)
-    addresses = AddressAnalysis(instrs, params)
+    # the address analysis only for what the walked warp left out (its shapes win) and only for
+    # the accesses reported (their stride): a file of many small kernels walks every access
+    shapes: dict | None = None
+    addresses: AddressAnalysis | None = None
     worst: dict[tuple[int, str], tuple[float, int, str]] = {}  # (line, kind) -> (cost, count, detail)
     for x in instrs:
+        if not x.memory_space:
+            continue  # memory_shapes gives a shape to memory instructions only
         walked = x.pc in executed
-        shape = executed.get(x.pc) or shapes.get((fn.mangled, x.pc))
+        shape = executed.get(x.pc)
+        if shape is None:
+            if shapes is None:
+                # The grid only sets L2 reuse, which is not a fact about the code.
+                shapes = memory_shapes(fn.mangled, instrs, block, (1, 1, 1), 0.0, arch.warp_size, params)
+            shape = shapes.get((fn.mangled, x.pc))
         ln = line_of(x)
         if shape is None or ln is None:
             continue
         space = x.memory_space
+        uncoalesced = space in ("global", "generic") and shape.pattern in ("strided", "uncoalesced")
+        if not uncoalesced and not (space == "shared" and shape.pattern == "bank_conflict"):
+            continue
         width = max(1, isa.access_bytes(x) or 4)
+        if addresses is None:
+            addresses = AddressAnalysis(instrs, params)
         addr, _ = addresses.address(x)
         offsets = lane_addresses(addr, block, arch.warp_size) if addr is not None else None
         tx = addr.coeffs[TX] if addr is not None else None
         stride = ("the lanes' executed addresses" if walked else f"consecutive threads are {tx} B apart" if tx else
                   f"lanes at byte offsets {', '.join(map(str, offsets[:4]))}, …" if offsets else "address not affine")
         what = {isa.Access.LOAD: "load", isa.Access.STORE: "store"}.get(isa.access_direction(x), "atomic")
-        if space in ("global", "generic") and shape.pattern in ("strided", "uncoalesced"):
+        if uncoalesced:
             # A coalesced warp request of `width`-byte elements touches 32·width/32 sectors.
             sectors, ideal = round(shape.bytes_l1 / 32), max(1, arch.warp_size * width // 32)
             kind, cost = "uncoalesced_access", sectors / ideal

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from ...emulator.units import RESOURCES
 from ...frontend.instructions import Instruction
@@ -22,6 +22,28 @@ from ...profile import Assumption, KernelProfile, PCSample, StallReason
 from ...results import OccupancyReport, Resources, StaticFact
 from ..advice import Advice, Estimate, Fix, Hotspot, SourceEdit, advice_id
 from ..blame import BlameEdge, BlameResult
+
+T = TypeVar("T")
+
+
+#: the last source model's indexes (`file_index`): the source and its table
+_FILE_INDEX: tuple[Any, dict[str, Any]] = (None, {})
+
+
+def file_index(source: Any, name: str, make: Callable[[Any], T]) -> T:
+    """`make(source)` once per source model, for every kernel's context: an index over the whole
+    file (its calls, its functions, its launches) that a scan per kernel would make quadratic in a
+    file of many kernels (issue 35: a 5,000-line solver's 179 kernels each scanned its 1,253
+    calls). The models are immutable; only the last one's indexes are kept (one analysis at a time
+    reads them; another's replaces them, and at worst makes them again)."""
+    global _FILE_INDEX
+    held, table = _FILE_INDEX
+    if held is not source:
+        table = {}
+        _FILE_INDEX = (source, table)
+    if name not in table:
+        table[name] = make(source)
+    return table[name]
 
 
 @dataclass(frozen=True)
@@ -82,8 +104,8 @@ class MatchContext:
         block = next((a for a in self.profile.provenance.assumptions if a.name == "block"), None)
         if block is None or block.source != "launch_site":
             return False
-        return any(s.kernel == self.function_model.name and s.live and 1 in s.first_iteration
-                   for s in self.source.launch_sites)
+        sites = file_index(self.source, "launch_sites", _by_kernel).get(self.function_model.name, ())
+        return any(s.live and 1 in s.first_iteration for s in sites)
 
     @property
     def provenance(self) -> Literal["modeled", "measured", "static"]:
@@ -200,13 +222,29 @@ class MatchContext:
         if self.source is None:
             return None
         base = base_name(self.kernel_name)
-        return next((f for f in self.source.functions if f.name == base and f.kind == "kernel"), None) or \
-            self.source.function(base)
+        return file_index(self.source, "kernels", _kernels_by_name).get(base) or self.source.function(base)
 
     def loop_at(self, line: int | None) -> Any:
         if self.source is None or line is None:
             return None
         return self.source.loop_at(line)
+
+
+def _by_kernel(source: Any) -> dict[str, list]:
+    """The file's launch sites by the kernel they launch, in file order."""
+    out: dict[str, list] = {}
+    for site in source.launch_sites:
+        out.setdefault(site.kernel, []).append(site)
+    return out
+
+
+def _kernels_by_name(source: Any) -> dict[str, Any]:
+    """The file's first `__global__` function of each name."""
+    out: dict[str, Any] = {}
+    for f in source.functions:
+        if f.kind == "kernel":
+            out.setdefault(f.name, f)
+    return out
 
 
 def atomics_fill_the_queue(ctx: MatchContext) -> bool:

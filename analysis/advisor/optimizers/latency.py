@@ -9,8 +9,8 @@ from ...profile import StallReason as R
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
 from ..blame import ARITHMETIC, GLOBAL, SHARED, BlameEdge
-from .base import (OVERHEAD_UNITS, MatchContext, Optimizer, describe_edge, hotspots, insert_edit, kernel_line, pct,
-                   provenance_note)
+from .base import (OVERHEAD_UNITS, MatchContext, Optimizer, describe_edge, file_index, hotspots, insert_edit,
+                   kernel_line, pct, provenance_note)
 
 _HIDEABLE = frozenset({GLOBAL, ARITHMETIC, SHARED})
 
@@ -133,6 +133,19 @@ class CodeReordering(Optimizer):
                             message=msg, hotspots=hs)]
 
 
+def _callees(source) -> dict[str, set[str]]:
+    """The names each function of the file calls (unqualified)."""
+    out: dict[str, set[str]] = {}
+    for c in source.calls:
+        out.setdefault(c.function, set()).add(c.callee.split("::")[-1])
+    return out
+
+
+def _noinline(source) -> list:
+    """The file's `__noinline__` functions, in file order."""
+    return [f for f in source.functions if f.inlining == "noinline"]
+
+
 class FunctionInlining(Optimizer):
     """GPA: stalls in non-inlined device functions and at their call sites."""
 
@@ -142,8 +155,8 @@ class FunctionInlining(Optimizer):
     def match(self, ctx: MatchContext) -> list[Advice]:
         callees = []
         if ctx.source is not None and (fm := ctx.function_model) is not None:
-            called = {c.callee.split("::")[-1] for c in ctx.source.calls if c.function == fm.name}
-            callees = [f for f in ctx.source.functions if f.inlining == "noinline" and f.name in called]
+            called = file_index(ctx.source, "callees", _callees).get(fm.name, set())
+            callees = [f for f in file_index(ctx.source, "noinline", _noinline) if f.name in called]
         calls = [i for i in ctx.instructions if i.opcode == "CALL" and not call_is_jump(i)]
         facts = [f for f in ctx.facts if f.kind == "noinline_call"]
         if not calls and not facts:

@@ -14,7 +14,7 @@ from ..advice import Advice
 from ..blame import ARITHMETIC, LOCAL, SYNC, latency_class
 from .static import is_fp64
 from .base import (COMPUTE_UNITS, MEMORY_UNITS, MatchContext, Optimizer, atomics_fill_the_queue, back_edges,
-                   describe_edge, hotspots, kernel_line, kernel_lines, line_list, pct, provenance_note)
+                   describe_edge, file_index, hotspots, kernel_line, kernel_lines, line_list, pct, provenance_note)
 
 #: Arithmetic whose results come back late: the SFU, conversions, FP64 and integer division's
 #: reciprocal sequence (GPA Fig. 8's strength-reduction hints).
@@ -156,6 +156,11 @@ def _is_fp64_opcode(opcode: str) -> bool:
     return isa.opcode_info(opcode).klass is isa.InstrClass.FP64
 
 
+def _math_lines(source) -> set[int]:
+    """The file's lines that call a CUDA math-library function."""
+    return {c.span.first_line for c in source.calls if c.callee.split("::")[-1] in _MATH_CALLS}
+
+
 class FastMath(Optimizer):
     """GPA: stalls inside CUDA math-library functions (precise sin/exp/pow/…)."""
 
@@ -168,8 +173,7 @@ class FastMath(Optimizer):
         # -use_fast_math and the intrinsics are single precision: FP64 code and calls into FP64
         # library functions (the double `pow`) are not theirs to speed up
         fp64_calls = {c.index for c in ctx.call_sites if any(_is_fp64_opcode(op) for op in c.opcodes)}
-        math_lines = {c.span.first_line for c in ctx.source.calls if c.callee.split("::")[-1] in _MATH_CALLS} \
-            if ctx.source is not None else None
+        math_lines = file_index(ctx.source, "math_lines", _math_lines) if ctx.source is not None else None
         # code inlined from the math headers *on a line that calls a math function*: the same headers
         # also define the `__half` operators and intrinsics, which fast math does not change (an FP16
         # GEMM is not math-library code)
