@@ -2,7 +2,7 @@
 
 Skipped without a GPU. Both passed on an H100 80GB HBM3 (ncu 2025.3.1, CUDA 13.0) on 2026-11-26,
 once the report was read in a child process (the first run segfaulted in NVIDIA's reader inside
-this process: docs/measured.md)."""
+this process: docs/measured.md), and again on 2026-11-27 with the memory workload sections."""
 
 from __future__ import annotations
 
