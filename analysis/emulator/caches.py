@@ -281,23 +281,29 @@ def _steady(per_trip: list[tuple[int, int]], trip: int, extended: bool) -> tuple
     return tot + scale * sum(t for t, _ in tail), hit + scale * sum(h for _, h in tail)
 
 
-def _distinct_share(addrs: np.ndarray, delta: int, g: int, granule: int) -> float:
+def _distinct_share(addrs: np.ndarray, delta: int, g: int, granule: int, granules: np.ndarray) -> float:
     """Of the granules `g` blocks along one grid dimension touch, each block `delta` bytes on from
     the one before, the distinct share: |F ∪ (F+Δ) ∪ … ∪ (F+(g−1)Δ)| / (g·|F|).
 
     Counted over `TRANSLATES` blocks, not read off one neighbour: where blocks share a granule
     only at some alignments (finite-difference's 16 B pencils, four blocks to a 64 B granule), the
     overlap of block 0 with block 1 is 1 while blocks 3 and 4 share nothing. Past `TRANSLATES`
-    blocks the later half's new granules per block stand for the rest."""
-    a = np.unique(addrs)
-    if not len(a):
+    blocks the later half's new granules per block stand for the rest. `granules` is F, the
+    distinct granules of `addrs` (sorted): where Δ is a whole number of granules a translate is F
+    moved by Δ/granule, the same count from far fewer values than the bytes' addresses."""
+    if not len(granules):
         return 1.0
+    if delta % granule == 0:
+        base, step, div = granules, delta // granule, 1
+    else:
+        base, step, div = np.unique(addrs), delta, granule
 
     def union(m: int) -> int:  # granules of the first m blocks
-        return len(np.unique((a[None, :] + np.arange(m, dtype=np.int64)[:, None] * delta) // granule))
+        moved = base[None, :] + np.arange(m, dtype=np.int64)[:, None] * step
+        return len(np.unique(moved // div if div > 1 else moved))
 
     n = min(g, TRANSLATES)
-    f, whole = union(1), union(n)
+    f, whole = len(granules), union(n)
     if g <= n:
         return whole / (g * f)
     per_block = (whole - union(n // 2)) / (n - n // 2)
@@ -408,7 +414,7 @@ def hierarchy(k: DecodedKernel, walk0, walk_warp1, walk_bx, walk_by, geo: CacheG
             fits = strides[d] < geo.resident_blocks or strides[d] * block_bytes <= geo.l2_bytes
             if fits:
                 factor *= _distinct_share((np.concatenate(st.addrs)[None, :] + warp_offs[s]).ravel(), delta, g,
-                                          geo.granule_bytes)
+                                          geo.granule_bytes, foot[s])
         per_block_unique[s] *= factor
     footprint = sum(per_block_unique.values()) * geo.sector_bytes * n_blocks
     written_back = min(1.0, max(0.0, 1.0 - geo.l2_bytes / footprint)) if footprint > 0 else 0.0

@@ -6,7 +6,7 @@ import pytest
 
 from kernelscope.analysis.advisor.blame import (ARITHMETIC, GLOBAL, LOCAL, SHARED, SYNC, WAR, apportion, blame_instructions,
                                         covers, instruction_predecessors)
-from kernelscope.analysis.profile import StallReason as R
+from kernelscope.analysis.profile import PCSample, StallReason as R
 
 from .sassfrag import cc, ins, samples
 
@@ -171,3 +171,73 @@ def test_conservation_of_samples():
     res = blame_instructions(fig4(), samples(i1={R.selected: 2}, i2={R.selected: 1}, i3={LS: 12, R.not_selected: 3}))
     assert sum(e.samples for e in res.edges) + sum(s.samples for s in res.self_blame) == pytest.approx(15)
     assert res.total_samples == pytest.approx(18) and res.active_samples == pytest.approx(3)
+
+
+def _reference_slice(instrs, preds, use, operand, max_dist, budget):
+    """GPA §IV's backward slice as plainly as it reads: depth first over simple paths, the last
+    predecessor first, every step counted; a search cut at `budget` keeps the defs found by then.
+    Returns ({def: (min distance, max distance, on an unshadowed path)}, truncated, steps)."""
+    from kernelscope.analysis.advisor.blame import _guard, _vdefs, _vuses
+
+    use_guard, found, steps = _guard(instrs[use].predicate), {}, 0
+
+    path = {use}
+
+    def visit(x, d, covered, shadowed):
+        nonlocal steps
+        steps += 1
+        if steps > budget:
+            return True
+        if d > max_dist or x in path:
+            return False
+        if operand in _vdefs(instrs[x]):
+            lo, hi, un = found.get(x, (d, d, False))
+            found[x] = (min(lo, d), max(hi, d), un or not shadowed)
+            covered = covered | {_guard(instrs[x].predicate)}
+            if covers(covered, use_guard):
+                return False
+        elif instrs[x].predicate is None and operand in _vuses(instrs[x]):
+            shadowed = True
+        path.add(x)
+        cut = any(visit(p, d + 1, covered, shadowed) for p in reversed(preds[x]))
+        path.discard(x)
+        return cut
+
+    cut = any(visit(p, 1, frozenset(), False) for p in reversed(preds[use]))
+    return found, cut, budget if cut else steps
+
+
+@pytest.mark.parametrize("budget", [40, 700, 20000])
+def test_slices_of_a_real_kernel_are_the_plain_depth_first_search_cut_at_the_budget(toolchain, tmp_path, budget):
+    """Every register and barrier a real kernel's instructions read, sliced as GPA defines it: the
+    blamer's defs, distances and pruning rules, and its step count and cuts (which the file's
+    budget charges), are those of the plain search, with and without cuts mid-search."""
+    import sys
+    from pathlib import Path
+
+    from kernelscope.analysis.advisor.blame import LATENCY_BOUND, _vuses, latency_class
+
+    from .realkernel import analyse
+
+    src = (Path(__file__).resolve().parents[2] / "benchmarks" / "shapes" / "shuffle_softmax.cu").read_text()
+    (fn,) = analyse(src, toolchain, tmp_path, emulate=False).program.kernels
+    instrs = fn.sass.instructions
+    preds = fn.cfg.instruction_predecessors()
+    stalled = {i.pc: PCSample(function=fn.mangled, pc=i.pc, samples={LS: 1.0}) for i in instrs if _vuses(i)}
+    res = blame_instructions(instrs, stalled, function=fn.mangled, cfg=fn.cfg, budget=budget)
+
+    max_dist = max(64, max(LATENCY_BOUND[latency_class(i)] for i in instrs) + 1)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * max_dist + 200))
+    want, steps, cut = set(), 0, 0
+    for j, i in enumerate(instrs):
+        for op in sorted(_vuses(i)) if i.pc in stalled else ():
+            found, t, n = _reference_slice(instrs, preds, j, op, max_dist, budget)
+            steps, cut = steps + n, cut + t
+            want |= {(x, j, lo) for x, (lo, _, _) in found.items()}
+    assert (res.slice_steps, res.truncated_searches) == (steps, cut)
+    if budget < 1000:
+        assert cut > 0  # searches cut mid-way: what they keep depends on the order
+    got = {(e.def_index, e.use_index, e.distance) for e in res.edges}
+    assert got <= want
+    assert {(e.def_index, e.use_index) for e in res.edges} | {(p.def_index, p.use_index) for p in res.pruned} \
+        == {(x, j) for x, j, _ in want}
