@@ -273,13 +273,16 @@ class _Operands:
     flag read there is cheaper than a set lookup and a predicate test (issue 35: ~590,000 steps
     over 590 slices on a 736-instruction softmax)."""
 
-    __slots__ = ("guards", "vdefs", "vuses", "unpredicated", "exits", "_flags")
+    __slots__ = ("guards", "vdefs", "vuses", "unpredicated", "last", "others", "_flags")
 
-    def __init__(self, instrs: Sequence[Instruction], vdefs: Sequence[set[str]], vuses: Sequence[set[str]]) -> None:
+    def __init__(self, instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], vdefs: Sequence[set[str]],
+                 vuses: Sequence[set[str]]) -> None:
         self.guards = [_guard(i.predicate) for i in instrs]
         self.vdefs, self.vuses = vdefs, vuses
         self.unpredicated = [i.predicate is None for i in instrs]
-        self.exits = [(-1 - x, 0, frozenset(), False) for x in range(len(instrs))]  # a slice's exit markers
+        # each instruction's predecessors as the search takes them: the last one first, at once
+        self.last = [p[-1] if p else -1 for p in preds]
+        self.others = [tuple(p[:-1]) for p in preds]
         self._flags: dict[str, tuple[bytes, bytes]] = {}
 
     def flags(self, operand: str) -> tuple[bytes, bytes]:
@@ -299,30 +302,35 @@ def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: i
     Each path stops at a def once the guards of the defs met on it cover the use's guard
     (Fig. 4). A path that crossed an unpredicated reader of `operand` is "shadowed": defs found
     only on shadowed paths are pruned by GPA's dominator rule. Returns (defs, truncated, steps).
-    The paths are searched depth first, each step counted, in one fixed order: a search cut at
-    `budget` steps keeps what it found by then, and the budget charges the steps.
+    The paths are searched depth first, the last predecessor first, each step counted: a search
+    cut at `budget` steps keeps what it found by then, and the budget charges the steps.
     """
     use_guard = _guard(instrs[use].predicate)
     defs, reads = ops.flags(operand)
-    guards, exits = ops.guards, ops.exits
+    guards, last, others = ops.guards, ops.last, ops.others
     found: dict[int, _Found] = {}
-    on_path = bytearray(len(instrs))
-    on_path[use] = 1
-    # stack entries: (index, distance, covered guards, shadowed), or the exit marker (-1 - index, ...)
+    # The path searched: its instruction at each distance (the use at 0), and the distance each
+    # instruction last stood at. Everything pushed after an entry at distance d lies deeper, so
+    # when it is popped path[:d] is its path, and x is on it iff path[at[x]] is x with at[x] < d:
+    # no exit markers to push, pop and undo.
+    path = [use] * (max_dist + 2)
+    at = [max_dist + 2] * len(instrs)
+    at[use] = 0
+    # stack entries: (index, distance, covered guards, shadowed), the last predecessor on top
     none: frozenset[str] = frozenset()
     stack: list[tuple[int, int, frozenset[str], bool]] = [(p, 1, none, False) for p in preds[use]]
     pop, push = stack.pop, stack.append
     steps = 0
     while stack:
         x, d, covered, shadowed = pop()
-        if x < 0:
-            on_path[-1 - x] = 0
-            continue
-        while True:  # x's last predecessor would be popped next: it is taken at once, unpushed
+        while True:  # the last predecessor would be popped next: it is taken at once, unpushed
             steps += 1
             if steps > budget:
                 return found, True, budget
-            if d > max_dist or on_path[x]:
+            if d > max_dist:
+                break
+            k = at[x]
+            if k < d and path[k] == x:  # on the path
                 break
             if defs[x]:
                 f = found.get(x)
@@ -335,16 +343,13 @@ def _slice(instrs: Sequence[Instruction], preds: Sequence[Sequence[int]], use: i
                     break
             elif reads[x]:
                 shadowed = True  # GPA dominator rule: k reads the operand unconditionally
-            on_path[x] = 1
-            push(exits[x])
-            ps = preds[x]
-            if not ps:
-                break
+            path[d], at[x] = x, d
             d += 1
-            if len(ps) > 1:
-                for p in ps[:-1]:
-                    push((p, d, covered, shadowed))
-            x = ps[-1]
+            for p in others[x]:
+                push((p, d, covered, shadowed))
+            x = last[x]
+            if x < 0:
+                break
     return found, False, steps
 
 
@@ -413,7 +418,7 @@ def blame_instructions(
     # the virtual defs and uses of every instruction, once: each slice visits thousands
     vdefs = [_vdefs(i) for i in instrs]
     vuses = [_vuses(i) for i in instrs]
-    by_operand = _Operands(instrs, vdefs, vuses)
+    by_operand = _Operands(instrs, preds, vdefs, vuses)
     slices: dict[tuple[int, str], tuple[dict[int, _Found], bool, int]] = {}  # one per (use, operand), all reasons
 
     for j, use in enumerate(instrs):
