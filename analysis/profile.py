@@ -140,8 +140,8 @@ class KernelProfile(BaseModel):
     flops: dict[str, float] = Field(default_factory=dict)
     #: bytes moved for the whole launch per level: "l1", "shared", "l2", "dram"
     bytes: dict[str, float] = Field(default_factory=dict)
-    #: sector hit rate per cache level, 0..1: "l1" (L1/tex), "l2"; measured ones only (ncu's Memory
-    #: Workload Analysis section); the model's are in the result's `memory.levels`
+    #: sector hit rate per cache level, 0..1: "l1" (L1/tex), "l2". Measured: from ncu's Memory Workload
+    #: Analysis section (none without it). Modeled: L2's, as ncu counts it (`TrafficCounter`)
     hit_rates: dict[str, float] = Field(default_factory=dict)
     provenance: Provenance
 

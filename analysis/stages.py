@@ -389,11 +389,11 @@ def memory_report(profile: KernelProfile | None, binding_level: str | None) -> M
     b = profile.bytes
     l1, l2, dram = b.get("l1", 0.0), b.get("l2", 0.0), b.get("dram", 0.0)
     fetched = fetched_bytes(profile.provenance.assumptions)
-    data_l2, data_dram = l2 - fetched, dram - fetched
-    # L2's rate as ncu counts it where the emulation gave one (stores hit; `TrafficCounter`)
-    l2_hit = profile.hit_rates.get("l2", max(0.0, 1.0 - data_dram / data_l2) if data_l2 > 0 else None)
+    data_l2 = l2 - fetched
+    # L2's rate is the emulation's, as ncu counts it (`TrafficCounter.hit_rates`: stores hit); none
+    # where no global access reached L2
     levels = {"l1": MemoryLevel(bytes=l1, hit_rate=max(0.0, 1.0 - data_l2 / l1) if l1 > 0 else None),
-              "l2": MemoryLevel(bytes=l2, hit_rate=l2_hit),
+              "l2": MemoryLevel(bytes=l2, hit_rate=profile.hit_rates.get("l2")),
               "dram": MemoryLevel(bytes=dram)}
     if "shared" in b:
         levels["shared"] = MemoryLevel(bytes=b["shared"])

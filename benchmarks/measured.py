@@ -6,10 +6,10 @@ each kernel's predicted time beside the time Nsight Compute measured for it.
     python benchmarks/measured.py --plan > capture.sh   # the same captures as a script for a GPU
                                                         # machine with nvcc and ncu but no kernelscope
 
-The committed reports (tests/data/ncu-reports/h100/, README there) were captured by `--profile`
-on an H100 80GB HBM3 on 2026-11-26: `kernelscope profile` built each program and ran it under
-ncu, first launch of each kernel, caches cold, clocks as ncu leaves them (`--clock-control
-none`). The replay analyses each source with its report (`kernelscope analyze --profile`), so
+The committed reports (tests/data/ncu-reports/h100/ and h200/, READMEs there) were captured on an
+H100 80GB HBM3 and an H200 on 2026-11-27 by the script `--plan` writes (the same builds and ncu
+command line as `--profile`): first launch of each kernel, caches cold, clocks as ncu leaves them
+(`--clock-control none`), with the memory workload sections. The replay analyses each source with its report (`kernelscope analyze --profile`), so
 the model emulates the launch the report recorded, on the report's GPU, and both numbers
 describe the same work; `--capture` gives it the launch's arguments the report does not hold
 (launch capture runs each program against kernelscope's stand-in runtime, no GPU needed).
