@@ -82,6 +82,9 @@ class HWEventListener(Protocol):
 class EngineConfig:
     blocks: int  # co-resident blocks on the SM (occupancy)
     warps_per_block: int
+    #: blocks each of the `blocks` places runs one after another: a block that retires is replaced
+    #: at once by the next, as the block scheduler does over a many-wave launch
+    rounds: int = 1
     representative: bool = True  # emulate one SMSP's warps (the SMSPs are symmetric), see docs
     policy: str = "gto"
     warmup: int = 1  # loop iterations treated as warm-up before the steady state
@@ -105,6 +108,14 @@ class EngineRun:
     issues: int
     truncated: bool
     recursion_cut: bool = False  # a CALL deeper than MAX_CALL_DEPTH fell through
+    rounds: int = 1  # EngineConfig.rounds: each emulated warp's place ran this many warps in turn
+    #: with rounds > 1, the (extrapolated) time at which as many blocks had retired as the SM holds
+    first_round_cycles: float | None = None
+
+    @property
+    def warp_runs(self) -> int:
+        """Warps the run emulated over all its rounds: what its counts are totals of."""
+        return self.warps_emulated * self.rounds
 
 
 class Engine:
@@ -171,14 +182,17 @@ class Engine:
         active_smsps = min(S, total_warps)
         warps: list[WarpState] = []
         barriers = [BlockBarrier(0) for _ in range(cfg.blocks)]
-        n_loops = len(k.loops)
         for g in range(total_warps):
             if cfg.representative and g % S != 0:
                 continue
-            w = WarpState(g, g // cfg.warps_per_block, g, k.n_regs, n_loops)
-            w.slot = k.entry
+            w = self._new_warp(g, g)
             barriers[w.block].live += 1
             warps.append(w)
+        # the places that hold an emulated warp; a block's successor starts when the block retires
+        self.rounds_left = [cfg.rounds - 1 if b.live else 0 for b in barriers]
+        self.places = sum(1 for b in barriers if b.live)
+        self.retired, self.spawned, self.first_round_wall = 0, 0, None
+        self.total_warps = total_warps
         n_sched = 1 if cfg.representative else active_smsps
         scheds = [WarpScheduler([w for w in warps if (w.wid % S) % n_sched == s]) for s in range(n_sched)]
         self._contexts(n_sched)
@@ -233,7 +247,8 @@ class Engine:
                     issued_bucket = w.bucket
                 s.greedy = w
                 if issue(w, t, s):
-                    live -= 1
+                    live += self.spawned - 1
+                    self.spawned = 0
                 issues += 1
             if issued_bucket >= 0:
                 wall[issued_bucket] += 1.0
@@ -255,13 +270,46 @@ class Engine:
         tail = max(0.0, self.last_finish - t)
         emulated = t + tail
         extrapolated = sum(wb * sc for wb, sc in zip(wall, scales)) + idle_pending + tail
+        first = self.first_round_wall
         run = EngineRun(cycles=extrapolated, emulated_cycles=emulated, wall_by_bucket=tuple(wall),
                         bucket_scale=tuple(scales), warps_emulated=len(warps), warps_on_sm=total_warps,
                         active_smsps=active_smsps, issues=issues, truncated=truncated,
-                        recursion_cut=self.recursion_cut)
+                        recursion_cut=self.recursion_cut, rounds=cfg.rounds,
+                        first_round_cycles=None if first is None else sum(wb * sc for wb, sc in zip(first, scales)))
         for lst in self.listeners:
             lst.on_end(run)
         return run
+
+    def _new_warp(self, g: int, age: int) -> WarpState:
+        """Warp `g` of the SM's resident set (its place: block g // warps per block)."""
+        w = WarpState(g, g // self.cfg.warps_per_block, age, self.k.n_regs, len(self.k.loops))
+        w.slot = self.k.entry
+        return w
+
+    def _retire(self, block: int, t: float) -> None:
+        """The block in place `block` retired at `t`: its successor's warps start (rounds > 1)."""
+        self.retired += 1
+        if self.retired == self.places and self.cfg.rounds > 1:
+            self.first_round_wall = self.wall[:]
+        if self.rounds_left[block] <= 0:
+            return
+        self.rounds_left[block] -= 1
+        wpb, S = self.cfg.warps_per_block, self.m.schedulers_per_sm
+        barrier = self.barriers[block] = BlockBarrier(0)
+        # a successor is younger than every warp already resident (GTO keeps to the oldest)
+        age = (self.cfg.rounds - self.rounds_left[block]) * self.total_warps
+        for g in range(block * wpb, (block + 1) * wpb):
+            if self.cfg.representative and g % S != 0:
+                continue
+            w = self._new_warp(g, age + g)
+            w.prev_issue = t - 1.0  # it waits from `t` on, not from the run's start
+            sched = self.sched_of[g]
+            w.smsp = sched.ctx
+            barrier.live += 1
+            sched.warps.append(w)
+            self._prepare(w, t, 0, False)
+            sched.park(w)
+            self.spawned += 1
 
     # ---------------------------------------------------------------------------------------
     def _records(self) -> list[tuple]:
@@ -572,7 +620,10 @@ class Engine:
     def _exit(self, w: WarpState, t: float, sched: WarpScheduler) -> bool:
         w.done = True
         sched.drop(w)
-        release = self.barriers[w.block].leave()
+        barrier = self.barriers[w.block]
+        release = barrier.leave()
         if release:
             self._release(release, t)
+        if barrier.live == 0:
+            self._retire(w.block, t)
         return True
