@@ -761,8 +761,9 @@ def steady_cycles(run: EngineRun, full: int) -> float:
 def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count: int | None = None,
                   listeners_factory=None, cache: WaveCache | None = None, ledger: Ledger | None = None,
                   samples: bool = True) -> tuple[Prediction, list[tuple[Wave, float]]]:
-    """Time of the launch, and the emulated waves with their weight in SM-waves (`samples`: see
-    `run_wave`)."""
+    """Time of the launch, and the emulated waves with their weight: how many copies of each run's
+    counts make up the launch (SM-waves; a run of two rounds holds two waves, so half as many copies)
+    (`samples`: see `run_wave`)."""
     sms = sm_count or prep.device.sm_count
     full, per_sm, tail_per_sm, tail_sms = _waves(prep, sms)
     cache = {} if cache is None else cache  # a tail of the full wave's shape is not run twice
@@ -772,7 +773,8 @@ def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count:
         w = run_wave(prep, per_sm, sms, machine, listeners_factory() if listeners_factory else None, cache, ledger,
                      samples, _rounds(prep.decoded, prep.settings, full, _emulated_warps(prep, per_sm)))
         cycles += steady_cycles(w.run, full)
-        waves.append((w, float(full * sms)))
+        # the run's counts are of `rounds` wave's worth of blocks on its SM
+        waves.append((w, full * sms / w.run.rounds))
     if tail_per_sm:
         w = run_wave(prep, tail_per_sm, tail_sms, machine, listeners_factory() if listeners_factory else None,
                      cache, ledger, samples)
@@ -830,7 +832,7 @@ def profile_of(prep: Prepared, machine: MachineModel | None = None, cache: WaveC
     busy: dict[str, float] = {}
     for wave, weight in waves:
         r = wave.run
-        per_sm = weight * r.warps_on_sm / r.warp_runs  # emulated warps -> all warps of those SMs
+        per_sm = weight * r.warps_on_sm / r.warps_emulated  # emulated warps -> all warps of those SMs
         for s in range(n):
             row = wave.sampler.samples[s]
             if any(row):
