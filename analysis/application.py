@@ -50,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("MAX_SOURCE_BYTES", "regular_size", "read_regular"), "files"),
     **dict.fromkeys(("DiskCache", "Hit"), "cache"),
     **dict.fromkeys(("Toolchain", "ToolchainError"), "frontend.toolchain"),
+    **dict.fromkeys(("Prelaunch",), "frontend.prelaunch"),
     **dict.fromkeys(("ALLOWED", "refused_flag"), "frontend.flag_policy"),
     **dict.fromkeys(("ArchCatalog",), "machine.arch"),
     **dict.fromkeys(("AnalysisContext",), "context"),
@@ -92,6 +93,17 @@ def start_compile(source: Path, command_line: Sequence[str], cwd: Path) -> Prela
     from .frontend.prelaunch import Prelaunch, record_key
 
     return Prelaunch.start(record_key(source, tuple(command_line), cwd))
+
+
+def begin_compile(source: Path, options: AnalysisOptions, toolchain: Toolchain,
+                  cancel: CancelToken | None = None) -> Prelaunch | None:
+    """nvcc started now, as `analyse(source, options)` will run it: hand the result to that analysis
+    (`prelaunch=`), which adopts it, after what comes first (launch capture) ran while nvcc compiled.
+    None where the analysis would not compile `source` itself (a header). `cancel` stops it as it
+    stops the analysis. Close it when done."""
+    from .pipeline import begin_compile
+
+    return begin_compile(source, options, toolchain, cancel)
 
 
 def load_stages(arch: str | None = None) -> None:

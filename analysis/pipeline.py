@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .context import AnalysisContext, ProgramInputs
 from .files import read_regular
-from .frontend.compile import CompilerMessage, compile_cuda, local_headers
+from .frontend.compile import CompilerMessage, CompileSetupError, compile_cuda, invocation, local_headers
 from .frontend.inclusion import compile_in_context, inclusion_context, is_header
 from .frontend.prelaunch import Prelaunch
 from .frontend.toolchain import Toolchain, find_compile_command, locate_toolchain
@@ -79,6 +79,25 @@ def resolve_toolchain(source: Path, options: AnalysisOptions) -> Toolchain:
     """The toolchain an analysis of `source` would use (the server keys its cache on its version)."""
     cc = find_compile_command(source, options.compile_commands) if options.compile_commands else None
     return locate_toolchain(options.nvcc_path, cc)
+
+
+def begin_compile(source: Path, options: AnalysisOptions, toolchain: Toolchain,
+                  cancel: CancelToken | None = None) -> Prelaunch | None:
+    """The compile `analyze(source, options)` will run, started now, for that analysis to adopt
+    (`prelaunch=`): a caller that resolves more before it (launch capture, which changes the launches
+    and not the compile) does it while nvcc compiles. None for a header (the unit compiled is a file
+    that includes it) and for an invocation that must not run (the analysis then says why). `cancel`
+    stops it, as it stops the analysis's own."""
+    source = source.resolve()
+    if is_header(source):
+        return None
+    cc = find_compile_command(source, options.compile_commands) if options.compile_commands else None
+    try:
+        run = invocation(source, arch=options.arch, user_flags=options.flags, toolchain=toolchain, compile_command=cc)
+    except CompileSetupError:
+        return None
+    cubin = Path(f"{source.stem}.cubin")  # stands for where the analysis's compile writes (prelaunch.py)
+    return Prelaunch.now(run.argv(cubin), run.cwd, toolchain.env, cubin, cancel)
 
 
 def _message(m: CompilerMessage) -> Message:

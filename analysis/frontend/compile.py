@@ -111,6 +111,30 @@ def compile_flags(source: Path, user_flags: Sequence[str],
     return flags, cwd
 
 
+@dataclass(frozen=True)
+class Invocation:
+    """The nvcc run `compile_cuda` makes for a file, checked before anything runs (`invocation`)."""
+
+    source: Path
+    arch: str
+    flags: tuple[str, ...]  # besides the compile's own (`nvcc_argv`)
+    cwd: Path
+    toolchain: Toolchain
+
+    def argv(self, cubin: Path) -> list[str]:
+        return nvcc_argv(self.source, cubin, self.arch, self.toolchain, self.flags)
+
+
+def invocation(source: Path, *, arch: str, user_flags: Sequence[str], toolchain: Toolchain,
+               compile_command: CompileCommand | None) -> Invocation:
+    """The nvcc run `compile_cuda` makes for `source` (an absolute path). Raises CompileSetupError
+    for one that must not run: an arch nvcc does not know, a path its shell would misread."""
+    arch = validate_arch(arch, toolchain)
+    _refuse_shell_text(source)
+    flags, cwd = compile_flags(source, user_flags, compile_command)
+    return Invocation(source, arch, flags, cwd, toolchain)
+
+
 def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str] = (), toolchain: Toolchain,
                  compile_command: CompileCommand | None = None, cancel: CancelToken | None = None,
                  timeout: float = 120, workdir: Path | None = None, prelaunch: Prelaunch | None = None,
@@ -129,8 +153,8 @@ def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str]
     """
     start = time.perf_counter()
     source = Path(source).absolute()
-    arch = validate_arch(arch, toolchain)
-    _refuse_shell_text(source)
+    run = invocation(source, arch=arch, user_flags=user_flags, toolchain=toolchain, compile_command=compile_command)
+    arch, flags, cwd = run.arch, run.flags, run.cwd
     if source_bytes is None:
         try:
             source_bytes = source.read_bytes()
@@ -139,8 +163,7 @@ def compile_cuda(source: Path, *, arch: str = "sm_90", user_flags: Sequence[str]
     workdir = Path(tempfile.mkdtemp(prefix="kernelscope-")) if workdir is None else workdir
     workdir.mkdir(parents=True, exist_ok=True)
     cubin_path = workdir / f"{source.stem}.cubin"
-    flags, cwd = compile_flags(source, user_flags, compile_command)
-    argv = nvcc_argv(source, cubin_path, arch, toolchain, flags)
+    argv = run.argv(cubin_path)
     started = prelaunch.take(argv, cwd, toolchain.env, cubin_path) if prelaunch is not None else None
     output, returncode = _run_nvcc(argv, toolchain, cwd, timeout, cancel, started)
     if started is not None:

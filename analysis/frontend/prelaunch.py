@@ -13,6 +13,10 @@ wrong result: what nvcc reads (the file, its headers) is read by the adopted run
 
 Only what kernelscope itself would run is replayed, and only from the user's own cache
 directory (a record another user could write is ignored).
+
+The language server needs no record: it knows the invocation once it knows a file's result is
+not cached, and starts it then (`Prelaunch.now`), before what its analysis resolves first (launch
+capture, the arch catalog, the progress bar) rather than after it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import read_regular
-from ..process import Started, start_tool
+from ..process import CancelToken, Started, start_tool
 
 #: stands for the cubin's path in a recorded invocation (each run writes its own temp dir)
 _OUT = "{cubin}"
@@ -50,7 +54,7 @@ def record_key(source: Path, command_line: Sequence[str], cwd: Path) -> str:
 class Prelaunch:
     """One file's record, and the compile started from it (at most one, adopted at most once)."""
 
-    path: Path  # the record's file
+    path: Path | None  # the record's file; None: started from the invocation itself (`now`), kept nowhere
     started: Started | None = None
     cubin: Path | None = None  # where the started compile writes
     _template: tuple | None = None  # (argv with _OUT, cwd, environment changes) it was started from
@@ -60,19 +64,33 @@ class Prelaunch:
         """Start the recorded compile of `key`, if there is a usable record."""
         pre = cls((directory or record_dir()) / f"{key}.json")
         template = _load(pre.path)
-        if template is None:
-            return pre
+        if template is not None:
+            pre._launch(template)
+        return pre
+
+    @classmethod
+    def now(cls, argv: Sequence[str], cwd: Path, env: Mapping[str, str], cubin: Path,
+            cancel: CancelToken | None = None) -> Prelaunch:
+        """`argv` (which writes `cubin`) started now in `cwd` with `env`: the invocation the compile
+        step will build, which the caller built the same way (`compile.invocation`). `cancel` stops
+        it from now on, adopted or not yet."""
+        pre = cls(None)
+        pre._launch(_template(argv, cwd, env, cubin))
+        if cancel is not None and pre.started is not None:
+            cancel._register(pre.started)
+        return pre
+
+    def _launch(self, template: tuple) -> None:
         argv, cwd, changes, unset = template
         work = Path(tempfile.mkdtemp(prefix="kernelscope-pre-"))
         cubin = work / "unit.cubin"
         env = {**{k: v for k, v in os.environ.items() if k not in unset}, **changes}
         try:
-            pre.started = start_tool([str(cubin) if a == _OUT else a for a in argv], cwd=Path(cwd), env=env)
+            self.started = start_tool([str(cubin) if a == _OUT else a for a in argv], cwd=Path(cwd), env=env)
         except OSError:  # the compiler moved or the directory is gone: compile as always
             shutil.rmtree(work, ignore_errors=True)
-            return pre
-        pre.cubin, pre._template = cubin, template
-        return pre
+            return
+        self.cubin, self._template = cubin, template
 
     def take(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], cubin: Path) -> Started | None:
         """The started compile, if it runs exactly `argv` (writing `cubin`) in `cwd` with `env`:
@@ -94,6 +112,8 @@ class Prelaunch:
 
     def keep(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], cubin: Path) -> None:
         """Remember the invocation that compiled the file, for the next run."""
+        if self.path is None:
+            return
         template = _template(argv, cwd, env, cubin)
         if template == _load(self.path):
             return

@@ -1,5 +1,6 @@
-"""The command line's head start on the compile (analysis/frontend/prelaunch.py), with real nvcc:
-a recorded invocation is started before the engine imports and adopted only when the compile
+"""The head start on the compile (analysis/frontend/prelaunch.py), with real nvcc: the command
+line's recorded invocation is started before the engine imports, the language server's known
+one before its job resolves capture and its context; either is adopted only when the compile
 step builds the very same one; anything else is stopped and compiled as always."""
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kernelscope.analysis import application
 from kernelscope.analysis.frontend.compile import compile_cuda
 from kernelscope.analysis.frontend.prelaunch import Prelaunch, record_key
+from kernelscope.analysis.options import AnalysisOptions
+from kernelscope.analysis.process import CancelToken
 
 REPO = Path(__file__).resolve().parents[2]
 SAXPY = REPO / "tests" / "data" / "lsp" / "saxpy.cu"
@@ -81,6 +85,53 @@ def test_two_command_line_runs_give_the_same_result(tmp_path):
     records = list((tmp_path / "cache" / "kernelscope" / "prelaunch").glob("*.json"))
     assert len(records) == 1 and records[0].stem == record_key(SAXPY, tuple(argv[3:]), tmp_path)
     assert outs[0] == outs[1]
+
+
+def test_the_analysis_adopts_the_compile_begun_before_it(toolchain, tmp_path):
+    """What the language server does on a cache miss: nvcc first, the analysis adopts it, and the
+    result is the one an analysis that compiled itself gives; no record is written."""
+    options = AnalysisOptions()
+    plain = application.analyse(SAXPY, options, toolchain=toolchain, depth="quick")
+    pre = application.begin_compile(SAXPY, options, toolchain)
+    assert pre is not None and pre.started is not None and pre.path is None
+    child, work = pre.started.child, pre.cubin.parent
+    adopted = application.analyse(SAXPY, options, toolchain=toolchain, depth="quick", prelaunch=pre)
+    pre.close()
+    assert pre.started is None and child.returncode == 0 and not work.exists()
+    assert _timeless(adopted.model_dump(mode="json")) == _timeless(plain.model_dump(mode="json"))
+
+
+def test_a_compile_that_fails_is_adopted_with_its_messages(toolchain, tmp_path):
+    broken = tmp_path / "broken.cu"
+    broken.write_text("__global__ void k(float *x) {\n  x[0] = undefined_name;\n}\n")
+    options = AnalysisOptions()
+    pre = application.begin_compile(broken, options, toolchain)
+    child = pre.started.child
+    r = application.analyse(broken, options, toolchain=toolchain, depth="quick", prelaunch=pre)
+    pre.close()
+    assert child.returncode != 0 and not r.compiled
+    assert [(m.line, m.severity) for m in r.messages if m.severity == "error"] == [(2, "error")]
+
+
+def test_a_cancel_stops_the_compile_begun_before_its_analysis(toolchain):
+    token = CancelToken()
+    pre = application.begin_compile(SAXPY, AnalysisOptions(), toolchain, token)
+    child, work = pre.started.child, pre.cubin.parent
+    token.cancel()  # a newer save, while the job still resolves capture
+    assert child.wait(timeout=10) != 0
+    pre.close()
+    assert not work.exists()
+
+
+def test_no_compile_is_begun_that_the_analysis_would_not_run(toolchain, tmp_path):
+    header = tmp_path / "k.cuh"
+    header.write_text("__global__ void k() {}\n")
+    shell = tmp_path / "$(touch x).cu"
+    shell.write_text("__global__ void k() {}\n")
+    assert application.begin_compile(header, AnalysisOptions(), toolchain) is None  # its includer is compiled
+    assert application.begin_compile(shell, AnalysisOptions(), toolchain) is None  # nvcc's shell would run it
+    assert application.begin_compile(SAXPY, AnalysisOptions(arch="sm_1"), toolchain) is None
+    assert not (tmp_path / "x").exists()
 
 
 def _timeless(o):
