@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from heapq import heappush
+from operator import sub
 from typing import Protocol
 
 from ..profile import StallReason
@@ -64,6 +65,20 @@ def _overrides(listener, hook: str) -> bool:
     """Only hooks a listener implements are called in the hot loop."""
     fn = getattr(type(listener), hook, None)
     return fn is not None and not getattr(fn, "_noop", False)
+
+
+def _dispatch(hooks: list):
+    """One callable per event for the hot loop: None when no listener implements the hook, the
+    bound method itself when one does (the usual case: no loop over a list per event)."""
+    if not hooks:
+        return None
+    if len(hooks) == 1:
+        return hooks[0]
+
+    def every(*args) -> None:
+        for h in hooks:
+            h(*args)
+    return every
 
 
 class HWEventListener(Protocol):
@@ -147,14 +162,17 @@ class Engine:
         # the code image is laid out slot after slot (kernel, then its callees): a slot's fetch line
         self.line_of = [s * ic.instruction_bytes // ic.line_bytes for s in range(len(kernel))] if ic else []
         self.icache: InstructionCache | None = None
-        # what `_prepare` reads of a slot, in one tuple (one lookup and an unpack per issue)
-        self.prep = [(kernel.uses[s], kernel.waits[s], async_keep[s], kernel.kind[s],
-                      self.line_of[s] if ic else -1, kernel.res[s], kernel.loop_chain[s],
-                      kernel.instr[s].predicate is not None) for s in range(len(kernel))]
-        self.issue_hooks = [lst.on_issue for lst in listeners if _overrides(lst, "on_issue")]
-        self.stall_hooks = [lst.on_stall for lst in listeners if _overrides(lst, "on_stall")]
+        # what `_prepare` reads of a slot, in one tuple (one lookup and an unpack per issue); what
+        # only an async-copy wait, an EXIT or a MEMBAR needs is one item, None for other slots
+        self.prep = [(kernel.uses[s], kernel.waits[s], self.line_of[s] if ic else -1, kernel.res[s],
+                      kernel.loop_chain[s],
+                      (async_keep[s], kernel.kind[s], kernel.instr[s].predicate is not None)
+                      if async_keep[s] >= 0 or kernel.kind[s] in (K_EXIT, K_MEMBAR) else None)
+                     for s in range(len(kernel))]
+        self.on_issue = _dispatch([lst.on_issue for lst in listeners if _overrides(lst, "on_issue")])
+        self.on_stall = _dispatch([lst.on_stall for lst in listeners if _overrides(lst, "on_stall")])
         # the SM's wall time per bucket at each issue only serves splitting stalls (`_others`)
-        self.snap_walls = self.multi_bucket and bool(self.stall_hooks)
+        self.snap_walls = self.multi_bucket and self.on_stall is not None
 
     def _contexts(self, n_sched: int) -> None:
         """Pipes as each emulated SMSP sees them: its own math pipes; the SM's (and GPU's) memory
@@ -228,7 +246,8 @@ class Engine:
         last_bucket = 0
         events = 0
         issue = self._issue
-        ctx_blocked = self.ctx_blocked
+        # each scheduler with its SMSP's view of the units' queues (the lists change in place)
+        scheds_blocked = [(s, self.ctx_blocked[s.ctx]) for s in scheds]
         max_events, max_issues = cfg.max_events, cfg.max_issues
         only = scheds[0] if len(scheds) == 1 else None
         while live:
@@ -237,10 +256,10 @@ class Engine:
                 truncated = True
                 break
             issued_bucket = -1
-            for s in scheds:
+            for s, blocked in scheds_blocked:
                 if not s.warps:
                     continue
-                w = select(s, t, ctx_blocked[s.ctx])
+                w = select(s, t, blocked)
                 if w is None:
                     continue
                 if issued_bucket < 0:
@@ -316,15 +335,20 @@ class Engine:
         """One tuple per slot with what `_issue` reads (one unpack instead of many list lookups)."""
         k, m = self.k, self.m
         out = []
-        for i in range(len(k)):
+        n = len(k)
+        for i in range(n):
             op = k.instr[i].opcode
             role = _ASYNC_COPY if op == "LDGSTS" else _ASYNC_COMMIT if op == "LDGDEPBAR" else 0
             # a commit's scoreboard clears when its group's copies land: a long-scoreboard wait
             rr = _LONG_SCOREBOARD if role == _ASYNC_COMMIT else k.result_reason[i]
+            # plain: no control flow, control barrier or store, and the next slot in the same loop,
+            # so that `_issue` only moves on (most instructions: one test instead of seven)
+            plain = (not k.kind[i] and k.wbar[i] < 0 and k.rbar[i] < 0 and not k.is_store[i] and i + 1 < n
+                     and k.loop_of[i + 1] == k.loop_of[i])
             out.append((k.kind[i], k.mem[i], k.pipe[i], k.res[i], k.defs[i], k.stall[i], k.wbar[i], k.rbar[i],
                         rr, k.is_store[i], k.branch_role[i], k.target[i], k.branch_loop[i],
                         k.instr[i].predicate is not None, k.shape[i], pipe_units(k.instr[i], k.pipe[i], m), role,
-                        bool(SCOPE.get(RESOURCES[k.pipe[i]]))))
+                        bool(SCOPE.get(RESOURCES[k.pipe[i]])), plain))
         return out
 
     def _async_waits(self) -> list[int]:
@@ -348,16 +372,15 @@ class Engine:
         i = w.slot
         bucket = w.bucket
         (kind, mem, pipe, res, defs, stall, wbar, rbar, rr, is_store, role, target, bloop, predicated,
-         shp, units, arole, shared) = self.rec[i]
+         shp, units, arole, shared, plain) = self.rec[i]
         # --- stall attribution for the cycles since this warp last issued (integrated samples)
         cur = w.prev_issue + 1.0
-        stall_hooks = self.stall_hooks
-        if t > cur and stall_hooks:  # a run that reports no stalls (a what-if point) skips their split
+        on_stall = self.on_stall
+        if t > cur and on_stall is not None:  # a run that reports no stalls (a what-if point) skips their split
             for ct, rc in w.constraints:
                 if ct > cur:
                     end = ct if ct < t else t
-                    for h in stall_hooks:
-                        h(w, i, rc, end - cur, bucket)
+                    on_stall(w, i, rc, end - cur, bucket)
                     cur = end
                     if cur >= t:
                         break
@@ -369,8 +392,9 @@ class Engine:
                     cur = end
                 if cur < t:
                     self._others(w, i, _NOT_SELECTED, t - cur, bucket)
-        for h in self.issue_hooks:
-            h(w, i, t, bucket)
+        on_issue = self.on_issue
+        if on_issue is not None:
+            on_issue(w, i, t, bucket)
         w.prev_issue = t
         w.throttled_until = -1.0
         if self.snap_walls:
@@ -413,72 +437,76 @@ class Engine:
             for d in defs:
                 ready[d] = fin
                 reason[d] = rr
-        if wbar >= 0:
-            sb.sb_ready[wbar] = fin
-            sb.sb_reason[wbar] = rr
-        if rbar >= 0 and t + 1.0 > sb.sb_ready[rbar]:  # sources read as the request leaves issue
-            sb.sb_ready[rbar] = t + 1.0
-            sb.sb_reason[rbar] = _WAIT
         if fin > self.last_finish:
             self.last_finish = fin
-        if is_store and fin > w.stores_done:
-            w.stores_done = fin
+        if plain:  # the usual instruction: on to the next slot, nothing else to do (see `_records`)
+            w.slot = i + 1
+            self._prepare(w, t, stall, False)
+        else:
+            if wbar >= 0:
+                sb.sb_ready[wbar] = fin
+                sb.sb_reason[wbar] = rr
+            if rbar >= 0 and t + 1.0 > sb.sb_ready[rbar]:  # sources read as the request leaves issue
+                sb.sb_ready[rbar] = t + 1.0
+                sb.sb_reason[rbar] = _WAIT
+            if is_store and fin > w.stores_done:
+                w.stores_done = fin
 
-        # --- control flow
-        nxt = i + 1
-        branched = False
-        if kind:
-            if kind == K_BRA:
-                branched = True
-                if role == B_JUMP:
-                    nxt = target
-                elif role == B_BACK:
-                    cnt = w.loop_count[bloop]
-                    if not predicated or cnt + 1 < self.emul_trip[bloop]:
-                        w.loop_count[bloop] = cnt + 1
-                        nxt = target
-                elif role == B_EXIT:
-                    if w.loop_count[bloop] >= self.emul_trip[bloop]:
-                        nxt = target
-            elif kind == K_EXIT:
-                if not predicated:
-                    return self._exit(w, t, sched)
-            elif kind == K_CALL:
-                # a recursion deeper than MAX_CALL_DEPTH returns at once (docs/emulator.md, budget)
-                if target >= 0 and len(w.call_stack) < MAX_CALL_DEPTH:
-                    w.call_stack.append(i + 1)
-                    w.call_buckets.append(bucket)
-                    nxt = target
+            # --- control flow
+            nxt = i + 1
+            branched = False
+            if kind:
+                if kind == K_BRA:
                     branched = True
-                elif target >= 0:
-                    self.recursion_cut = True
-            elif kind == K_RET:
-                if w.call_stack:
-                    nxt = w.call_stack.pop()
-                    w.call_buckets.pop()
-                    branched = True
-                elif not predicated:
-                    return self._exit(w, t, sched)
-        if nxt >= self.n_slots:
-            return self._exit(w, t, sched)
-        loop_of = self.loop_of
-        # leaving loops resets their counters (nested loops restart); a call does not leave its
-        # loop: the callee runs inside the caller's iteration (its cost is charged there)
-        if loop_of[nxt] != loop_of[i] and kind != K_CALL:
-            chain_n = self.chains[nxt]
-            for L in self.chains[i]:
-                if L not in chain_n:
-                    w.loop_count[L] = 0
-        w.slot = nxt
-        self._prepare(w, t, stall, branched)
-        if kind == K_BAR:
-            w.at_barrier = True
-            w.earl = INF
-            release = self.barriers[w.block].arrive(w, t)
-            if release:
-                self._release(release, t)
-            sched.take(w)
-            return False
+                    if role == B_JUMP:
+                        nxt = target
+                    elif role == B_BACK:
+                        cnt = w.loop_count[bloop]
+                        if not predicated or cnt + 1 < self.emul_trip[bloop]:
+                            w.loop_count[bloop] = cnt + 1
+                            nxt = target
+                    elif role == B_EXIT:
+                        if w.loop_count[bloop] >= self.emul_trip[bloop]:
+                            nxt = target
+                elif kind == K_EXIT:
+                    if not predicated:
+                        return self._exit(w, t, sched)
+                elif kind == K_CALL:
+                    # a recursion deeper than MAX_CALL_DEPTH returns at once (docs/emulator.md, budget)
+                    if target >= 0 and len(w.call_stack) < MAX_CALL_DEPTH:
+                        w.call_stack.append(i + 1)
+                        w.call_buckets.append(bucket)
+                        nxt = target
+                        branched = True
+                    elif target >= 0:
+                        self.recursion_cut = True
+                elif kind == K_RET:
+                    if w.call_stack:
+                        nxt = w.call_stack.pop()
+                        w.call_buckets.pop()
+                        branched = True
+                    elif not predicated:
+                        return self._exit(w, t, sched)
+            if nxt >= self.n_slots:
+                return self._exit(w, t, sched)
+            loop_of = self.loop_of
+            # leaving loops resets their counters (nested loops restart); a call does not leave its
+            # loop: the callee runs inside the caller's iteration (its cost is charged there)
+            if loop_of[nxt] != loop_of[i] and kind != K_CALL:
+                chain_n = self.chains[nxt]
+                for L in self.chains[i]:
+                    if L not in chain_n:
+                        w.loop_count[L] = 0
+            w.slot = nxt
+            self._prepare(w, t, stall, branched)
+            if kind == K_BAR:
+                w.at_barrier = True
+                w.earl = INF
+                release = self.barriers[w.block].arrive(w, t)
+                if release:
+                    self._release(release, t)
+                sched.take(w)
+                return False
         if w.earl > t + 1.0:  # not ready next cycle: leave the ready list for the timed heap
             # (WarpScheduler.take and .park inlined: this runs at most issues)
             try:
@@ -493,24 +521,19 @@ class Engine:
         """Cycles a warp lost to other warps (not selected, a full queue) belong to what those
         warps were running: split them by the SM's wall time per bucket since this warp last
         issued. Under GTO a young warp can wait a whole loop of older warps at its loop header."""
-        hooks = self.stall_hooks
+        on_stall = self.on_stall
         snap = w.wall_snap
         if snap is None:
-            for h in hooks:
-                h(w, i, reason, cycles, bucket)
+            on_stall(w, i, reason, cycles, bucket)
             return
-        wall = self.wall
-        deltas = [a - b for a, b in zip(wall, snap)]
+        deltas = list(map(sub, self.wall, snap))
         tot = sum(deltas)
         if tot <= 0:
-            for h in hooks:
-                h(w, i, reason, cycles, bucket)
+            on_stall(w, i, reason, cycles, bucket)
             return
         for b, d in enumerate(deltas):
             if d > 0:
-                part = cycles * d / tot
-                for h in hooks:
-                    h(w, i, reason, part, b)
+                on_stall(w, i, reason, cycles * d / tot, b)
 
     def _memory(self, mem: int, t: float, shp, ctx: int, slot: int, wid: int = 0) -> float:
         pipes = self.ctx_pipes[ctx]
@@ -537,17 +560,22 @@ class Engine:
         return fin
 
     def _update_blocked(self, mem: int, p: list[Pipe]) -> None:
-        # the memory units are shared by the SMSPs: every SMSP's view changes (the same values)
+        # the memory units are shared by the SMSPs: every SMSP's view changes (the same values);
+        # Pipe.blocked_until inlined (admit - backlog), as at every memory instruction
         if mem == M_GLOBAL or mem == M_ATOMIC_GLOBAL:
-            route = max(p[_LSU].blocked_until(), p[_L2].blocked_until(), p[_DRAM].blocked_until(),
-                        p[_L2_ATOMIC].blocked_until())
-            atomic = p[_ATOMIC].blocked_until()
+            lsu, l2, dram, l2_atomic = p[_LSU], p[_L2], p[_DRAM], p[_L2_ATOMIC]
+            route = max(lsu.admit - lsu.backlog, l2.admit - l2.backlog, dram.admit - dram.backlog,
+                        l2_atomic.admit - l2_atomic.backlog)
             for blocked in self.ctx_blocked:
                 blocked[GLOBAL_ROUTE] = route
-                if mem == M_ATOMIC_GLOBAL:
+            if mem == M_ATOMIC_GLOBAL:
+                a = p[_ATOMIC]
+                atomic = a.admit - a.backlog
+                for blocked in self.ctx_blocked:
                     blocked[_ATOMIC] = atomic
         else:
-            shared, constant, atomic = p[_SHARED].blocked_until(), p[_CONSTANT].blocked_until(), p[_ATOMIC].blocked_until()
+            sh, co, a = p[_SHARED], p[_CONSTANT], p[_ATOMIC]
+            shared, constant, atomic = sh.admit - sh.backlog, co.admit - co.backlog, a.admit - a.backlog
             for blocked in self.ctx_blocked:
                 blocked[_SHARED] = shared
                 blocked[_CONSTANT] = constant
@@ -556,57 +584,67 @@ class Engine:
     def _prepare(self, w: WarpState, t: float, stall: int, branched: bool) -> None:
         """Constraints on the warp's next instruction: its earl_t (Alg. 1 line 6) and why."""
         s = w.slot
-        uses, waits, keep, kind, line, res, chain, predicated = self.prep[s]
+        uses, waits, line, res, chain, rare = self.prep[s]
         t1 = t + 1.0
         cons = [(t + stall, _WAIT)] if stall else []
         if branched:
             cons.append((t + self.branch_latency, _BRANCH))
-        sb = w.sb
         if uses:
+            sb = w.sb
             ready = sb.reg_ready
             for u in uses:
                 rt = ready[u]
                 if rt > t1:
                     cons.append((rt, sb.reg_reason[u]))
         if waits:
+            sb = w.sb
             ready = sb.sb_ready
             for b in waits:
                 rt = ready[b]
                 if rt > t1:
                     cons.append((rt, sb.sb_reason[b]))
-        if keep >= 0:
-            pending = sorted(g for g in w.async_groups if g > t1)
-            w.async_groups = pending
-            if len(pending) > keep:
-                cons.append((pending[len(pending) - keep - 1], _LONG_SCOREBOARD))
-        if kind == K_EXIT:
-            if w.stores_done > t1 and not predicated:
-                cons.append((w.stores_done, _DRAIN))
-        elif kind == K_MEMBAR and w.stores_done > t1:
-            cons.append((w.stores_done, _MEMBAR))
+        if rare is not None:
+            keep, kind, predicated = rare
+            if keep >= 0:
+                pending = sorted(g for g in w.async_groups if g > t1)
+                w.async_groups = pending
+                if len(pending) > keep:
+                    cons.append((pending[len(pending) - keep - 1], _LONG_SCOREBOARD))
+            if kind == K_EXIT:
+                if w.stores_done > t1 and not predicated:
+                    cons.append((w.stores_done, _DRAIN))
+            elif kind == K_MEMBAR and w.stores_done > t1:
+                cons.append((w.stores_done, _MEMBAR))
         if line >= 0 and line != w.iline:  # a new line: fetch it through L0/L1 (the warp holds its current one)
             w.iline = line
             ready = self.icache.fetch(w.smsp, line, t1)
             if ready > t1:
                 cons.append((ready, _NO_INSTRUCTION))
-        if len(cons) > 1:
-            cons.sort()
         w.constraints = cons
-        w.earl = cons[-1][0] if cons else t1
+        if cons:
+            n = len(cons)
+            if n == 2:  # the usual case of several: a compare instead of a sort (the same order)
+                if cons[0] > cons[1]:
+                    cons.reverse()
+            elif n > 2:
+                cons.sort()
+            w.earl = cons[-1][0]
+        else:
+            w.earl = t1
         w.res = res
         # sampling bucket: the innermost loop in steady state (warm-up <= iteration < steady end)
         # In a callee the warp starts from its call site's bucket, so the callee's cost is scaled
         # with the caller's loop like the rest of that iteration; a callee loop's steady state is
         # a call context whose scale multiplies both (sampling.py).
-        base = w.call_buckets[-1] if w.call_buckets else 0
-        b = base
+        calls = w.call_buckets
+        base = calls[-1] if calls else 0
         if chain:
-            warm, ends, cnt = self.warmup, self.steady_end, w.loop_count
+            cnt, warm, ends = w.loop_count, self.warmup, self.steady_end
             for L in chain:
                 if warm <= cnt[L] < ends[L]:
-                    b = L + 1 if base == 0 else self.contexts.of(base, L)
-                    break
-        w.bucket = b
+                    w.bucket = L + 1 if base == 0 else self.contexts.of(base, L)
+                    return
+        w.bucket = base
 
     def _release(self, warps: list[WarpState], t: float) -> None:
         """All live warps of a block arrived: they may go on after the barrier latency."""

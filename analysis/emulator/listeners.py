@@ -50,9 +50,8 @@ class PCSampler(HWEventListenerBase):
         self.exec = [0.0] * (n_buckets * self.n)
 
     def on_issue(self, warp: WarpState, slot: int, cycle: float, bucket: int) -> None:
-        j = bucket * self.n + slot
-        self.acc[j * _NR + _SELECTED] += 1.0
-        self.exec[j] += 1.0
+        # an issue is a "selected" sample: that column is filled from `exec` at the end
+        self.exec[bucket * self.n + slot] += 1.0
 
     def on_stall(self, warp: WarpState, slot: int, reason: int, cycles: float, bucket: int) -> None:
         self.acc[(bucket * self.n + slot) * _NR + reason] += cycles
@@ -62,6 +61,7 @@ class PCSampler(HWEventListenerBase):
         # the same order, so the same values), each row only where its bucket has any
         acc = np.asarray(self.acc).reshape(-1, self.n, _NR)
         ex = np.asarray(self.exec).reshape(-1, self.n)
+        acc[:, :, _SELECTED] += ex  # no stall has the reason "selected": 0.0 + count, exactly
         samples = np.zeros((self.n, _NR))
         executed = np.zeros(self.n)
         for b, sc in enumerate(run.bucket_scale):

@@ -14,12 +14,12 @@ never names a number.
 
 from __future__ import annotations
 
-import bisect
-import heapq
 import math
 import operator
+from bisect import insort
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
+from heapq import heappop, heappush
 
 from ..frontend.isa import flops
 from ..profile import StallReason
@@ -434,14 +434,14 @@ class WarpScheduler:
     def park(self, w: WarpState) -> None:
         """The warp's next instruction may issue at w.earl (INF: parked until a barrier release)."""
         if w.earl < INF:
-            heapq.heappush(self.future, (w.earl, w.age, w))
+            heappush(self.future, (w.earl, w.age, w))
 
     def wake(self, t: float) -> None:
-        fut = self.future
+        fut, ready = self.future, self.ready
         while fut and fut[0][0] <= t:
-            w = heapq.heappop(fut)[2]
+            w = heappop(fut)[2]
             if not w.done:
-                bisect.insort(self.ready, w, key=_age)
+                insort(ready, w, key=_age)
 
     def take(self, w: WarpState) -> None:
         try:
@@ -498,7 +498,7 @@ def _first_unblocked(sched: WarpScheduler, t: float, blocked: list[float],
                      order: list[WarpState]) -> WarpState | None:
     """The first warp in `order` whose resource is free at `t`; else None, with the scheduler's
     next wake-up set to the earliest time any of them (or a sleeping warp) could issue."""
-    best = sched.future[0][0] if sched.future else INF
+    best = INF
     for w in order:
         b = blocked[w.res]
         if b <= t:
@@ -507,6 +507,11 @@ def _first_unblocked(sched: WarpScheduler, t: float, blocked: list[float],
             w.throttled_until = b  # the stall is charged to the resource the warp waits on
         if b < best:
             best = b
+    # the sleeping warps' earliest time only when none can issue (the first blocked time that is
+    # earlier wins, as when it was the starting value)
+    fut = sched.future
+    if fut and not best < fut[0][0]:
+        best = fut[0][0]
     sched.next_ready = best
     return None
 
