@@ -35,13 +35,16 @@ from .advice import Advice, Fix, FixKind, SourceEdit
 from .fixes import EditError, apply_edits, attach_fixes, fix_digest, fix_for, plain_edits
 
 #: Bump when a Verification's meaning changes: old disk entries then stop matching.
-VERIFY_VERSION = 1
+VERIFY_VERSION = 2
 #: a Verification is a few KB; anything far larger under its name is not one
 _MAX_ENTRY_BYTES = 2**20
 
-#: Re-modeled ratios within this of 1 are "no change": the emulator's steady-state sampling
-#: moves by less than this between runs of unrelated edits (tests/emulator determinism).
-NO_CHANGE_TOLERANCE = 0.005
+#: Re-modeled ratios within this of 1 are "no change": what the model moves by on an edit that
+#: leaves a kernel's work as it was. Since a many-wave launch's steady period is emulated (two rounds
+#: of blocks, docs/emulator.md), the order in which the blocks fall out of step moves with the code:
+#: `#pragma unroll 8` on a DRAM-bound loop of 64 loads (tests/actions/kernels/hoist_load.cu, the
+#: same bytes) moved the prediction by 1.3 %, where the waves run back to back moved by 0.5 % at most.
+NO_CHANGE_TOLERANCE = 0.02
 
 Status = Literal["verified", "slower", "does_not_compile", "no_change"]
 

@@ -124,8 +124,10 @@ class EngineRun:
     truncated: bool
     recursion_cut: bool = False  # a CALL deeper than MAX_CALL_DEPTH fell through
     rounds: int = 1  # EngineConfig.rounds: each emulated warp's place ran this many warps in turn
-    #: with rounds > 1, the (extrapolated) time at which as many blocks had retired as the SM holds
-    first_round_cycles: float | None = None
+    #: with rounds > 1, the (extrapolated) time from the first block's retirement to the retirement
+    #: that completes as many more as the SM holds: one wave's worth of blocks through a full SM (every
+    #: retirement before it starts a successor), the steady period of a many-wave launch
+    steady_period: float | None = None
 
     @property
     def warp_runs(self) -> int:
@@ -209,7 +211,7 @@ class Engine:
         # the places that hold an emulated warp; a block's successor starts when the block retires
         self.rounds_left = [cfg.rounds - 1 if b.live else 0 for b in barriers]
         self.places = sum(1 for b in barriers if b.live)
-        self.retired, self.spawned, self.first_round_wall = 0, 0, None
+        self.retired, self.spawned, self.steady_walls = 0, 0, []
         self.total_warps = total_warps
         n_sched = 1 if cfg.representative else active_smsps
         scheds = [WarpScheduler([w for w in warps if (w.wid % S) % n_sched == s]) for s in range(n_sched)]
@@ -289,12 +291,12 @@ class Engine:
         tail = max(0.0, self.last_finish - t)
         emulated = t + tail
         extrapolated = sum(wb * sc for wb, sc in zip(wall, scales)) + idle_pending + tail
-        first = self.first_round_wall
+        steady = [sum(wb * sc for wb, sc in zip(w, scales)) for w in self.steady_walls]
         run = EngineRun(cycles=extrapolated, emulated_cycles=emulated, wall_by_bucket=tuple(wall),
                         bucket_scale=tuple(scales), warps_emulated=len(warps), warps_on_sm=total_warps,
                         active_smsps=active_smsps, issues=issues, truncated=truncated,
                         recursion_cut=self.recursion_cut, rounds=cfg.rounds,
-                        first_round_cycles=None if first is None else sum(wb * sc for wb, sc in zip(first, scales)))
+                        steady_period=steady[1] - steady[0] if len(steady) == 2 else None)
         for lst in self.listeners:
             lst.on_end(run)
         return run
@@ -308,8 +310,8 @@ class Engine:
     def _retire(self, block: int, t: float) -> None:
         """The block in place `block` retired at `t`: its successor's warps start (rounds > 1)."""
         self.retired += 1
-        if self.retired == self.places and self.cfg.rounds > 1:
-            self.first_round_wall = self.wall[:]
+        if self.cfg.rounds > 1 and self.retired in (1, self.places + 1):
+            self.steady_walls.append(self.wall[:])
         if self.rounds_left[block] <= 0:
             return
         self.rounds_left[block] -= 1

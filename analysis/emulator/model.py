@@ -690,10 +690,9 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
     if floor > run.cycles:
         run = replace(run, cycles=floor)
         util.on_end(run)
-    if run.first_round_cycles is not None and run.cycles - run.first_round_cycles < floor / rounds:
-        # the rounds after the first cannot take less than their share of the busiest unit's work:
-        # the last blocks of the run drain an SM that no block refills, faster than a steady wave
-        run = replace(run, first_round_cycles=max(0.0, run.cycles - floor / rounds))
+    if run.steady_period is not None and run.steady_period < floor / rounds:
+        # a steady wave cannot take less than its share of the busiest unit's work
+        run = replace(run, steady_period=floor / rounds)
     wave = Wave(run, sampler, util, traffic, blocks_per_sm, active_sms)
     if key is not None:
         cache[key] = wave
@@ -745,17 +744,17 @@ def _rounds(k: DecodedKernel, st: EmulationSettings, full: int, warps: int) -> i
 
 
 def steady_cycles(run: EngineRun, full: int) -> float:
-    """Time of `full` waves from a run of one wave (`full` = 1) or of STEADY_ROUNDS rounds.
+    """Time of `full` waves from a run of one wave (`full` = 1) or of `run.rounds` rounds.
 
     The block scheduler starts a block on an SM as soon as one retires there, so after the first
     wave the blocks are no longer in step: one block's wait for DRAM overlaps another's arithmetic
-    and barriers. The run of two rounds models it (each retiring block is replaced at once): the
-    first round ends when as many blocks have retired as the SM holds, and every further wave
-    costs what the second round added."""
-    if run.rounds == 1 or run.first_round_cycles is None:
+    and barriers. The run of rounds models it (each retiring block is replaced at once): it holds
+    the launch's start-up and its drain once, and every wave beyond its rounds adds one steady
+    period, the time a wave's worth of blocks takes to pass through a full SM
+    (`EngineRun.steady_period`)."""
+    if run.rounds == 1 or run.steady_period is None:
         return full * run.cycles
-    first = run.first_round_cycles
-    return first + (full - 1) * (run.cycles - first) / (run.rounds - 1)
+    return run.cycles + (full - run.rounds) * run.steady_period
 
 
 def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count: int | None = None,
