@@ -274,8 +274,10 @@ def _study(ctx: AnalysisContext, fn: FunctionProgram, measured: Profile | None, 
         launch_used = measured_kernel.launch if measured_kernel is not None else None
         waves: WaveCache = {}
         prepared = prepare(ctx, fn, launch=launch_used,
-                           settings=DEFAULT_SETTINGS.model_copy(update={"issue_budget": run_budget,
-                                                                        "max_issues": run_cap(ledger)}))
+                           settings=DEFAULT_SETTINGS.model_copy(update={
+                               "issue_budget": run_budget, "max_issues": run_cap(ledger),
+                               # a reduced run does not pay for the second round of blocks either
+                               "steady_rounds": run_budget >= DEFAULT_SETTINGS.issue_budget}))
         emulation = profile_of(prepared, cache=waves)
         ledger.charge_quick(emulation.issues, 1, prepared.walk_steps)
         modeled = emulation.profile
@@ -283,7 +285,8 @@ def _study(ctx: AnalysisContext, fn: FunctionProgram, measured: Profile | None, 
             modeled = _with_assumption(modeled, Assumption(
                 name="budget", value="quick stage reduced", source="default",
                 detail=f"runs of {run_budget:,} warp-instructions instead of {DEFAULT_SETTINGS.issue_budget:,}: "
-                       f"fewer loop iterations sampled (the file's kernels share AnalysisOptions.budget)"))
+                       f"fewer loop iterations sampled and a many-wave launch's waves run back to back, not "
+                       f"overlapped (the file's kernels share AnalysisOptions.budget)"))
     if measured_kernel is not None:
         # the predicted time beside the measurement rests on the model's own inputs: a trip count
         # or argument it took from a default must show (learn-cuda-programming's sgemm was
@@ -331,8 +334,11 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
                    f"(AnalysisOptions.budget)")))
     try:
         # what `prepare`'s memo gives for these settings (it ignores the issue budgets), without the memo
-        base = (replace(study.prepared, settings=SENSITIVITY_SETTINGS) if study.prepared is not None
-                else prepare(ctx, fn, settings=SENSITIVITY_SETTINGS))
+        # and the quick run's steady state: two rounds of blocks, or waves back to back where its budget was cut
+        base_st = SENSITIVITY_SETTINGS.model_copy(update={
+            "steady_rounds": study.prepared.settings.steady_rounds if study.prepared is not None else True})
+        base = (replace(study.prepared, settings=base_st) if study.prepared is not None
+                else prepare(ctx, fn, settings=base_st))
     except EmulationError:
         return replace(study, prepared=None)
     shape = study_shape(base)
@@ -353,11 +359,13 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
     try:
         sens_study = wi_study = None
         if plan.sensitivity_run_budget is not None:
-            st = SENSITIVITY_SETTINGS.model_copy(update={"issue_budget": plan.sensitivity_run_budget})
+            st = SENSITIVITY_SETTINGS.model_copy(update={"issue_budget": plan.sensitivity_run_budget,
+                                                         "steady_rounds": base.settings.steady_rounds})
             sens_study = sensitivity_study(ctx, fn, settings=st, prepared=replace(base, settings=st),
                                            resources=plan.sensitivity_resources, ledger=ledger, cache=study.waves)
         if plan.what_if_run_budget is not None:
-            st = WHAT_IF_SETTINGS.model_copy(update={"issue_budget": plan.what_if_run_budget})
+            st = WHAT_IF_SETTINGS.model_copy(update={"issue_budget": plan.what_if_run_budget,
+                                                     "steady_rounds": base.settings.steady_rounds})
             wi_study = what_if_study(ctx, fn, settings=st, prepared=replace(base, settings=st),
                                      block_sizes=plan.block_sizes or shape.block_sizes or None,
                                      sm_counts=plan.sm_counts, grid_multipliers=plan.grid_multipliers, ledger=ledger,

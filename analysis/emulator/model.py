@@ -74,6 +74,9 @@ class EmulationSettings(BaseModel):
     #: addresses (walk.py); off: the affine address analysis alone (memory.py)
     execute_lanes: bool = True
     perturbation: float = Field(0.10, gt=0, lt=1)  # sensitivity: ±10 % (SAAKE §2.2)
+    #: emulate a many-wave launch's steady state with two rounds of blocks where they fit (`_rounds`);
+    #: off: its waves run back to back, as a run the file's budget reduced does (stages._study)
+    steady_rounds: bool = True
 
 
 DEFAULT_SETTINGS = EmulationSettings()
@@ -735,7 +738,7 @@ def _rounds(k: DecodedKernel, st: EmulationSettings, full: int, warps: int) -> i
     sampled run many times the emulated window, so their start-up is a small share of their time,
     and the second round would double the cost of the runs that cost most (a GEMM's) for little:
     sampling fewer iterations to pay for it moved leimao's RTX 3090 GEMMs by up to 20 %."""
-    if full < STEADY_ROUNDS:
+    if full < STEADY_ROUNDS or not st.steady_rounds:
         return 1
     whole = [L.trip for L in k.loops]
     if emulated_trips(k, st, warps, STEADY_ROUNDS)[0] != whole:
