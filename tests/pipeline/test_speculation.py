@@ -16,7 +16,7 @@ import pytest
 from _processes import children
 
 from kernelscope.analysis.emulator.workers import can_fork
-from kernelscope.analysis.frontend.nvrtc import device_part, nvrtc_options
+from kernelscope.analysis.frontend.nvrtc import device_part, nvrtc_options, toolkit_root
 from kernelscope.analysis.options import AnalysisBudget, AnalysisOptions
 from kernelscope.analysis.pipeline import analyze, load_late_stages
 from kernelscope.analysis.process import Cancelled, CancelToken
@@ -119,7 +119,7 @@ def test_a_cancel_leaves_no_nvrtc_child(same_release, tmp_path):
 
 def test_device_part_keeps_every_line_and_the_cuda_headers(toolchain):
     source = (REPO / "examples/sgemm_tiled.cu").read_bytes()
-    include = toolchain.nvcc.resolve().parent.parent / "include"
+    include = toolkit_root(toolchain) / "include"  # as device_compile finds it (a wrapper nvcc's too)
     part = device_part(source, include)
     assert part.count(b"\n") == source.count(b"\n")
     text = part.decode()
