@@ -142,6 +142,13 @@ def test_slurm_cancel_reaches_the_job_and_leaves_no_process(cluster, tmp_path):
     assert not (tmp_path / "out.rank0").exists()
 
 
+def _as_a_terminals_foreground_process() -> None:
+    """SIGINT at its default, as in a shell's foreground job. A test run started in the background
+    (`pytest ... &` in a script: bash then ignores SIGINT in it) passes SIG_IGN on to its children, and
+    Python keeps an ignored SIGINT ignored: the CLI would not see the Ctrl-C this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_slurm_ctrl_c_on_the_command_line_cancels_the_queued_job(cluster, tmp_path):
     """`kernelscope profile --remote srun:...` interrupted while its job waits behind another one."""
     blocker = cluster.run("sbatch", "--parsable", f"--ntasks={cluster.cpus}", "--output=/dev/null",
@@ -150,7 +157,8 @@ def test_slurm_ctrl_c_on_the_command_line_cancels_the_queued_job(cluster, tmp_pa
         (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
         cli = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "profile", "k.cu", "--remote",
                                 f"srun:-p {cluster.partition}", "--", "./app"], cwd=tmp_path, env=cluster.env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_as_a_terminals_foreground_process)
         try:
             for _ in range(600):
                 if any(ln.startswith("kernelscope-") and ln.endswith("PENDING")
