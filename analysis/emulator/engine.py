@@ -198,12 +198,12 @@ class Engine:
     def run(self) -> EngineRun:
         k, cfg, m = self.k, self.cfg, self.m
         S = m.schedulers_per_sm
-        total_warps = cfg.blocks * cfg.warps_per_block
+        total_warps = self.total_warps
         active_smsps = min(S, total_warps)
         warps: list[WarpState] = []
         barriers = [BlockBarrier(0) for _ in range(cfg.blocks)]
         for g in range(total_warps):
-            if cfg.representative and g % S != 0:
+            if not self._emulated(g):
                 continue
             w = self._new_warp(g, g)
             barriers[w.block].live += 1
@@ -212,7 +212,6 @@ class Engine:
         self.rounds_left = [cfg.rounds - 1 if b.live else 0 for b in barriers]
         self.places = sum(1 for b in barriers if b.live)
         self.retired, self.spawned, self.steady_walls = 0, 0, []
-        self.total_warps = total_warps
         n_sched = 1 if cfg.representative else active_smsps
         scheds = [WarpScheduler([w for w in warps if (w.wid % S) % n_sched == s]) for s in range(n_sched)]
         self._contexts(n_sched)
@@ -301,6 +300,15 @@ class Engine:
             lst.on_end(run)
         return run
 
+    @property
+    def total_warps(self) -> int:
+        """Warps resident on the SM in one round (every block's, emulated or not)."""
+        return self.cfg.blocks * self.cfg.warps_per_block
+
+    def _emulated(self, g: int) -> bool:
+        """Whether warp `g` of the resident set is emulated: every warp, or one SMSP's (representative)."""
+        return not self.cfg.representative or g % self.m.schedulers_per_sm == 0
+
     def _new_warp(self, g: int, age: int) -> WarpState:
         """Warp `g` of the SM's resident set (its place: block g // warps per block)."""
         w = WarpState(g, g // self.cfg.warps_per_block, age, self.k.n_regs, len(self.k.loops))
@@ -315,12 +323,12 @@ class Engine:
         if self.rounds_left[block] <= 0:
             return
         self.rounds_left[block] -= 1
-        wpb, S = self.cfg.warps_per_block, self.m.schedulers_per_sm
+        wpb = self.cfg.warps_per_block
         barrier = self.barriers[block] = BlockBarrier(0)
         # a successor is younger than every warp already resident (GTO keeps to the oldest)
         age = (self.cfg.rounds - self.rounds_left[block]) * self.total_warps
         for g in range(block * wpb, (block + 1) * wpb):
-            if self.cfg.representative and g % S != 0:
+            if not self._emulated(g):
                 continue
             w = self._new_warp(g, age + g)
             w.prev_issue = t - 1.0  # it waits from `t` on, not from the run's start
