@@ -37,7 +37,8 @@ streaming everything from DRAM. The hierarchy here is fed by the walked warp's a
 What is not modeled: reuse in L1 between different blocks resident on one SM; L2's set
 associativity and its two partitions (taken as one LRU of its full size); accesses whose addresses
 the walk could not compute (data-dependent: no reuse, one sector per lane) and local memory
-(interleaved per thread and kept in L1/L2 as before). docs/emulator.md, "Memory hierarchy".
+(interleaved per thread: its shape from the walked offsets, memory.walked_shapes; its hits from
+the resident frames, model._local_in_l1). docs/emulator.md, "Memory hierarchy".
 """
 
 from __future__ import annotations

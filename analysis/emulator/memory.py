@@ -602,9 +602,12 @@ def in_shared_window(addresses) -> bool:
 
 
 def walked_shapes(k, result) -> LaneShapes:
-    """Memory shapes of the decoded kernel `k`'s global, generic and shared accesses from the
-    walk `result` (`walk.walk`). Local memory keeps its interleaved shape (`memory_shapes`), and
-    an atomic keeps its same-address contention (`active_lanes`)."""
+    """Memory shapes of the decoded kernel `k`'s global, generic, shared and local accesses from
+    the walk `result` (`walk.walk`). A local access takes the lines its lanes' interleaved offsets
+    fill (`walk.interleaved`) where the walk knew every lane's offset, else it keeps the address
+    analysis's shape (`memory_shapes`: one line where the offset is provably the same for every
+    lane, one sector per lane where it is not). An atomic keeps its same-address contention
+    (`active_lanes`)."""
     shapes: dict[int, MemoryShape] = {}
     followed, relative, unreached = set(), set(), set()
     dd: dict[int, str] = {}
@@ -613,6 +616,14 @@ def walked_shapes(k, result) -> LaneShapes:
     for s, ins in enumerate(k.instr):
         info = isa.opcode_info(ins.opcode)
         space = info.memory_space
+        if space == "local":
+            execs = result.local.get(s)
+            if execs and all(a.addresses is not None for a in execs):
+                # a thread's index into its own array (a sinf's reduction table, a histogram
+                # bin): lanes at one offset share lines, as the walked values say
+                width = max(1, isa.access_bytes(ins) or 4)
+                shapes[s] = executed_shape("global", execs, width, k.shape[s].l2_hit_rate)
+            continue
         if space not in ("global", "generic", "shared") or ins.opcode in ("CCTL", "CCTLL"):
             continue
         execs = result.accesses.get(s)

@@ -59,6 +59,9 @@ class WalkResult:
     trips: dict[int, list[int]] = field(default_factory=dict)
     #: conditional branch slot -> (taken by every lane, taken by none) over its executions
     decisions: dict[int, tuple[bool, bool]] = field(default_factory=dict)
+    #: local slot -> executions, each lane's per-thread offset placed as the hardware interleaves
+    #: local memory (`interleaved`); kept apart from `accesses`, which the caches read as addresses
+    local: dict[int, list[Access]] = field(default_factory=dict)
     steps: int = 0
     truncated: bool = False  # stopped at MAX_STEPS
 
@@ -341,13 +344,32 @@ def _decider_of(k: DecodedKernel, latch: int) -> int | None:
     return None
 
 
-def _local(ws: WarpState, x, mask: np.ndarray, local: dict) -> bool:
+def interleaved(offsets: np.ndarray, lanes_: np.ndarray, width: int) -> tuple[int, ...]:
+    """Where the lanes' per-thread local offsets fall in the warp's local memory: consecutive
+    `width`-byte words of a thread are a warp's width apart, a lane's at `lane * width` within its
+    word (the Programming Guide's "consecutive 32-bit words are accessed by consecutive thread IDs",
+    at the access's width as `memory_shapes` takes it). Lanes at the same offset then fill one
+    line; lanes whose offsets differ (an index from each thread's data) land in lines of their own."""
+    o = offsets.astype(np.int64)
+    return tuple(((o // width) * width * WARP + lanes_.astype(np.int64) * width + o % width).tolist())
+
+
+def _local(ws: WarpState, x, mask: np.ndarray, local: dict, s: int, out: WalkResult) -> bool:
     """Local memory is each thread's own: a value stored there (a spilled pointer, a local array
-    of pointers) is what a later load of the same word reads back. False if not a local access."""
+    of pointers) is what a later load of the same word reads back. False if not a local access.
+    Each execution is recorded in `out.local` with the interleaved addresses of its lanes."""
     if x.opcode not in ("STL", "LDL"):
         return False
-    addr, st, _ = _address(ws, x, mask)
-    words = max(1, (isa.access_bytes(x) or 4) // 4)
+    addr, st, reason = _address(ws, x, mask)
+    width = max(1, isa.access_bytes(x) or 4)
+    words = max(1, width // 4)
+    active = np.flatnonzero(mask)
+    if len(active):
+        if any_lane(st[mask] == UNKNOWN):
+            acc = Access(len(active), None, False, reason or "the address is not known", out.steps)
+        else:
+            acc = Access(len(active), interleaved(addr[active], active, width), False, "", out.steps)
+        out.local.setdefault(s, []).append(acc)
     ops = [o.replace(".reuse", "").strip() for o in x.operands]
     if x.opcode == "STL":
         data = ops[-1]
@@ -380,7 +402,7 @@ def _memory(ws: WarpState, x, s: int, at: np.ndarray, out: WalkResult, local: di
     if x.predicate is not None:
         v, known = ws.pred(x.predicate)
         mask &= v | ~known  # an unknown guard passes
-    if _local(ws, x, mask, local):
+    if _local(ws, x, mask, local, s, out):
         return
     if any_lane(mask):
         addr, st, reason = _address(ws, x, mask)

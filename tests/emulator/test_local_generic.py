@@ -3,7 +3,10 @@
 * A generic load whose every lane's address lies in the shared window is a shared access: the
   shared pipe, its latency and a short-scoreboard wait, not the L1/L2 route (model._walk_lanes).
 * Local loads hit L1 as far as L1 holds the resident threads' stack frames (model._local_in_l1).
-* A local access whose index differs between lanes is not coalesced (memory.memory_shapes)."""
+* A local access whose index differs between lanes is not coalesced (memory.memory_shapes).
+* Where the walk computed every lane's index, the lines the interleaved frame puts them in decide
+  the shape: one for a warp-uniform index the address analysis cannot prove uniform, one per
+  distinct index otherwise (memory.walked_shapes, walk.interleaved)."""
 
 from __future__ import annotations
 
@@ -56,3 +59,28 @@ def test_a_local_array_indexed_by_the_data_is_not_coalesced(toolchain, examples_
     assert divergent and all(k.shape[s].wavefronts == 32 for s in divergent)
     # the stack frames of the resident threads (128 B each) mostly fit in L1
     assert all(k.shape[s].l1_hit_rate > 0.5 for s in local if not k.is_store[s])
+
+
+def _indexed_local(name: str, toolchain) -> list:
+    """Shapes of the kernel's local accesses through a computed index (not the frame's [R1+imm])."""
+    arch, dev = _sm90()
+    prog = build_example(KERNELS / "local_index.cu", toolchain)
+    fn = next(f for f in prog.kernels if f.name.startswith(name))
+    opts = AnalysisOptions(launch_hints={name: {"grid": 2 * dev.sm_count, "block": 256, "values": {"n": 64}}})
+    k = prepare(AnalysisContext.of(arch, dev, opts, program=prog), fn).decoded
+    return [k.shape[s] for s, ins in enumerate(k.instr)
+            if isa.memory_space(ins.opcode) == "local" and not any("[R1" in o for o in ins.operands)]
+
+
+def test_a_local_index_the_same_for_every_lane_of_a_warp_is_one_line(toolchain):
+    # hist[((threadIdx.x >> 5) + i) & 31]: the walk computes the warp's one bin each trip
+    shapes = _indexed_local("warp_index", toolchain)
+    walked = [sh for sh in shapes if sh.pattern != "data_dependent"]
+    assert walked and all(sh.wavefronts == 1.0 and sh.pattern == "coalesced" for sh in walked), shapes
+
+
+def test_a_local_index_that_differs_between_lanes_touches_one_line_per_index(toolchain):
+    # hist[((threadIdx.x & 7) + i) & 31]: 8 bins per warp, each a line of the interleaved frame
+    shapes = _indexed_local("lane_index", toolchain)
+    walked = [sh for sh in shapes if sh.pattern != "data_dependent"]
+    assert walked and all(sh.wavefronts == 8.0 for sh in walked), shapes
