@@ -344,14 +344,14 @@ def _decider_of(k: DecodedKernel, latch: int) -> int | None:
     return None
 
 
-def interleaved(offsets: np.ndarray, lanes_: np.ndarray, width: int) -> tuple[int, ...]:
-    """Where the lanes' per-thread local offsets fall in the warp's local memory: consecutive
-    `width`-byte words of a thread are a warp's width apart, a lane's at `lane * width` within its
-    word (the Programming Guide's "consecutive 32-bit words are accessed by consecutive thread IDs",
-    at the access's width as `memory_shapes` takes it). Lanes at the same offset then fill one
-    line; lanes whose offsets differ (an index from each thread's data) land in lines of their own."""
+def interleaved(offsets: np.ndarray, lane_ids: np.ndarray, width: int) -> tuple[int, ...]:
+    """Where the lanes' per-thread local offsets fall in the warp's local memory: word w (of the
+    access's `width`) of lane l is at w·width·32 + l·width, so a thread's consecutive words are a
+    warp's width apart (the Programming Guide's "consecutive 32-bit words are accessed by
+    consecutive thread IDs", at the access's width as `memory_shapes` takes it). Lanes at the same
+    offset then fill one line; lanes whose offsets differ land in lines of their own."""
     o = offsets.astype(np.int64)
-    return tuple(((o // width) * width * WARP + lanes_.astype(np.int64) * width + o % width).tolist())
+    return tuple(((o // width) * width * WARP + lane_ids.astype(np.int64) * width + o % width).tolist())
 
 
 def _local(ws: WarpState, x, mask: np.ndarray, local: dict, s: int, out: WalkResult) -> bool:
