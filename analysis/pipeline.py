@@ -77,7 +77,7 @@ def input_digest(source: Path, options: AnalysisOptions, toolchain: Toolchain, d
 
 def resolve_toolchain(source: Path, options: AnalysisOptions) -> Toolchain:
     """The toolchain an analysis of `source` would use (the server keys its cache on its version)."""
-    cc = find_compile_command(source, options.compile_commands) if options.compile_commands else None
+    cc = find_compile_command(source, options.compile_commands)
     return locate_toolchain(options.nvcc_path, cc)
 
 
@@ -91,7 +91,7 @@ def begin_compile(source: Path, options: AnalysisOptions, toolchain: Toolchain,
     source = source.resolve()
     if is_header(source):
         return None
-    cc = find_compile_command(source, options.compile_commands) if options.compile_commands else None
+    cc = find_compile_command(source, options.compile_commands)
     try:
         run = invocation(source, arch=options.arch, user_flags=options.flags, toolchain=toolchain, compile_command=cc)
     except CompileSetupError:
@@ -141,7 +141,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
     device = ctx.device
     toolchain = toolchain or resolve_toolchain(source, options)
     ctx = replace(ctx, toolchain=toolchain)
-    cc = find_compile_command(source, options.compile_commands) if options.compile_commands else None
+    cc = find_compile_command(source, options.compile_commands)
     base = dict(source=str(source), source_sha256=digest, arch=options.arch, device=device.name, flags=options.flags,
                 toolchain=ToolchainInfo(nvcc=str(toolchain.nvcc), nvdisasm=str(toolchain.nvdisasm),
                                         version=toolchain.version, origin=toolchain.origin))
@@ -161,8 +161,7 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
         t = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="kernelscope-") as work:
             def compile_unit(unit: Path):
-                unit_cc = cc if unit == source else (
-                    find_compile_command(unit, options.compile_commands) if options.compile_commands else None)
+                unit_cc = cc if unit == source else find_compile_command(unit, options.compile_commands)
                 # the file's bytes as the context read them (its device-only fallback blanks them)
                 return compile_cuda(unit, arch=options.arch, user_flags=options.flags, toolchain=toolchain,
                                     compile_command=unit_cc, cancel=cancel, timeout=options.compile_timeout_s,

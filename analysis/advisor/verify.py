@@ -132,7 +132,7 @@ def _kernel(result: AnalysisResult, advice: Advice) -> KernelReport | None:
 def _shadow_options(source: Path, options: AnalysisOptions) -> AnalysisOptions:
     """The original's compile flags for a copy elsewhere: its compile command's flags (include
     paths already absolute), the user's, and the original directory for quoted includes."""
-    cc = find_compile_command(source, options.compile_commands) if options.compile_commands else None
+    cc = find_compile_command(source, options.compile_commands)
     flags = (*(cc.flags if cc is not None else ()), *options.flags, f"-I{source.parent}")
     return options.model_copy(update={"flags": flags, "compile_commands": None})
 

@@ -237,8 +237,11 @@ def parse_compile_command(entry: Mapping[str, object], base: Path) -> CompileCom
                           include_paths=tuple(incs), system_include_paths=tuple(sys_incs), defines=tuple(defines))
 
 
-def find_compile_command(path: Path, compile_commands: Path) -> CompileCommand | None:
-    """The entry for `path` in compile_commands.json (the file or its directory), or None."""
+def find_compile_command(path: Path, compile_commands: Path | None) -> CompileCommand | None:
+    """The entry for `path` in compile_commands.json (the file or its directory), or None (also
+    where no database is given: `AnalysisOptions.compile_commands` unset)."""
+    if compile_commands is None:
+        return None
     db = compile_database_file(compile_commands)
     try:
         entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))  # not a FIFO nor /dev/zero (files.py)
