@@ -53,7 +53,8 @@ class CancelToken:
         if self._event.is_set():
             raise Cancelled()
 
-    def _register(self, child: Started) -> None:
+    def register(self, child: Started) -> None:
+        """Stop `child` when the token is cancelled (at once if it already is)."""
         with self._lock:
             self._children.add(child)
         if self._event.is_set():
@@ -149,7 +150,7 @@ def finish_tool(started: Started, *, timeout: float | None = None, cancel: Cance
     """Wait for a started tool; raise Cancelled or ToolTimeout after killing its process group."""
     child = started.child
     if cancel is not None:
-        cancel._register(started)
+        cancel.register(started)
     # Popen.wait(timeout) polls with growing sleeps, adding up to 50 ms to every tool run;
     # a timer that kills the group keeps the wait blocking and exact.
     timed_out = threading.Event()

@@ -77,7 +77,7 @@ class Prelaunch:
         pre = cls(None)
         pre._launch(_template(argv, cwd, env, cubin))
         if cancel is not None and pre.started is not None:
-            cancel._register(pre.started)
+            cancel.register(pre.started)
         return pre
 
     def _launch(self, template: tuple) -> None:
