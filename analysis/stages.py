@@ -278,7 +278,7 @@ def _study(ctx: AnalysisContext, fn: FunctionProgram, measured: Profile | None, 
                                "issue_budget": run_budget, "max_issues": run_cap(ledger),
                                # a reduced run does not pay for the second round of blocks either
                                "steady_rounds": run_budget >= DEFAULT_SETTINGS.issue_budget}))
-        emulation = profile_of(prepared, cache=waves)
+        emulation = profile_of(prepared, cache=waves, cancel=ledger.cancel)
         ledger.charge_quick(emulation.issues, 1, prepared.walk_steps)
         modeled = emulation.profile
         if run_budget < DEFAULT_SETTINGS.issue_budget:

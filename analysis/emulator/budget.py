@@ -108,7 +108,8 @@ class Ledger:
     seconds: float
     spent: int = 0
     runs: int = 0
-    cancel: CancelToken | None = None  # a newer save stops the second stage between two runs
+    #: a newer save stops the analysis: between two runs (`check`), and within a run (`engine.CANCEL_CHECK_ISSUES`)
+    cancel: CancelToken | None = None
     quick: int = 0  # of `spent`, the quick stage's
     quick_runs: int = 0
     modeled: int = 0  # kernels the quick stage emulated (KERNEL_COST each)

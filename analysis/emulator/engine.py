@@ -81,6 +81,18 @@ def _dispatch(hooks: list):
     return every
 
 
+class Cancellable(Protocol):
+    """What a run looks at to stop early (`process.CancelToken`): `check` raises when cancelled."""
+
+    def check(self) -> None: ...
+
+
+#: a run looks at its cancel token every this many issues: a cancelled analysis (a save that
+#: supersedes a background verification) stops within a few milliseconds, not at the end of a run
+#: of tens, whose interpreter time the new analysis's start waits for
+CANCEL_CHECK_ISSUES = 1024
+
+
 class HWEventListener(Protocol):
     """What a report sees of the emulation (llvm-mca `HWEventListener`)."""
 
@@ -137,8 +149,9 @@ class EngineRun:
 
 class Engine:
     def __init__(self, kernel: DecodedKernel, machine: MachineModel, config: EngineConfig,
-                 emul_trip: list[int], listeners: list[HWEventListener]) -> None:
+                 emul_trip: list[int], listeners: list[HWEventListener], cancel: Cancellable | None = None) -> None:
         self.k = kernel
+        self.cancel = cancel
         self.m = machine
         self.cfg = config
         self.emul_trip = emul_trip
@@ -250,6 +263,9 @@ class Engine:
         # each scheduler with its SMSP's view of the units' queues (the lists change in place)
         scheds_blocked = [(s, self.ctx_blocked[s.ctx]) for s in scheds]
         max_events, max_issues = cfg.max_events, cfg.max_issues
+        cancel = self.cancel
+        # one comparison per issue serves both the issue guard and the cancel check
+        limit = min(max_issues, CANCEL_CHECK_ISSUES) if cancel is not None else max_issues
         only = scheds[0] if len(scheds) == 1 else None
         while live:
             events += 1
@@ -274,9 +290,12 @@ class Engine:
                 wall[issued_bucket] += 1.0
                 last_bucket = issued_bucket
                 t += 1.0
-                if issues > max_issues:
-                    truncated = True
-                    break
+                if issues > limit:
+                    if issues > max_issues:
+                        truncated = True
+                        break
+                    cancel.check()
+                    limit = min(max_issues, issues + CANCEL_CHECK_ISSUES)
                 continue
             nt = only.next_ready if only is not None else min(s.next_ready for s in scheds)
             if nt == INF:  # everyone waits on something that never comes (a barrier the model broke)

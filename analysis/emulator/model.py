@@ -31,6 +31,7 @@ from ..machine.arch import (SHARED_BYTES_PER_CLOCK_PER_SM, USER_SOURCE_ID, WARP_
                             Resource, launch_overhead)
 from ..machine.occupancy import Occupancy, occupancy
 from ..options import AnalysisOptions
+from ..process import CancelToken
 from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provenance, StallReason, aggregate_lines
 from . import sampling, staging
 from .budget import WALK_STEP_COST, Ledger, StudyShape
@@ -652,10 +653,12 @@ def _emulated_warps(prep: Prepared, blocks_per_sm: int) -> int:
 
 def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: MachineModel | None = None,
              extra_listeners: list | None = None, cache: WaveCache | None = None, ledger: Ledger | None = None,
-             samples: bool = True, rounds: int = 1) -> Wave:
+             samples: bool = True, rounds: int = 1, cancel: CancelToken | None = None) -> Wave:
     """One wave of `blocks_per_sm` blocks on each of `active_sms` SMs. Without `samples` the run
     counts executions but splits no stall cycles by reason (a what-if point needs only its time,
-    which is the same either way); a cached wave with samples serves a request without."""
+    which is the same either way); a cached wave with samples serves a request without. The run
+    stops with `Cancelled` soon after `cancel` (the ledger's where one is given: the quick stage
+    charges its runs itself, and passes only its token) is cancelled."""
     m = machine or prep.machine
     wpb = math.ceil(prep.launch.threads_per_block / prep.arch.warp_size)
     total_warps = blocks_per_sm * wpb
@@ -682,7 +685,8 @@ def run_wave(prep: Prepared, blocks_per_sm: int, active_sms: int, machine: Machi
                 st.max_issues or EngineConfig.max_issues)
     cfg = EngineConfig(blocks=blocks_per_sm, warps_per_block=wpb, representative=st.representative_smsp,
                        policy=st.policy, warmup=st.warmup, cooldowns=tuple(cool), max_issues=guard, rounds=rounds)
-    run = Engine(prep.decoded, m_eff, cfg, emul, [sampler, util, traffic, *(extra_listeners or [])]).run()
+    run = Engine(prep.decoded, m_eff, cfg, emul, [sampler, util, traffic, *(extra_listeners or [])],
+                 cancel=ledger.cancel if ledger is not None else cancel).run()
     if ledger is not None:
         ledger.charge(run.issues)
     # A unit cannot admit faster than its gap: scaled up from a steady window of a few sampled
@@ -762,10 +766,10 @@ def steady_cycles(run: EngineRun, full: int) -> float:
 
 def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count: int | None = None,
                   listeners_factory=None, cache: WaveCache | None = None, ledger: Ledger | None = None,
-                  samples: bool = True) -> tuple[Prediction, list[tuple[Wave, float]]]:
+                  samples: bool = True, cancel: CancelToken | None = None) -> tuple[Prediction, list[tuple[Wave, float]]]:
     """Time of the launch, and the emulated waves with their weight: how many copies of each run's
     counts make up the launch (SM-waves; a run of two rounds holds two waves, so half as many copies)
-    (`samples`: see `run_wave`)."""
+    (`samples`, `cancel`: see `run_wave`)."""
     sms = sm_count or prep.device.sm_count
     full, per_sm, tail_per_sm, tail_sms = _waves(prep, sms)
     cache = {} if cache is None else cache  # a tail of the full wave's shape is not run twice
@@ -773,13 +777,13 @@ def predict_waves(prep: Prepared, machine: MachineModel | None = None, sm_count:
     cycles = 0.0
     if full:
         w = run_wave(prep, per_sm, sms, machine, listeners_factory() if listeners_factory else None, cache, ledger,
-                     samples, _rounds(prep.decoded, prep.settings, full, _emulated_warps(prep, per_sm)))
+                     samples, _rounds(prep.decoded, prep.settings, full, _emulated_warps(prep, per_sm)), cancel)
         cycles += steady_cycles(w.run, full)
         # the run's counts are of `rounds` wave's worth of blocks on its SM
         waves.append((w, full * sms / w.run.rounds))
     if tail_per_sm:
         w = run_wave(prep, tail_per_sm, tail_sms, machine, listeners_factory() if listeners_factory else None,
-                     cache, ledger, samples)
+                     cache, ledger, samples, cancel=cancel)
         cycles += w.run.cycles
         # blocks of the tail, in units of the emulated per-SM block set
         waves.append((w, (prep.launch.blocks - full * sms * per_sm) / tail_per_sm))
@@ -823,10 +827,11 @@ def launch_bytes(prep: Prepared, wave: Wave) -> dict[str, float]:
     return out
 
 
-def profile_of(prep: Prepared, machine: MachineModel | None = None, cache: WaveCache | None = None) -> Emulation:
+def profile_of(prep: Prepared, machine: MachineModel | None = None, cache: WaveCache | None = None,
+               cancel: CancelToken | None = None) -> Emulation:
     """The modeled profile of `prep`'s launch; its waves are left in `cache` for later runs of the
-    same kernel (the second stage's base runs)."""
-    pred, waves = predict_waves(prep, machine, cache=cache)
+    same kernel (the second stage's base runs). `cancel` stops its runs (`run_wave`)."""
+    pred, waves = predict_waves(prep, machine, cache=cache, cancel=cancel)
     k = prep.decoded
     n = len(k)
     samples = [[0.0] * len(REASONS) for _ in range(n)]
