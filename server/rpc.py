@@ -30,6 +30,7 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import sys
 import threading
 from dataclasses import dataclass
@@ -145,7 +146,53 @@ class KernelscopeProtocol(LanguageServerProtocol):
                          "error": {"code": error.code, "message": error.message}})
 
 
-async def read_messages(stop: threading.Event, reader: StdinAsyncReader, protocol: KernelscopeProtocol) -> None:
+class PipeReader:
+    """stdin read on the event loop itself, where it is a pipe (as editors start a server).
+
+    pygls's `StdinAsyncReader` reads each line and each body on a thread of its pool: three
+    hand-overs of the interpreter lock per message, each waiting up to a switch interval behind
+    an analysis running on another thread. A save arriving while background verification
+    emulated took 25-40 ms to reach its handler (nvcc started that much later); here a message
+    costs the loop one wake-up. Lines are bounded by `MAX_MESSAGE_BYTES`, as bodies are."""
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        self.stream = stream
+
+    @classmethod
+    async def open(cls, pipe: Any) -> PipeReader:
+        loop = asyncio.get_running_loop()
+        stream = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream, loop=loop), pipe)
+        return cls(stream)
+
+    async def readline(self) -> bytes:
+        try:
+            return await self.stream.readline()
+        except ValueError:  # a line over the limit, dropped from the buffer: not a header
+            return b"?\n"
+
+    async def readexactly(self, n: int) -> bytes:
+        """`n` bytes, or fewer at end of file (as a file's `read`)."""
+        try:
+            return await self.stream.readexactly(n)
+        except asyncio.IncompleteReadError as e:
+            return e.partial
+
+
+async def stdin_reader(pool: Any) -> PipeReader | StdinAsyncReader:
+    """A `PipeReader` over stdin where stdin is a pipe; else pygls's reader on `pool`'s threads. Only
+    a pipe: the loop puts the descriptor in non-blocking mode, which a socket or terminal shares with
+    stdout when one description serves both."""
+    try:
+        if stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode):
+            return await PipeReader.open(sys.stdin.buffer)
+    except (OSError, ValueError, NotImplementedError) as e:  # no descriptor, or a loop without pipes
+        log.debug("stdin read on a thread: %s", e)
+    return StdinAsyncReader(sys.stdin.buffer, pool)
+
+
+async def read_messages(stop: threading.Event, reader: PipeReader | StdinAsyncReader,
+                        protocol: KernelscopeProtocol) -> None:
     """pygls's `run_async`, with bounded bodies and an answer to every malformed request."""
     while not stop.is_set():
         length: int | None = None
@@ -222,11 +269,14 @@ class _StdoutWriter(StdoutWriter):
 def serve_stdio(server: Any) -> None:
     """`LanguageServer.start_io` with `read_messages` as its loop; at exit, `server.stop_work()`."""
     server._stop_event = stop = threading.Event()
-    reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
     server.protocol.set_writer(_StdoutWriter(sys.stdout.buffer))
     code: Any = 0
+
+    async def serve() -> None:
+        await read_messages(stop, await stdin_reader(server.thread_pool), server.protocol)
+
     try:
-        asyncio.run(read_messages(stop, reader, server.protocol))
+        asyncio.run(serve())
     except BrokenPipeError:
         log.error("the connection to the client is lost; shutting down")
     except KeyboardInterrupt:
