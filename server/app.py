@@ -32,6 +32,7 @@ Custom protocol, for tests, benchmarks and clients that want it:
 
 import argparse
 import asyncio
+import gc
 import logging
 import logging.handlers
 import sys
@@ -557,6 +558,10 @@ def main(argv: list[str] | None = None) -> int:
     # The server lives long: the analysis stages load once, here, not on a thread during the first
     # analysis (where they would slow the event loop's replies while it runs).
     application.load_stages()
+    # What is loaded now lives as long as the server: out of the collector's sight, a full
+    # collection no longer walks the ~100,000 objects of the modules each time (54-76 ms pauses
+    # in the first analysis after start, a save's compile and model waiting behind them)
+    gc.freeze()
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         server.start_tcp(host or "127.0.0.1", int(port))
