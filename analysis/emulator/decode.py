@@ -358,12 +358,33 @@ _NO_WORK = frozenset({"NOP", "BSSY", "BSYNC", "WARPSYNC", "MEMBAR", "ERRBAR", "C
 def _guard_passes(k: DecodedKernel, s: int, t: int) -> bool:
     """Whether the conditional branch at `s` to `t` is taken because its fall-through side is what
     a passing guard skips: a forward branch within its function over a loop-free early-out path
-    (`_early_out`) or a math slow path (`_skips_slow_path`), or over a bare return
-    (`_returns_at_once`)."""
+    (`_early_out`) or a math slow path (`_skips_slow_path`), over a bare return
+    (`_returns_at_once`), or over the float trigonometric functions' inline Payne-Hanek reduction
+    (`skips_trig_reduction`)."""
     if not s < t or k.fn[t] != k.fn[s]:
         return False
     loop_free = not any(s < L.header < t for L in k.loops)
-    return (loop_free and (_early_out(k, s, t) or _skips_slow_path(k, s, t))) or _returns_at_once(k, s, t)
+    return ((loop_free and (_early_out(k, s, t) or _skips_slow_path(k, s, t))) or _returns_at_once(k, s, t)
+            or skips_trig_reduction(k, s))
+
+
+def skips_trig_reduction(k: DecodedKernel, s: int) -> bool:
+    """Whether the conditional branch at `s` is taken for |x| below the float trigonometric
+    functions' reduction threshold (`isa.trig_reduction_guard`): it jumps over their inline
+    Payne-Hanek path, which the fast path is assumed to make unneeded, as for the slow-path
+    calls. Its predicate's last writer before it, in code order, is the guard's FSETP."""
+    pred = k.instr[s].predicate
+    if pred is None:
+        return False
+    reg = pred.lstrip("!")
+    for j in range(s - 1, -1, -1):
+        if k.fn[j] != k.fn[s]:
+            return False
+        if reg in k.instr[j].defs:
+            large = isa.trig_reduction_guard(k.instr[j])
+            # taken for small |x|: `@!P` of a large-|x| test, or `@P` of a small-|x| one
+            return large is not None and large == pred.startswith("!")
+    return False
 
 
 def _returns_at_once(k: DecodedKernel, s: int, t: int) -> bool:

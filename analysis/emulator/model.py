@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..frontend import isa
-from ..frontend.isa import call_is_jump, math_slow_path
+from ..frontend.isa import TRIG_REDUCTION_THRESHOLD_F32, call_is_jump, math_slow_path
 from ..frontend.program import FunctionProgram, Program, base_name
 from ..frontend.source import SourceModel
 from ..machine.arch import (SHARED_BYTES_PER_CLOCK_PER_SM, USER_SOURCE_ID, WARP_REQUEST_BYTES, ArchSpec, DeviceSpec,
@@ -36,7 +36,7 @@ from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provena
 from . import sampling, staging
 from .budget import WALK_STEP_COST, Ledger, StudyShape
 from .caches import CacheGeometry, hierarchy, launch_fetch
-from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, M_SHARED, REASONS, R, DecodedKernel, LoopSpec, callee_name, decode, reachable
+from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, M_SHARED, REASONS, R, DecodedKernel, LoopSpec, callee_name, decode, reachable, skips_trig_reduction
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import ResolvedLaunch, counted_trip, counter_bound, fold_bound, loop_step, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
@@ -278,6 +278,9 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
     live = reachable(decoded)
     skipped = sorted({name for s, kd in enumerate(decoded.kind) if kd == K_CALL and s not in live
                       and (name := math_slow_path(decoded.instr[s]))})
+    if any(decoded.branch_role[s] == B_JUMP and s + 1 not in live and skips_trig_reduction(decoded, s)
+           for s in live if decoded.kind[s] == K_BRA):
+        skipped.append(f"the inline Payne-Hanek reduction of sinf/cosf/tanf (|x| >= {TRIG_REDUCTION_THRESHOLD_F32:g})")
     if skipped:
         assumptions.append(Assumption(
             name="math_slow_path", value="not taken", source="default",

@@ -232,6 +232,34 @@ def call_is_jump(instr: Instruction) -> bool:
 _MATH_SLOW_PATH = re.compile(r"__(?:cuda|internal)_\w*(?:slowpath|mediumpath)(?:d|_v\d+)?|__cuda_\w*_full")
 
 
+#: the math library's float sinf/cosf/tanf/sincosf reduce |x| below this by a three-term Cody-Waite
+#: step inline; at or above it they run the Payne-Hanek reduction inline too (a loop over 2/π's bits
+#: through a local array), behind `FSETP.GE.AND Pn, PT, |x|, 105615, PT` and a branch around it.
+#: Like the slow-path calls, it handles the rare operands (|x| of 10^5 radians and more).
+TRIG_REDUCTION_THRESHOLD_F32 = 105615.0
+
+#: FSETP comparisons that hold for large |x| (`GE`, `GT` and their unordered forms)
+_AT_LEAST = frozenset({"GE", "GT", "GEU", "GTU"})
+
+
+def trig_reduction_guard(instr: Instruction) -> bool | None:
+    """For an FSETP of |x| against TRIG_REDUCTION_THRESHOLD_F32 (and no other predicate), whether
+    it sets its predicate for large |x| (True) or for small |x| (False); None for any other
+    instruction. (A -G build computes |x| into a register and branches through a predicate copy
+    and a jump chain: its reduction is run, as any undecided branch's side.)"""
+    if instr.opcode != "FSETP" or not instr.modifiers or len(instr.operands) != 5 or instr.operands[4] != "PT":
+        return None
+    a = instr.operands[2]
+    if not (a.startswith("|") and a.endswith("|")):
+        return None
+    try:
+        if float(instr.operands[3]) != TRIG_REDUCTION_THRESHOLD_F32:
+            return None
+    except ValueError:
+        return None
+    return instr.modifiers[0] in _AT_LEAST
+
+
 def math_slow_path(instr: Instruction) -> str | None:
     """The math-library slow-path routine a `CALL` targets, if it targets one (its name without
     nvdisasm's `$kernel$` / `$__internal_N_$` prefixes)."""

@@ -168,3 +168,49 @@ def test_math_slow_paths_are_not_run(toolchain, tmp_path, flags):
     assert not {f for f in ran if any(n in f for n in names)}
     assert any("pow" in f for f in ran) or not flags  # release: pow's path is in the kernel's section
     assert emu.profile.flops.get("fp64", 0) > 0  # the work ran, not `if (i >= n) return;` alone
+
+
+def test_the_float_trig_reduction_for_huge_arguments_is_not_run(toolchain, tmp_path):
+    """sinf/cosf/tanf carry their Payne-Hanek reduction inline, behind a compare of |x| with
+    105615 (not a call): the branch around it is taken, as around a slow-path call, and said so;
+    its local-memory table is never touched. Until 2026-11-28 the branch fell through like any
+    undecidable one: every iteration ran the reduction, and a register-only loop came out
+    lg-throttle bound with "tile through shared memory" as its top advice (eunomia-bpf's
+    basic-cuda-tutorial). The data branch `x > 0.5f` keeps the default rule."""
+    from kernelscope.analysis.frontend.compile import compile_cuda
+    from kernelscope.analysis.frontend.isa import trig_reduction_guard
+    from kernelscope.analysis.frontend.program import build_program
+    from kernelscope.analysis.frontend.sass import disassemble
+    from kernelscope.analysis.frontend.source import parse_source
+    from kernelscope.analysis.emulator.decode import B_NOT_TAKEN, M_NONE, reachable, skips_trig_reduction
+    from kernelscope.analysis.emulator.model import EmulationSettings, prepare
+
+    src = KERNELS / "float_trig.cu"
+    res = compile_cuda(src, arch="sm_90", user_flags=[], toolchain=toolchain, workdir=tmp_path)
+    assert res.success, [m.message for m in res.errors]
+    source = parse_source(src.read_text())
+    prog = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), source, str(src), {})
+    (k,) = prog.kernels
+    target = _target("sm_90")
+    prep = prepare(AnalysisContext.of(*target, AnalysisOptions(), source, prog), k)
+    img = prep.decoded
+    guards = [s for s in range(len(img.kind)) if trig_reduction_guard(img.instr[s]) is not None]
+    assert len(guards) >= 2  # one per argument reduced: v (sinf and cosf share it) and 0.25 v (tanf)
+    skipping = [s for s in range(len(img.kind)) if img.kind[s] == K_BRA and skips_trig_reduction(img, s)]
+    assert skipping and all(img.branch_role[s] == B_JUMP for s in skipping)
+    live = reachable(img)
+    local = [s for s in range(len(img.kind)) if img.instr[s].memory_space == "local"
+             and img.instr[s].annotation != "SpillRefill"]
+    assert local and not live & set(local)  # the reduction's table: in the code, never run
+    # the data branch (FSETP against 0.5) is undecided and falls through to the loop, as before
+    data = [s for s in range(len(img.kind)) if img.kind[s] == K_BRA and s in live and img.instr[s].predicate
+            and not skips_trig_reduction(img, s) and img.target[s] > s and img.branch_role[s] == B_NOT_TAKEN]
+    assert data
+    (note,) = [a for a in prep.assumptions if a.name == "math_slow_path"]
+    assert "Payne-Hanek" in note.detail and "105615" in note.detail
+
+    emu = emulate_detailed(AnalysisContext.of(*target, AnalysisOptions(), source, program=prog), k,
+                           settings=EmulationSettings(sample_loops=False))
+    by_pc = {p.pc: p for p in emu.profile.pcs}
+    assert not [s for s in local if by_pc.get(img.instr[s].pc) and by_pc[img.instr[s].pc].executed]
+    assert emu.profile.flops.get("fp32", 0) > 0 and img.mem.count(M_NONE) < len(img.mem)
