@@ -1062,14 +1062,22 @@ def sensitivity_study(ctx: AnalysisContext, kernel: FunctionProgram, *, settings
     scale_tail = (full_w is not None and tail_w is not None and tail_w[0] is not full_w[0]
                   and tail_w[0].run.cycles < tail_scaled_share * base_T)
 
+    total_samples = sum(weight * base_waves_i.sampler.total for base_waves_i, weight in base_waves) or 1.0
+    # a perturbed run's per-loop samples serve only the hot loops' entries: without one (a kernel
+    # with no loop, or none hot), its runs split no stall by reason, which leaves their time as it
+    # is (`run_wave`) at a sixth less cost
+    hot = any(base_loops[i] / total_samples >= hot_loop_share for i in range(len(k.loops)))
+
     def measure(machine: MachineModel) -> tuple[float, list[float]]:
         if not scale_tail:
-            pred, waves = predict_waves(prep, machine, cache=cache, ledger=ledger)
-            return pred.cycles, loop_samples(waves)
+            pred, waves = predict_waves(prep, machine, cache=cache, ledger=ledger, samples=hot)
+            return pred.cycles, loop_samples(waves) if hot else []
         wave = run_wave(prep, full_w[0].blocks_per_sm, full_w[0].active_sms, machine, cache=cache, ledger=ledger,
-                        rounds=full_w[0].run.rounds)
+                        samples=hot, rounds=full_w[0].run.rounds)
         new_T, old_T = (steady_cycles(r, base_pred.full_waves) for r in (wave.run, full_w[0].run))
         ratio = new_T / old_T if old_T else 1.0
+        if not hot:
+            return new_T + tail_w[0].run.cycles * ratio, []
         new_full, old_full = loop_samples([(wave, full_w[1])]), loop_samples([full_w])
         tail = loop_samples([tail_w])
         per_loop = [n + t * (n / o if o else 1.0) for n, o, t in zip(new_full, old_full, tail)]
@@ -1080,7 +1088,6 @@ def sensitivity_study(ctx: AnalysisContext, kernel: FunctionProgram, *, settings
     if resources is not None and len(used) > resources:
         busiest = set(sorted(used, key=lambda r: -util.get(r, 0.0))[:resources])
         used = [r for r in used if r in busiest]
-    total_samples = sum(weight * base_waves_i.sampler.total for base_waves_i, weight in base_waves) or 1.0
     # +d·G on a unit busy a fraction u of the time adds at most d·u·T: (ΔT/T)/d ≤ u, so a nearly
     # idle unit's gap term is reported as 0 without its run
     gapped = [r for r in used if util.get(r, 0.0) >= gap_min_utilization]

@@ -237,3 +237,25 @@ def test_second_stage_reuses_the_quick_stages_run_where_it_samples_the_same_iter
     warps = next(iter(waves.values())).run.warps_emulated
     decoded = prepare(AnalysisContext.of(arch, dev, opts, prog.source, prog), k, settings=small).decoded
     assert emulated_trips(decoded, small, warps)[0] != list(quick.emulated_trips)
+
+
+@pytest.mark.parametrize("name", ["noinline_call", "sgemm_tiled"])
+def test_a_perturbed_run_takes_the_time_a_run_with_stall_samples_takes(programs, target, name):
+    """Sensitivity's perturbed runs split no stall by reason where no loop is hot (noinline_call has
+    no loop): that leaves each run as the run with samples makes it, perturbation by perturbation
+    (the engine's run, not only its time). sgemm_tiled's hot loop keeps its samples."""
+    from kernelscope.analysis.emulator.model import SENSITIVITY_SETTINGS, _waves, prepare, run_wave, sensitivity_study
+
+    prog = programs[name]
+    k = prog.kernels[0]
+    ctx = AnalysisContext.of(*target, AnalysisOptions(), program=prog)
+    study = sensitivity_study(ctx, k)
+    machines = [job.args[0] for job in study.jobs]
+    assert len(machines) >= 3
+    prep = prepare(ctx, k, settings=SENSITIVITY_SETTINGS)
+    _, per_sm, _, _ = _waves(prep, prep.device.sm_count)
+    for m in machines:
+        plain = run_wave(prep, per_sm, prep.device.sm_count, m, samples=False).run
+        assert plain == run_wave(prep, per_sm, prep.device.sm_count, m, samples=True).run
+    loops = [job()[1] for job in study.jobs]
+    assert all(loops) if name == "sgemm_tiled" else not any(loops)  # the per-loop samples: only where hot
