@@ -56,6 +56,9 @@ class Assumption(BaseModel):
     value: str
     source: Literal["sass", "captured", "launch_site", "annotation", "settings", "default", "measured"]
     detail: str = ""
+    #: the analysed file's lines whose figures rest on this value alone (code that runs only because
+    #: of it: the side of a branch the model could not compute); empty when it bears on the whole kernel
+    lines: tuple[int, ...] = ()
 
 
 class Provenance(BaseModel):

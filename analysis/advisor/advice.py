@@ -59,6 +59,12 @@ class Hotspot(BaseModel):
     category: str  # GPA's classes: "global memory", "shared memory", "arithmetic", ...
 
 
+#: the launch inputs an estimate from the launch's shape rests on (`Advice.assumed`)
+LAUNCH_INPUTS = ("grid", "block", "dynamic_smem")
+#: the assumption that names code the model ran only on a guessed branch (`Assumption.lines`)
+GUESSED_BRANCHES = "control_flow"
+
+
 class Estimate(BaseModel):
     """A predicted speedup and the formula that produced it, so users can check the arithmetic."""
 
@@ -91,8 +97,9 @@ class Advice(BaseModel):
     #: or for a launch-shape advice the SMs left idle or the warp slots left empty (not samples)
     importance_basis: str = "of samples"
     #: the defaulted inputs the estimate rests on (the launch's grid, block, dynamic shared memory
-    #: when neither capture, the source, an annotation nor a hint gave them): such advice is never a
-    #: warning, and its message names the assumption and how to give the real value
+    #: when neither capture, the source, an annotation nor a hint gave them; `control_flow` when its
+    #: lines run in the model only on a branch it guessed): such advice is never a warning, and its
+    #: message names the assumption (and, for a launch, how to give the real value)
     assumed: tuple[str, ...] = ()
     estimate: Estimate
     provenance: Literal["modeled", "measured", "static"]
@@ -109,6 +116,13 @@ class Advice(BaseModel):
     @property
     def speedup(self) -> float:
         return self.verified_speedup if self.verified_speedup is not None else self.estimate.speedup
+
+    @property
+    def rests_on(self) -> str:
+        """What of `assumed` its figure rests on, as the reports say it ("" for nothing)."""
+        parts = (["on the assumed launch"] if any(n in LAUNCH_INPUTS for n in self.assumed) else []) + \
+            (["on a guessed branch"] if GUESSED_BRANCHES in self.assumed else [])
+        return "; ".join(parts)
 
     @property
     def no_modeled_gain(self) -> bool:

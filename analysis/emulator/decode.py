@@ -8,6 +8,7 @@ ISA table or the address analysis happens here, once per emulation.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..frontend import isa
@@ -324,10 +325,10 @@ def _assign_loops(k: DecodedKernel) -> None:
             k.branch_role[s] = B_NOT_TAKEN
 
 
-def reachable(k: DecodedKernel) -> frozenset[int]:
+def reachable(k: DecodedKernel, flipped: frozenset[int] = frozenset()) -> frozenset[int]:
     """The slots the engine can run from the entry under the branch roles: a loop inside a math
     slow path the model skips, or behind a guard it assumes passes, is never run (its trip count
-    is no assumption of the result)."""
+    is no assumption of the result). A conditional forward branch in `flipped` goes the other way."""
     seen, todo, n = set(), [k.entry], len(k.kind)
     while todo:
         s = todo.pop()
@@ -335,6 +336,8 @@ def reachable(k: DecodedKernel) -> frozenset[int]:
             continue
         seen.add(s)
         kind, t, role = k.kind[s], k.target[s], k.branch_role[s]
+        if s in flipped and role in (B_JUMP, B_NOT_TAKEN):
+            role = B_NOT_TAKEN if role == B_JUMP else B_JUMP
         predicated = k.instr[s].predicate is not None
         if kind == K_BRA:
             if role in (B_JUMP, B_BACK, B_EXIT):
@@ -349,6 +352,24 @@ def reachable(k: DecodedKernel) -> frozenset[int]:
         else:
             todo.append(s + 1)
     return frozenset(seen)
+
+
+#: undecided branches a kernel's `guessed_slots` looks at, at most (each is one pass over the code)
+GUESSED_BRANCHES_MAX = 64
+
+
+def guessed_slots(k: DecodedKernel, branches: Iterable[int]) -> frozenset[int]:
+    """The slots the engine runs only because one of `branches` (conditional branches the model
+    could not decide) falls through, as any branch no rule decides does: reachable as they are,
+    not with that branch taken. A side both ways reach (after the two paths join) is not among
+    them. Branches a rule takes (a guard assumed to pass, a math slow path jumped over) are
+    assumptions of their own, named apart."""
+    live = reachable(k)
+    out: set[int] = set()
+    for s in sorted(b for b in branches if b in live and k.kind[b] == K_BRA and k.instr[b].predicate is not None
+                    and k.branch_role[b] == B_NOT_TAKEN)[:GUESSED_BRANCHES_MAX]:
+        out |= live - reachable(k, frozenset({s}))
+    return frozenset(out)
 
 
 #: instructions that only mark reconvergence or order memory on the way out: no work of the kernel's

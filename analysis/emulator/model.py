@@ -36,7 +36,7 @@ from ..profile import Assumption, KernelProfile, LaunchConfig, PCSample, Provena
 from . import sampling, staging
 from .budget import WALK_STEP_COST, Ledger, StudyShape
 from .caches import CacheGeometry, hierarchy, launch_fetch
-from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, M_SHARED, REASONS, R, DecodedKernel, LoopSpec, callee_name, decode, reachable, skips_trig_reduction
+from .decode import B_JUMP, B_NOT_TAKEN, K_BRA, K_CALL, M_ATOMIC_GLOBAL, M_GLOBAL, M_SHARED, REASONS, R, DecodedKernel, LoopSpec, callee_name, decode, guessed_slots, reachable, skips_trig_reduction
 from .engine import Engine, EngineConfig, EngineRun
 from .launch import ResolvedLaunch, counted_trip, counter_bound, fold_bound, loop_step, resolve_trip
 from .listeners import ExecutionCounter, PCSampler, TrafficCounter, Utilization, resource_units
@@ -368,6 +368,7 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
         assumptions[:], lanes, walked, walk_steps = _walk_lanes(
             decoded, first, Launch(cfg_launch.block, cfg_launch.grid, middle, last_warp, bank0), assumptions,
             trip_assumption, values_source)
+        assumptions[:] = _guessed_lines(decoded, lanes, assumptions, program)
         assumptions[:], cache_steps = _with_caches(decoded, walked, occ, arch, device, hit, assumptions)
         walk_steps += cache_steps
     else:
@@ -385,6 +386,18 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
     _lsu_admissions(decoded, arch)
     return Prepared(program, kernel, decoded, cfg_launch, occ, regs, arch, device, machine, tuple(assumptions),
                     settings, program.line_table if program is not None else {}, overhead_s, lanes, walk_steps)
+
+
+def _guessed_lines(decoded: DecodedKernel, lanes: LaneShapes, assumptions: list[Assumption],
+                   program: Program | None) -> list[Assumption]:
+    """The `control_flow` assumption with the analysed file's lines that run only because a branch
+    it names falls through (`decode.guessed_slots`): what an advice on them rests on."""
+    if program is None or not any(a.name == "control_flow" for a in assumptions):
+        return assumptions
+    table, path = program.line_table, program.source_path
+    lines = tuple(sorted({loc[1] for s in guessed_slots(decoded, lanes.unknown_branches)
+                          if (loc := table.get((decoded.fn[s], decoded.pc[s]))) is not None and loc[0] == path}))
+    return [a.model_copy(update={"lines": lines}) if a.name == "control_flow" else a for a in assumptions]
 
 
 def _where(ins) -> str:
@@ -481,7 +494,8 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
                    "strides between lanes are exact, the base is taken as 128 B aligned"))
     # branches whose direction the lanes could not compute: the engine takes its guard rule's way,
     # a guess the result must name (a loaded value, or a floating-point compare, decides them)
-    undecided = dict(lanes.unknown_branches)
+    # (the float trig functions' reduction guards are named by `math_slow_path`)
+    undecided = {s: why for s, why in lanes.unknown_branches.items() if not skips_trig_reduction(decoded, s)}
     for i, L in enumerate(decoded.loops):
         why = next((lanes.unknown_branches[s] for s in L.latches if s in lanes.unknown_branches), None)
         j = trip_assumption.get(i)

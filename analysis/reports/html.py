@@ -89,7 +89,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
         out.append(f"<div class=advice><b>{escape(a.title)}</b> — line {a.lines[0] if a.lines else '?'} "
                    f"<span class=est>est. {a.speedup:.2f}×</span> <span class=prov>{escape(a.estimate.formula)}; "
                    f"{_pct(a.importance)} {escape(a.importance_basis)}; {a.provenance}"
-                   f"{'; on the assumed launch' if a.assumed else ''}</span><p>{escape(a.message)}</p>{fix}"
+                   f"{'; ' + escape(a.rests_on) if a.rests_on else ''}</span><p>{escape(a.message)}</p>{fix}"
                    + (f"<ul>{hs}</ul>" if hs else "") + "</div>")
     return "\n".join(out)
 

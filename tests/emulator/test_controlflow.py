@@ -173,8 +173,8 @@ def test_math_slow_paths_are_not_run(toolchain, tmp_path, flags):
 def test_the_float_trig_reduction_for_huge_arguments_is_not_run(toolchain, tmp_path):
     """sinf/cosf/tanf carry their Payne-Hanek reduction inline, behind a compare of |x| with
     105615 (not a call): the branch around it is taken, as around a slow-path call, and said so;
-    its local-memory table is never touched. Until 2026-11-28 the branch fell through like any
-    undecidable one: every iteration ran the reduction, and a register-only loop came out
+    its double-precision product and local table are never run. Until 2026-11-28 the branch fell
+    through like any undecidable one: every iteration ran the reduction, and a register-only loop came out
     lg-throttle bound with "tile through shared memory" as its top advice (eunomia-bpf's
     basic-cuda-tutorial). The data branch `x > 0.5f` keeps the default rule."""
     from kernelscope.analysis.frontend.compile import compile_cuda
@@ -199,9 +199,11 @@ def test_the_float_trig_reduction_for_huge_arguments_is_not_run(toolchain, tmp_p
     skipping = [s for s in range(len(img.kind)) if img.kind[s] == K_BRA and skips_trig_reduction(img, s)]
     assert skipping and all(img.branch_role[s] == B_JUMP for s in skipping)
     live = reachable(img)
-    local = [s for s in range(len(img.kind)) if img.instr[s].memory_space == "local"
-             and img.instr[s].annotation != "SpillRefill"]
-    assert local and not live & set(local)  # the reduction's table: in the code, never run
+    # the reduction's work: its product by pi/2 in double (DMUL, I2F.F64) and, where ptxas keeps
+    # 2/pi's bits in a local array (nvcc 13.0; 13.5 keeps them in registers), its local accesses
+    reduction = [s for s in range(len(img.kind)) if img.instr[s].opcode == "DMUL" or (
+        img.instr[s].memory_space == "local" and img.instr[s].annotation != "SpillRefill")]
+    assert reduction and not live & set(reduction)  # in the code, never run
     # the data branch (FSETP against 0.5) is undecided and falls through to the loop, as before
     data = [s for s in range(len(img.kind)) if img.kind[s] == K_BRA and s in live and img.instr[s].predicate
             and not skips_trig_reduction(img, s) and img.target[s] > s and img.branch_role[s] == B_NOT_TAKEN]
@@ -212,5 +214,5 @@ def test_the_float_trig_reduction_for_huge_arguments_is_not_run(toolchain, tmp_p
     emu = emulate_detailed(AnalysisContext.of(*target, AnalysisOptions(), source, program=prog), k,
                            settings=EmulationSettings(sample_loops=False))
     by_pc = {p.pc: p for p in emu.profile.pcs}
-    assert not [s for s in local if by_pc.get(img.instr[s].pc) and by_pc[img.instr[s].pc].executed]
+    assert not [s for s in reduction if by_pc.get(img.instr[s].pc) and by_pc[img.instr[s].pc].executed]
     assert emu.profile.flops.get("fp32", 0) > 0 and img.mem.count(M_NONE) < len(img.mem)

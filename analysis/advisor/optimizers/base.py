@@ -20,7 +20,7 @@ from ...frontend.kernel_names import base_name
 from ...frontend.program import source_line_of
 from ...profile import Assumption, KernelProfile, PCSample, StallReason
 from ...results import OccupancyReport, Resources, StaticFact
-from ..advice import Advice, Estimate, Fix, Hotspot, SourceEdit, advice_id
+from ..advice import LAUNCH_INPUTS, Advice, Estimate, Fix, Hotspot, SourceEdit, advice_id
 from ..blame import BlameEdge, BlameResult
 
 T = TypeVar("T")
@@ -91,7 +91,15 @@ class MatchContext:
         if self.profile is None or self.profile.provenance.kind != "modeled":
             return ()
         return tuple(a for a in self.profile.provenance.assumptions
-                     if a.name in _LAUNCH_INPUTS and a.source == "default")
+                     if a.name in LAUNCH_INPUTS and a.source == "default")
+
+    def guessed_paths(self, lines: Iterable[int]) -> tuple[Assumption, ...]:
+        """The modeled profile's assumptions that some of `lines` run only because of
+        (`Assumption.lines`: the side of a branch the model could not compute, taken as it guessed)."""
+        if self.profile is None or self.profile.provenance.kind != "modeled":
+            return ()
+        named = set(lines)
+        return tuple(a for a in self.profile.provenance.assumptions if named.intersection(a.lines))
 
     @cached_property
     def swept_block(self) -> bool:
@@ -453,6 +461,11 @@ class Optimizer:
         assumed = ctx.assumed_launch if reads_launch else ()
         if assumed:
             message += " " + assumed_launch_caveat(assumed)
+        # code that runs in the model only as it guessed a branch: its share and estimate are the guess's
+        guessed = ctx.guessed_paths(named_lines(lines, hotspots))
+        if guessed:
+            message += " " + guessed_path_caveat(guessed, named_lines(lines, hotspots))
+            assumed = (*assumed, *guessed)
         return Advice(id=advice_id(self.name, ctx.kernel, lines[0] if lines else 0, detail), optimizer=self.name,
                       title=self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
                       columns=columns, hotspots=tuple(hotspots), importance=max(0.0, min(1.0, importance)),
@@ -467,8 +480,6 @@ def named_lines(lines: Iterable[int], hotspots: Iterable[Hotspot]) -> set[int]:
     return set(lines) | {ln for h in hotspots for ln in (h.def_line, h.use_line) if ln}
 
 
-#: the launch inputs an estimate from the launch's shape rests on
-_LAUNCH_INPUTS = ("grid", "block", "dynamic_smem")
 
 
 def assumed_launch_caveat(assumed: Sequence[Assumption]) -> str:
@@ -476,6 +487,15 @@ def assumed_launch_caveat(assumed: Sequence[Assumption]) -> str:
     shown = ", ".join(f"{a.name.replace('_', ' ')} {a.value}" for a in assumed)
     what = "a default" if len(assumed) == 1 else "defaults"
     return f"This estimate rests on an assumed launch ({shown}, {what}, not the program's launch): {assumed[0].detail}."
+
+
+def guessed_path_caveat(guessed: Sequence[Assumption], lines: Iterable[int]) -> str:
+    """What an advice on code the model ran on a guessed branch says: which of its lines, and why."""
+    on = sorted(set(lines).intersection(guessed[0].lines))
+    which = f"line {on[0]} runs" if len(on) == 1 else "lines " + ", ".join(map(str, on)) + " run"
+    return (f"In the model {which} only because a branch it could not compute (on loaded data or a "
+            f"floating-point compare) falls through, as it assumes ({guessed[0].name}: {guessed[0].value}): "
+            f"this estimate rests on that guess.")
 
 
 def hotspots(edges: Iterable[BlameEdge], top: int = 5) -> tuple[Hotspot, ...]:
