@@ -233,8 +233,8 @@ _MATH_SLOW_PATH = re.compile(r"__(?:cuda|internal)_\w*(?:slowpath|mediumpath)(?:
 
 
 #: the math library's float sinf/cosf/tanf/sincosf reduce |x| below this by a three-term Cody-Waite
-#: step inline; at or above it they run the Payne-Hanek reduction inline too (a loop over 2/π's bits
-#: through a local array), behind `FSETP.GE.AND Pn, PT, |x|, 105615, PT` and a branch around it.
+#: step inline; at or above it they run the Payne-Hanek reduction inline too (a loop over 2/π's bits,
+#: nvcc 13.0 through a local array), behind `FSETP.GE.AND Pn, PT, |x|, 105615, PT` and a branch around it.
 #: Like the slow-path calls, it handles the rare operands (|x| of 10^5 radians and more).
 TRIG_REDUCTION_THRESHOLD_F32 = 105615.0
 
