@@ -389,16 +389,23 @@ def _guard_passes(k: DecodedKernel, s: int, t: int) -> bool:
             or skips_trig_reduction(k, s))
 
 
+#: how far back `skips_trig_reduction` looks for the guard's compare: sincosf tests it again after
+#: the first reduction, ~90 slots after the compare (nvcc 13.0); bounded so that every conditional
+#: branch of a long function costs a few hundred steps at most, not the function's length
+TRIG_GUARD_REACH = 256
+
+
 def skips_trig_reduction(k: DecodedKernel, s: int) -> bool:
     """Whether the conditional branch at `s` is taken for |x| below the float trigonometric
     functions' reduction threshold (`isa.trig_reduction_guard`): it jumps over their inline
     Payne-Hanek path, which the fast path is assumed to make unneeded, as for the slow-path
-    calls. Its predicate's last writer before it, in code order, is the guard's FSETP."""
+    calls. Its predicate's last writer before it, in code order and at most TRIG_GUARD_REACH
+    slots back, is the guard's FSETP."""
     pred = k.instr[s].predicate
     if pred is None:
         return False
     reg = pred.lstrip("!")
-    for j in range(s - 1, -1, -1):
+    for j in range(s - 1, max(-1, s - 1 - TRIG_GUARD_REACH), -1):
         if k.fn[j] != k.fn[s]:
             return False
         if reg in k.instr[j].defs:

@@ -123,29 +123,36 @@ def test_debug_build_runs_its_callees(toolchain, examples_dir, tmp_path):
     assert math.isclose(emu.profile.flops["fp32"], expected, rel_tol=0.02)
 
 
+def _prepared(toolchain, tmp_path, name: str, flags=()):
+    """(source model, program, prepared launch) of the one kernel in tests/emulator/kernels/`name`,
+    compiled for sm_90 by the real nvcc."""
+    from kernelscope.analysis.frontend.compile import compile_cuda
+    from kernelscope.analysis.frontend.program import build_program
+    from kernelscope.analysis.frontend.sass import disassemble
+    from kernelscope.analysis.frontend.source import parse_source
+    from kernelscope.analysis.emulator.model import prepare
+
+    src = KERNELS / name
+    res = compile_cuda(src, arch="sm_90", user_flags=list(flags), toolchain=toolchain, workdir=tmp_path)
+    assert res.success, [m.message for m in res.errors]
+    source = parse_source(src.read_text())
+    prog = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), source, str(src), {})
+    (k,) = prog.kernels
+    return source, prog, prepare(AnalysisContext.of(*_target("sm_90"), AnalysisOptions(), source, prog), k)
+
+
 @pytest.mark.parametrize("flags", [(), ("-G",)], ids=["release", "debug"])
 def test_math_slow_paths_are_not_run(toolchain, tmp_path, flags):
     """The slow paths of division, sqrt, rsqrt, reciprocal and sin are calls behind a guard that
     only rare operands fail: the model takes the fast path, says so, and assumes nothing about
     the loops inside them; pow()'s main path is a call that always runs. Under -G the early
     `return` is a branch over a jump to the exit: the guard passes there too."""
-    from kernelscope.analysis.frontend.compile import compile_cuda
     from kernelscope.analysis.frontend.isa import math_slow_path
-    from kernelscope.analysis.frontend.program import build_program
-    from kernelscope.analysis.frontend.sass import disassemble
-    from kernelscope.analysis.frontend.source import parse_source
     from kernelscope.analysis.emulator.decode import reachable
-    from kernelscope.analysis.emulator.model import EmulationSettings, prepare
+    from kernelscope.analysis.emulator.model import EmulationSettings
 
-    src = KERNELS / "math_slow_paths.cu"
-    res = compile_cuda(src, arch="sm_90", user_flags=list(flags), toolchain=toolchain, workdir=tmp_path)
-    assert res.success, [m.message for m in res.errors]
-    source = parse_source(src.read_text())
-    prog = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), source, str(src), {})
-    (k,) = prog.kernels
-    target = _target("sm_90")
-    prep = prepare(AnalysisContext.of(*target, AnalysisOptions(), source, prog), k)
-    img = prep.decoded
+    source, prog, prep = _prepared(toolchain, tmp_path, "math_slow_paths.cu", flags)
+    k, target, img = prep.kernel, _target("sm_90"), prep.decoded
     calls = [s for s in range(len(img.kind)) if img.kind[s] == K_CALL]
     slow = {s: math_slow_path(img.instr[s]) for s in calls if math_slow_path(img.instr[s])}
     names = set(slow.values())
@@ -174,26 +181,15 @@ def test_the_float_trig_reduction_for_huge_arguments_is_not_run(toolchain, tmp_p
     """sinf/cosf/tanf carry their Payne-Hanek reduction inline, behind a compare of |x| with
     105615 (not a call): the branch around it is taken, as around a slow-path call, and said so;
     its double-precision product and local table are never run. Until 2026-11-28 the branch fell
-    through like any undecidable one: every iteration ran the reduction, and a register-only loop came out
-    lg-throttle bound with "tile through shared memory" as its top advice (eunomia-bpf's
+    through like any undecidable one: every iteration ran the reduction, and a register-only loop
+    came out lg-throttle bound with "tile through shared memory" as its top advice (eunomia-bpf's
     basic-cuda-tutorial). The data branch `x > 0.5f` keeps the default rule."""
-    from kernelscope.analysis.frontend.compile import compile_cuda
     from kernelscope.analysis.frontend.isa import trig_reduction_guard
-    from kernelscope.analysis.frontend.program import build_program
-    from kernelscope.analysis.frontend.sass import disassemble
-    from kernelscope.analysis.frontend.source import parse_source
     from kernelscope.analysis.emulator.decode import B_NOT_TAKEN, M_NONE, reachable, skips_trig_reduction
-    from kernelscope.analysis.emulator.model import EmulationSettings, prepare
+    from kernelscope.analysis.emulator.model import EmulationSettings
 
-    src = KERNELS / "float_trig.cu"
-    res = compile_cuda(src, arch="sm_90", user_flags=[], toolchain=toolchain, workdir=tmp_path)
-    assert res.success, [m.message for m in res.errors]
-    source = parse_source(src.read_text())
-    prog = build_program(disassemble(res.cubin_path, toolchain.nvdisasm), source, str(src), {})
-    (k,) = prog.kernels
-    target = _target("sm_90")
-    prep = prepare(AnalysisContext.of(*target, AnalysisOptions(), source, prog), k)
-    img = prep.decoded
+    source, prog, prep = _prepared(toolchain, tmp_path, "float_trig.cu")
+    k, target, img = prep.kernel, _target("sm_90"), prep.decoded
     guards = [s for s in range(len(img.kind)) if trig_reduction_guard(img.instr[s]) is not None]
     assert len(guards) >= 2  # one per argument reduced: v (sinf and cosf share it) and 0.25 v (tanf)
     skipping = [s for s in range(len(img.kind)) if img.kind[s] == K_BRA and skips_trig_reduction(img, s)]
