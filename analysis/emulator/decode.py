@@ -360,14 +360,24 @@ GUESSED_BRANCHES_MAX = 64
 
 def guessed_slots(k: DecodedKernel, branches: Iterable[int]) -> frozenset[int]:
     """The slots the engine runs only because one of `branches` (conditional branches the model
-    could not decide) falls through, as any branch no rule decides does: reachable as they are,
-    not with that branch taken. A side both ways reach (after the two paths join) is not among
-    them. Branches a rule takes (a guard assumed to pass, a math slow path jumped over) are
-    assumptions of their own, named apart."""
+    could not decide) goes the way it took: falling through, as a branch no rule decides does, or
+    taken over what `_early_out` calls an early-out path (an `if`/`else` whose one side holds a
+    loop looks like one). Reachable as they are, not with that branch the other way; a side both
+    ways reach (after the two paths join) is not among them. A bare-return guard and a math slow
+    path jumped over are assumptions of their own (guards pass; `math_slow_path`)."""
     live = reachable(k)
+
+    def guessed(b: int) -> bool:
+        if b not in live or k.kind[b] != K_BRA or k.instr[b].predicate is None:
+            return False
+        if k.branch_role[b] == B_NOT_TAKEN:
+            return True
+        t = k.target[b]
+        return (k.branch_role[b] == B_JUMP and not _returns_at_once(k, b, t) and not _skips_slow_path(k, b, t)
+                and not skips_trig_reduction(k, b))
+
     out: set[int] = set()
-    for s in sorted(b for b in branches if b in live and k.kind[b] == K_BRA and k.instr[b].predicate is not None
-                    and k.branch_role[b] == B_NOT_TAKEN)[:GUESSED_BRANCHES_MAX]:
+    for s in sorted(filter(guessed, branches))[:GUESSED_BRANCHES_MAX]:
         out |= live - reachable(k, frozenset({s}))
     return frozenset(out)
 

@@ -15,6 +15,7 @@ import copy
 import math
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from functools import partial
 from datetime import datetime, timezone
@@ -391,12 +392,21 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
 def _guessed_lines(decoded: DecodedKernel, lanes: LaneShapes, assumptions: list[Assumption],
                    program: Program | None) -> list[Assumption]:
     """The `control_flow` assumption with the analysed file's lines that run only because a branch
-    it names falls through (`decode.guessed_slots`): what an advice on them rests on."""
+    it names goes the way the model took (`decode.guessed_slots`): what an advice on them rests on.
+    A line is one when most of the code charged to it that runs does so only on the guess: an
+    inlined math function's own special-case branches guess a few of its line's instructions
+    (sqrt(pow(...)) in the stencil example: 14 of 80), a user's `if` on data the whole side."""
     if program is None or not any(a.name == "control_flow" for a in assumptions):
         return assumptions
     table, path = program.line_table, program.source_path
-    lines = tuple(sorted({loc[1] for s in guessed_slots(decoded, lanes.unknown_branches)
-                          if (loc := table.get((decoded.fn[s], decoded.pc[s]))) is not None and loc[0] == path}))
+    guessed = guessed_slots(decoded, lanes.unknown_branches)
+    live, on_guess = Counter(), Counter()
+    for s in reachable(decoded):
+        loc = table.get((decoded.fn[s], decoded.pc[s]))
+        if loc is not None and loc[0] == path:
+            live[loc[1]] += 1
+            on_guess[loc[1]] += s in guessed
+    lines = tuple(sorted(ln for ln, n in on_guess.items() if 2 * n > live[ln]))
     return [a.model_copy(update={"lines": lines}) if a.name == "control_flow" else a for a in assumptions]
 
 
