@@ -480,8 +480,6 @@ def named_lines(lines: Iterable[int], hotspots: Iterable[Hotspot]) -> set[int]:
     return set(lines) | {ln for h in hotspots for ln in (h.def_line, h.use_line) if ln}
 
 
-
-
 def assumed_launch_caveat(assumed: Sequence[Assumption]) -> str:
     """What an advice on a default launch says: the values assumed, why, and how to give the real ones."""
     shown = ", ".join(f"{a.name.replace('_', ' ')} {a.value}" for a in assumed)
@@ -494,7 +492,7 @@ def guessed_path_caveat(guessed: Sequence[Assumption], lines: Iterable[int]) -> 
     on = sorted(set(lines).intersection(guessed[0].lines))
     which = f"line {on[0]} runs" if len(on) == 1 else "lines " + ", ".join(map(str, on)) + " run"
     return (f"In the model {which} only because a branch it could not compute (on loaded data or a "
-            f"floating-point compare) falls through, as it assumes ({guessed[0].name}: {guessed[0].value}): "
+            f"floating-point compare) goes the way it assumes ({guessed[0].name}: {guessed[0].value}): "
             f"this estimate rests on that guess.")
 
 
