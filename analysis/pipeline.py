@@ -39,18 +39,17 @@ _LATE_STAGES = (f"{__package__}.frontend.disassembly", f"{__package__}.stages")
 _DECODER_READY: set[str] = set()
 
 
-def load_late_stages(arch: str | None = None, every_opcode: bool = True) -> None:
+def load_late_stages(arch: str | None = None) -> None:
     """Import the stages after the compile now: what a long-running caller (the language
     server) does once at start-up, so that no analysis shares the interpreter with the import.
-    With `arch`, also load its SASS decoding table, and build every opcode's decoder where
-    `every_opcode` (~70 ms in a new process, more than decoding a cubin takes once they are
-    built); otherwise a cubin builds those of the opcodes it uses as it is decoded."""
+    With `arch`, also load its SASS decoding table; a cubin builds the decoders of the opcodes it
+    uses as it is decoded (building all of them, ~70 ms in a new process, outlasted nvcc)."""
     for name in _LATE_STAGES:
         importlib.import_module(name)
     if arch is not None and arch not in _DECODER_READY:
-        from .frontend.cubin.encoding import arch_table, build_table
+        from .frontend.cubin.encoding import arch_table
 
-        build_table(arch) if every_opcode else arch_table(arch)
+        arch_table(arch)
         _DECODER_READY.add(arch)
 
 #: progress(stage, fraction) — fraction in 0..1 of the whole analysis
@@ -149,11 +148,9 @@ def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | Non
 
     loading = None
     if options.arch not in _DECODER_READY or not all(name in sys.modules for name in _LATE_STAGES):
-        # while nvcc runs; building every opcode's decoder too outlasted nvcc, and a process that
-        # analyses once (the command line) decodes one cubin: it builds the opcodes that cubin uses
-        # (benchmarks/analyze.py, the static path of noinline_call and sgemm_tiled: 0.43-0.46 s
-        # with every opcode, 0.37-0.40 s without, against nvcc's 0.23 s)
-        loading = threading.Thread(target=load_late_stages, args=(options.arch, False), daemon=True,
+        # while nvcc runs (benchmarks/analyze.py, the static path of noinline_call and sgemm_tiled:
+        # 0.43-0.46 s when this also built every opcode's decoder, 0.37-0.40 s without, nvcc 0.23 s)
+        loading = threading.Thread(target=load_late_stages, args=(options.arch,), daemon=True,
                                    name="kernelscope-import")
         loading.start()
     # The quick stage run on NVRTC's cubin while nvcc compiles, taken if nvcc's gives the same

@@ -338,15 +338,6 @@ def _opcode_from_json(o: dict) -> OpcodeTable:
                        forms)
 
 
-def build_table(arch: str) -> None:
-    """Build `arch`'s table and all of its opcodes now, ahead of the first cubin (a process that
-    waits on the compiler has the time; the lazy build is for one that does not)."""
-    table = arch_table(arch)
-    if table is not None:
-        for code in table.opcodes:
-            table.opcodes[code]
-
-
 @lru_cache(maxsize=None)
 def arch_table(arch: str) -> ArchTable | None:
     """The learned table for `arch` ("sm_90"), or None when the corpus had no cubins for it."""
