@@ -34,6 +34,7 @@ from heapq import heappush
 from operator import sub
 from typing import Protocol
 
+from ..process import CancelToken
 from ..profile import StallReason
 from .decode import (B_BACK, B_EXIT, B_JUMP, GLOBAL_ROUTE, K_BAR, K_BRA, K_CALL, K_EXIT, K_MEMBAR, K_RET,
                      M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, R, DecodedKernel)
@@ -79,12 +80,6 @@ def _dispatch(hooks: list):
         for h in hooks:
             h(*args)
     return every
-
-
-class Cancellable(Protocol):
-    """What a run looks at to stop early (`process.CancelToken`): `check` raises when cancelled."""
-
-    def check(self) -> None: ...
 
 
 #: a run looks at its cancel token every this many issues: a cancelled analysis (a save that
@@ -149,7 +144,7 @@ class EngineRun:
 
 class Engine:
     def __init__(self, kernel: DecodedKernel, machine: MachineModel, config: EngineConfig,
-                 emul_trip: list[int], listeners: list[HWEventListener], cancel: Cancellable | None = None) -> None:
+                 emul_trip: list[int], listeners: list[HWEventListener], cancel: CancelToken | None = None) -> None:
         self.k = kernel
         self.cancel = cancel
         self.m = machine

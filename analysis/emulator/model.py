@@ -1090,7 +1090,8 @@ def sensitivity_study(ctx: AnalysisContext, kernel: FunctionProgram, *, settings
     # a perturbed run's per-loop samples serve only the hot loops' entries: without one (a kernel
     # with no loop, or none hot), its runs split no stall by reason, which leaves their time as it
     # is (`run_wave`) at a sixth less cost
-    hot = any(base_loops[i] / total_samples >= hot_loop_share for i in range(len(k.loops)))
+    hot_loops = [i for i in range(len(k.loops)) if base_loops[i] / total_samples >= hot_loop_share]
+    hot = bool(hot_loops)
 
     def measure(machine: MachineModel) -> tuple[float, list[float]]:
         if not scale_tail:
@@ -1127,10 +1128,8 @@ def sensitivity_study(ctx: AnalysisContext, kernel: FunctionProgram, *, settings
         kernel_entries = [ResourceSensitivity(resource=r, latency=rel(lat_T[r][0], base_T),
                                               gap=rel(gap_T[r][0], base_T)) for r in used]
         loops = []
-        for i, L in enumerate(k.loops):
-            share = base_loops[i] / total_samples
-            if share < hot_loop_share:
-                continue
+        for i in hot_loops:
+            L, share = k.loops[i], base_loops[i] / total_samples
             entries = [ResourceSensitivity(resource=r, latency=rel(lat_T[r][1][i], base_loops[i]),
                                            gap=rel(gap_T[r][1][i], base_loops[i])) for r in used]
             loops.append(_region(f"loop@line {L.line}", i, L.line, share, entries))

@@ -462,9 +462,10 @@ class Optimizer:
         if assumed:
             message += " " + assumed_launch_caveat(assumed)
         # code that runs in the model only as it guessed a branch: its share and estimate are the guess's
-        guessed = ctx.guessed_paths(named_lines(lines, hotspots))
+        named = named_lines(lines, hotspots)
+        guessed = ctx.guessed_paths(named)
         if guessed:
-            message += " " + guessed_path_caveat(guessed, named_lines(lines, hotspots))
+            message += " " + guessed_path_caveat(guessed, named)
             assumed = (*assumed, *guessed)
         return Advice(id=advice_id(self.name, ctx.kernel, lines[0] if lines else 0, detail), optimizer=self.name,
                       title=self.title, kernel=ctx.kernel, kernel_name=ctx.kernel_name, lines=tuple(lines),
