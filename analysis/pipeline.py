@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Literal
 from pathlib import Path
 
+from .collector import young_only
 from .context import AnalysisContext, ProgramInputs
 from .files import read_regular
 from .frontend.compile import CompilerMessage, CompileSetupError, compile_cuda, invocation, local_headers
@@ -107,6 +108,7 @@ def _message(m: CompilerMessage) -> Message:
                    source=source, origin=origin)
 
 
+@young_only()  # the heap it builds lives until the result: not walked again and again (collector.py)
 def analyze(source: Path, options: AnalysisOptions, *, cancel: CancelToken | None = None,
             progress: Progress | None = None, toolchain: Toolchain | None = None,
             measured_report: Path | None = None, depth: Literal["quick", "full"] = "full",
