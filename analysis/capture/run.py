@@ -4,7 +4,6 @@ or the user's own command line); this module only runs it."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -12,12 +11,12 @@ from pathlib import Path
 from typing import Sequence
 
 from ..frontend.conditional import Passes, compile_passes
-from ..files import MAX_DATABASE_BYTES, MAX_SOURCE_BYTES, compile_database_file, read_regular_text, regular_size
+from ..files import MAX_SOURCE_BYTES, read_regular_text, regular_size
 from ..frontend.compile import local_headers
 from ..frontend.inclusion import includers
 from ..frontend.sass import demangle
 from ..frontend.source import parse_source
-from ..frontend.toolchain import CompileCommand, Toolchain, ToolchainError, locate_toolchain, parse_compile_command
+from ..frontend.toolchain import CompileCommand, Toolchain, ToolchainError, database_commands, locate_toolchain
 from ..context import AnalysisContext
 from ..machine.arch import ArchCatalog
 from ..options import AnalysisOptions
@@ -107,7 +106,7 @@ def _units_beside(folder: Path, options: AnalysisOptions) -> dict[Path, tuple[st
     there when it lists any (its flags are the build's), else the folder's source files. Only
     regular files of a source's size (analysis/files.py): a FIFO or a link to /dev/zero named
     `x.cpp` is no unit."""
-    listed = {cc.file.resolve(): _nvcc_flags(cc) for cc in _database(options.compile_commands)
+    listed = {cc.file.resolve(): _nvcc_flags(cc) for cc in database_commands(options.compile_commands)
               if cc.file.resolve().parent == folder and _regular(cc.file)}
     if listed:
         return listed
@@ -117,21 +116,6 @@ def _units_beside(folder: Path, options: AnalysisOptions) -> dict[Path, tuple[st
         return {}
     found = [folder / n for n in names if Path(n).suffix.lower() in UNIT_SUFFIXES]
     return {p.resolve(): () for p in found[:_MAX_SIBLINGS] if _regular(p)}
-
-
-def _database(compile_commands: Path | None) -> list[CompileCommand]:
-    if compile_commands is None:
-        return []
-    compile_commands = compile_commands.absolute()  # its entries' paths are resolved against its folder
-    db = compile_database_file(compile_commands)
-    try:
-        entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(entries, list):
-        return []
-    parsed = (parse_compile_command(e, db.parent) for e in entries if isinstance(e, dict))
-    return [cc for cc in parsed if cc is not None]
 
 
 def _nvcc_flags(cc: CompileCommand) -> tuple[str, ...]:

@@ -13,16 +13,15 @@ whichever file of the unit holds them.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ..files import MAX_DATABASE_BYTES, MAX_SOURCE_BYTES, compile_database_file, read_regular_text, regular_size
+from ..files import MAX_SOURCE_BYTES, read_regular_text, regular_size
 from .compile import CompileResult, CompilerMessage, local_headers
-from .toolchain import CompileCommand, Toolchain, parse_compile_command
+from .toolchain import Toolchain, database_commands
 
 if TYPE_CHECKING:  # the source and program models are read after the compile (pipeline.py's import thread)
     from .conditional import Passes
@@ -97,24 +96,12 @@ def _candidates(root: Path, near: Path) -> list[Path]:
     return sorted(found, key=distance)[:MAX_CANDIDATES]
 
 
-def _database(compile_commands: Path | None) -> list[CompileCommand]:
-    if compile_commands is None:
-        return []
-    db = compile_database_file(compile_commands)
-    try:
-        entries = json.loads(read_regular_text(db, MAX_DATABASE_BYTES))
-    except (OSError, ValueError):
-        return []
-    parsed = [parse_compile_command(e, db.parent) for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
-    return [cc for cc in parsed if cc is not None]
-
-
 def includers(path: Path, flags: Sequence[str], toolchain: Toolchain,
               compile_commands: Path | None = None) -> tuple[Path, ...]:
     """The workspace's translation units that include `path`, directly or through other headers:
     the compile database's entries first (their flags are the build's), then the nearest files."""
     path = path.resolve()
-    database = {cc.file.resolve(): cc for cc in _database(compile_commands) if cc.file.is_file()}
+    database = {cc.file.resolve(): cc for cc in database_commands(compile_commands) if cc.file.is_file()}
     ordered = list(database) + [c.resolve() for c in _candidates(workspace_root(path, compile_commands), path.parent)]
     out: list[Path] = []
     for unit in dict.fromkeys(ordered):

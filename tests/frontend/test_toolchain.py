@@ -168,6 +168,24 @@ def test_missing_entry_or_bad_db_is_none(tmp_path):
     assert find_compile_command(src, tmp_path / "absent.json") is None
 
 
+def test_the_first_entry_of_a_file_that_parses_wins_and_a_changed_database_is_read_again(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text("")
+    (tmp_path / "link.cu").symlink_to(src)
+    db = write_db(tmp_path, [
+        {"directory": str(tmp_path), "file": "other.cu", "command": "nvcc -DOTHER -c other.cu"},
+        {"directory": str(tmp_path), "file": "k.cu"},  # no command: skipped
+        {"directory": str(tmp_path), "file": "link.cu", "command": "nvcc -DFIRST -c link.cu"},
+        {"directory": str(tmp_path), "file": str(src), "command": "nvcc -DSECOND -c k.cu"}])
+    assert find_compile_command(src, db).defines == ("FIRST",)  # through the link, in the database's order
+    assert find_compile_command(tmp_path / "link.cu", db).defines == ("FIRST",)
+    # what a build writes: the same file, new entries (and a size of its own)
+    db.write_text(json.dumps([{"directory": str(tmp_path), "file": "k.cu", "command": "nvcc -DREBUILT=1 -c k.cu"}]))
+    assert find_compile_command(src, db).defines == ("REBUILT=1",)
+    db.write_text("[]")
+    assert find_compile_command(src, db) is None
+
+
 def test_compile_command_is_immutable(tmp_path):
     cc = CompileCommand(file=tmp_path / "k.cu", directory=tmp_path, compiler="nvcc", flags=(), include_paths=(),
                         system_include_paths=(), defines=())
