@@ -277,16 +277,9 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
     hint = options.launch_hints.get(short) or options.launch_hints.get(kernel.name)
     hint_source = "settings" if hint is not None and hint.trip_count else "annotation"
     live = reachable(decoded)
-    skipped = sorted({name for s, kd in enumerate(decoded.kind) if kd == K_CALL and s not in live
-                      and (name := math_slow_path(decoded.instr[s]))})
-    if any(decoded.branch_role[s] == B_JUMP and s + 1 not in live and skips_trig_reduction(decoded, s)
-           for s in live if decoded.kind[s] == K_BRA):
-        skipped.append(f"the inline Payne-Hanek reduction of sinf/cosf/tanf (|x| >= {TRIG_REDUCTION_THRESHOLD_F32:g})")
-    if skipped:
-        assumptions.append(Assumption(
-            name="math_slow_path", value="not taken", source="default",
-            detail=f"{', '.join(skipped)}: operands assumed in the range the inline fast path handles "
-                   "(denormal, huge or special operands take the slow path)"))
+    slow_paths = _slow_paths_not_taken(decoded, live)
+    if slow_paths is not None:
+        assumptions.append(slow_paths)
     def unit_model(path: str) -> SourceModel | None:
         """The source model of `path`: the analysed file's, or another file's of its unit."""
         if src is None or program is None or os.path.normpath(path) == os.path.normpath(program.source_path):
@@ -369,6 +362,11 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
         assumptions[:], lanes, walked, walk_steps = _walk_lanes(
             decoded, first, Launch(cfg_launch.block, cfg_launch.grid, middle, last_warp, bank0), assumptions,
             trip_assumption, values_source)
+        if slow_paths is not None:
+            # a branch the lanes decided may run a slow path after all (a launch's special operand):
+            # the assumption names only what is still skipped
+            now = _slow_paths_not_taken(decoded, reachable(decoded))
+            assumptions[:] = [now if a is slow_paths else a for a in assumptions if a is not slow_paths or now]
         assumptions[:] = _guessed_lines(decoded, lanes, assumptions, program)
         assumptions[:], cache_steps = _with_caches(decoded, walked, occ, arch, device, hit, assumptions)
         walk_steps += cache_steps
@@ -412,6 +410,22 @@ def _guessed_lines(decoded: DecodedKernel, lanes: LaneShapes, assumptions: list[
 
 def _where(ins) -> str:
     return f"{ins.opcode} at line {ins.line}" if ins.line is not None else f"{ins.opcode} at pc {ins.pc:#x}"
+
+
+def _slow_paths_not_taken(decoded: DecodedKernel, live: frozenset[int]) -> Assumption | None:
+    """The math functions' slow paths (a CALL `isa.math_slow_path` names, the float trig functions'
+    inline Payne-Hanek reduction) that the kernel's code never runs: outside `live`, the slots
+    its branches, as they now go, reach (`decode.reachable`)."""
+    skipped = sorted({name for s, kd in enumerate(decoded.kind) if kd == K_CALL and s not in live
+                      and (name := math_slow_path(decoded.instr[s]))})
+    if any(decoded.branch_role[s] == B_JUMP and s + 1 not in live and skips_trig_reduction(decoded, s)
+           for s in live if decoded.kind[s] == K_BRA):
+        skipped.append(f"the inline Payne-Hanek reduction of sinf/cosf/tanf (|x| >= {TRIG_REDUCTION_THRESHOLD_F32:g})")
+    if not skipped:
+        return None
+    return Assumption(name="math_slow_path", value="not taken", source="default",
+                      detail=f"{', '.join(skipped)}: operands assumed in the range the inline fast path handles "
+                             "(denormal, huge or special operands take the slow path)")
 
 
 def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions: list[Assumption],

@@ -123,16 +123,16 @@ def test_debug_build_runs_its_callees(toolchain, examples_dir, tmp_path):
     assert math.isclose(emu.profile.flops["fp32"], expected, rel_tol=0.02)
 
 
-def _prepared(toolchain, tmp_path, name: str, flags=()):
-    """(source model, program, prepared launch) of the one kernel in tests/emulator/kernels/`name`,
-    compiled for sm_90 by the real nvcc."""
+def _prepared(toolchain, tmp_path, name: str | Path, flags=()):
+    """(source model, program, prepared launch) of the one kernel in tests/emulator/kernels/`name`
+    (or the file `name`), compiled for sm_90 by the real nvcc."""
     from kernelscope.analysis.frontend.compile import compile_cuda
     from kernelscope.analysis.frontend.program import build_program
     from kernelscope.analysis.frontend.sass import disassemble
     from kernelscope.analysis.frontend.source import parse_source
     from kernelscope.analysis.emulator.model import prepare
 
-    src = KERNELS / name
+    src = name if isinstance(name, Path) else KERNELS / name
     res = compile_cuda(src, arch="sm_90", user_flags=list(flags), toolchain=toolchain, workdir=tmp_path)
     assert res.success, [m.message for m in res.errors]
     source = parse_source(src.read_text())
@@ -175,6 +175,33 @@ def test_math_slow_paths_are_not_run(toolchain, tmp_path, flags):
     assert not {f for f in ran if any(n in f for n in names)}
     assert any("pow" in f for f in ran) or not flags  # release: pow's path is in the kernel's section
     assert emu.profile.flops.get("fp64", 0) > 0  # the work ran, not `if (i >= n) return;` alone
+
+
+@pytest.mark.parametrize("bits, slow", [(0x3F800000, False), (0, True)], ids=["one", "zero"])
+def test_a_slow_path_the_launchs_operand_takes_is_run_and_not_said_skipped(toolchain, tmp_path, bits, slow):
+    """sqrtf's slow path takes zero, denormal, negative and special operands. An operand the launch
+    gives (1.0f: the fast path; 0.0f: the slow one) decides the guard in the lanes' walk, and the
+    `math_slow_path` assumption names only a slow path that is still skipped: until 2026-11-28 it
+    said "not taken" of a call the model ran."""
+    from kernelscope.analysis.frontend.isa import math_slow_path
+    from kernelscope.analysis.emulator.decode import reachable
+
+    src = tmp_path / "root.cu"
+    src.write_text(f"""// kernelscope: grid=64 block=256 bits={bits}
+__global__ void root(float *out, int bits) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = sqrtf(__int_as_float(bits));
+}}
+""")
+    _, _, prep = _prepared(toolchain, tmp_path, src)
+    img = prep.decoded
+    calls = {s for s in range(len(img.kind)) if img.kind[s] == K_CALL and math_slow_path(img.instr[s])}
+    assert calls
+    assert bool(calls & reachable(img)) is slow
+    notes = [a for a in prep.assumptions if a.name == "math_slow_path"]
+    assert [a.value for a in prep.assumptions if a.name == "bits"] == [str(bits)]
+    assert (notes == []) is slow
+    assert all("sqrt" in a.detail for a in notes)
 
 
 def test_the_float_trig_reduction_for_huge_arguments_is_not_run(toolchain, tmp_path):
