@@ -240,3 +240,21 @@ def test_a_quick_stage_run_ahead_brings_its_slices_charge_with_it(same_release, 
     assert len(left) == 2 and all("no second stage" in d for d in left)
     assert _without_times(ahead) == _without_times(alone)  # the same charges: the same figures
     assert here_alone == 2 and here_ahead == 0  # alone: its quick advice's blame; ahead: none made again
+
+
+def test_the_full_results_advice_time_counts_the_quick_results_advice_too(toolchain, tmp_path):
+    """`timings["advise"]` is what advising cost the analysis: the quick result's advice (shown first)
+    and the full result's. Until 2026-11-28 the full one overwrote it, and a file whose second
+    stage reused the quick advice showed milliseconds for an advice that had taken seconds."""
+    from kernelscope.analysis.pipeline import analyze
+
+    src = tmp_path / "three.cu"
+    src.write_text(THREE)
+    partial = []
+    # a budget that leaves no kernel a second stage: the full result's advice is the quick one's, reused
+    full = analyze(src, AnalysisOptions(budget=AnalysisBudget(run_ahead=False, processes=1, nvcc_multiple=0.15)),
+                   toolchain=toolchain, on_partial=partial.append)
+    (quick,) = partial
+    assert quick.depth == "quick" and full.depth == "full"
+    assert full.advice == quick.advice
+    assert full.timings["advise"] >= quick.timings["advise"] > 0
