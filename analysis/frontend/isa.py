@@ -211,6 +211,13 @@ def is_sync(instr: Instruction) -> bool:
     return opcode_info(instr.opcode).sync
 
 
+def sets_stack_pointer(instr: Instruction) -> bool:
+    """The `LDC R1, c[0x0][0x28]` ptxas puts at every kernel's entry: the calling convention keeps
+    the stack pointer in R1 and loads it from the constant bank, whatever the source says. Its
+    stalls are part of the kernel's time, but no change to the source removes the load."""
+    return instr.opcode == "LDC" and instr.defs == ("R1",)
+
+
 def call_is_jump(instr: Instruction) -> bool:
     """A `CALL.REL.NOINC` to a local `.L_x_` label, not to a named subroutine, never returns.
 

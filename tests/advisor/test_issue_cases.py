@@ -136,3 +136,16 @@ def test_atomics_on_one_word_in_real_jacobi(toolchain, cub):
         assert u["l2_atomic"] > route
         assert "memory_transaction_reduction" not in mine
         assert mine["contended_atomics"].importance > 0.9  # the throttled stores are charged to it
+
+
+def test_no_advice_on_the_compilers_stack_pointer_load(toolchain, tmp_path):
+    # simveit/effective_reduction's warm-up kernel (held out; rewritten here): its whole body is
+    # ptxas's `LDC R1, c[0x0][0x28]` and EXIT. 1024-thread blocks make that load half the samples in
+    # MIO throttle, which "issue fewer memory transactions" took for the source's requests.
+    r = analyse("""__global__ void warm() { extern __shared__ int tmp[]; }
+void run() { warm<<<1024, 1024, 4096>>>(); }
+""", toolchain, tmp_path)
+    (fn,) = r.program.kernels
+    assert [i.opcode for i in fn.sass.instructions if i.opcode not in ("NOP", "BRA")] == ["LDC", "EXIT"]
+    assert r.by("memory_transaction_reduction") == []
+    assert r.advice == ()

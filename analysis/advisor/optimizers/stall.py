@@ -326,7 +326,10 @@ class MemoryTransactionReduction(Optimizer):
             # instructions change nothing; contended_atomics charges these stalls to the atomics
             throttles = (R.mio_throttle, R.tex_throttle)
         # Some throttling is normal in a streaming kernel; below 10 % of samples it is not a finding.
-        selfs = [s for s in ctx.blame.self_blame if s.reason in throttles]
+        # The entry's stack-pointer load is the compiler's, not a request the source can drop
+        # (an empty kernel of 1024-thread blocks is half MIO throttle on it).
+        selfs = [s for s in ctx.blame.self_blame
+                 if s.reason in throttles and not isa.sets_stack_pointer(ctx.instructions[s.index])]
         by_line: dict[int, float] = defaultdict(float)
         for s in selfs:
             if s.line:
