@@ -154,3 +154,20 @@ void other(double* y) { g<double><<<5, 64>>>(y); }
     r = resolve_launch("void g<float>(float*)", src, AnalysisOptions(), 132)
     assert (r.launch.grid, r.launch.block) == ((4, 1, 1), (32, 32, 1))  # not <double>'s 5 x 64
     assert resolve_launch("void g<double>(double*)", src, AnalysisOptions(), 132).launch.grid == (5, 1, 1)  # its own first
+
+
+def test_a_launching_templates_argument_that_is_a_local_constant_folds():
+    # `run<bs, 8>(x)` with `const int bs = 512;`: tree-sitter parses the lone name `bs` in the
+    # template argument list as a type. It is the local's value, alone and beside another instance.
+    launcher = """
+template <unsigned B, unsigned P> __global__ void k(int* x) { x[blockIdx.x * B * P + threadIdx.x] = 0; }
+template <int B, int P> void run(int* x, int n) { k<B, P><<<(n + B * P - 1) / (B * P), B>>>(x); }
+"""
+    one = parse_source(launcher + "int main() { const int bs = 512; int* x; run<bs, 8>(x, 1 << 20); }\n")
+    r = resolve_launch("void k<512u, 8u>(int*)", one, AnalysisOptions(), 132)
+    assert (r.launch.grid, r.launch.block) == ((256, 1, 1), (512, 1, 1))
+    assert {a.name: a.source for a in r.assumptions}["block"] == "launch_site"
+    two = parse_source(launcher + "int main() { const int bs = 512; int* x; run<bs, 8>(x, 1 << 20); "
+                                  "run<128, 4>(x, 1 << 20); }\n")
+    assert resolve_launch("void k<512u, 8u>(int*)", two, AnalysisOptions(), 132).launch.block == (512, 1, 1)
+    assert resolve_launch("void k<128u, 4u>(int*)", two, AnalysisOptions(), 132).launch.grid == (2048, 1, 1)

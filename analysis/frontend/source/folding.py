@@ -452,6 +452,11 @@ def _fold_value(node: Node | None, env: _Env, depth: int = 0) -> Value | None:
         return 0
     if t == "identifier":
         return env.get(_text(node))
+    if t == "type_descriptor":
+        # A template argument that is one name parses as a type (`launch<bs, 8>` with `const int
+        # bs = 512;`): the grammar cannot tell them apart. A type has no value in `env`.
+        inner = [c for c in node.named_children if c.type != "comment"]
+        return env.get(_text(inner[0])) if len(inner) == 1 and inner[0].type == "type_identifier" else None
     if t == "parenthesized_expression":
         inner = [c for c in node.named_children if c.type != "comment"]
         return _fold_value(inner[0], env, d) if len(inner) == 1 else None
