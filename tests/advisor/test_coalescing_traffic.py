@@ -45,3 +45,24 @@ def test_runs_that_l1_serves_are_not_counted_as_traffic(result):
     assert k["memory"]["levels"]["l1"]["hit_rate"] > 0.6
     for item in _coalescing(result, "sum_runs"):
         assert "sectors past L1" not in item["message"], item["message"]
+
+
+def _memory_items(result, kernel: str) -> list[dict]:
+    return [a for a in result["advice"] if a["kernel_name"].startswith(kernel) and
+            {"coalesced_access", "memory_transaction_reduction"} & {a["optimizer"], *a.get("also", ())}]
+
+
+def test_fewer_requests_that_move_no_fewer_bytes_are_bounded_by_the_dram_time(result):
+    # sum_runs' 12 loads per thread together send past L1 the sectors a coalesced read would: coalescing
+    # them or issuing fewer saves L1 wavefronts, not one DRAM byte, so no item may claim more than the
+    # modeled DRAM time leaves (1/u_dram), before or after the cap for an estimate not re-modeled.
+    u = next(k for k in result["profile"]["kernels"] if "sum_runs" in k["kernel"])["utilization"]["dram"]
+    items = _memory_items(result, "sum_runs")
+    assert items
+    for item in items:
+        inputs = item["estimate"]["inputs"]
+        assert inputs.get("u_dram") == pytest.approx(u), item["estimate"]
+        assert inputs.get("uncapped", item["estimate"]["speedup"]) <= 1 / u + 1e-6
+    # stride32 sends each lane's sector to DRAM: coalescing it removes DRAM traffic, and is not so bounded
+    for item in _memory_items(result, "stride32"):
+        assert "u_dram" not in item["estimate"]["inputs"], item["estimate"]

@@ -41,10 +41,11 @@ def test_a_queue_bound_kernel_gains_the_requests_it_removes(toolchain, tmp_path)
     (a,) = r.by("vectorize_loads")
     assert a.speedup > 1.01 and r.line_of("// MARK") in a.lines
     assert "the wait for their data stays" in a.message
-    # what it claims is at most the loads' own line's share, and smaller than the strided access's
-    # item, which also removes the extra sectors each request moves
-    (c,) = r.by("coalesced_access")
-    assert a.importance < c.importance
+    # each request touches 16 sectors where 4 carry its bytes, but the first load brings the lines and
+    # the other three hit L1: the line sends past L1 what coalesced loads would. Coalescing saves no
+    # DRAM byte, and the DRAM-bound model makes no coalescing item (it claimed 1.40x, above its own
+    # DRAM bound, before it counted the line's loads together: base.sectors_past_l1)
+    assert not r.by("coalesced_access")
 
 
 CONFLICT = """#define N (1 << 22)

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Literal, TypeVar
 
 from ...emulator.units import RESOURCES
+from ...frontend import isa
 from ...frontend.instructions import Instruction
 from ...frontend.kernel_names import base_name
 from ...frontend.program import source_line_of
@@ -305,6 +306,9 @@ COMPUTE_UNITS = frozenset({"fp32", "fp64", "fp16", "int", "sfu", "conversion", "
 MEMORY_UNITS = frozenset({"lsu", "shared", "l2", "dram", "constant", "atomic", "l2_atomic"})
 #: the units of one SM: more blocks on idle SMs spread their work, the GPU-wide L2 and DRAM keep theirs
 SM_UNITS = COMPUTE_UNITS | (MEMORY_UNITS - {"l2", "dram", "l2_atomic"}) | {"barrier"}
+#: what fewer or coalesced requests take work from, whatever the requests' bytes: the LSU's queue and
+#: wavefronts, shared memory's, the constant cache's
+REQUEST_UNITS = MEMORY_UNITS - {"l2", "dram", "l2_atomic"}
 #: the pipes of the instructions a latency-hiding change removes around the work it overlaps: a loop's
 #: counter, compare and branch (unrolling), a call's argument moves, CALL and RET (inlining); IADD3 and
 #: ISETP issue to the integer pipe, IMAD and IMAD.MOV to the FMA pipe (fp32) on sm_70 and later
@@ -322,6 +326,41 @@ UTILIZATION_UNITS: Mapping[str, frozenset[str]] = {
     "sm": SM_UNITS, "memory": MEMORY_UNITS, "l1": frozenset({"lsu", "shared", "atomic"}),
     "l2": frozenset({"l2", "l2_atomic"}),
 }
+
+
+def past_l1(shape) -> float:
+    """32 B sectors one warp request sends past L1: those it touches less those L1 serves."""
+    return shape.bytes_l1 / 32 * (1.0 - shape.l1_hit_rate)
+
+
+def sectors_past_l1(ctx: MatchContext, lines: Iterable[int]) -> tuple[float, float] | None:
+    """(sectors the global accesses on `lines` send past L1 per warp execution, all together; the
+    sectors their bytes need), from the walked lanes; None where an access was not walked. A fix
+    that makes the lanes of a line coalesced rewrites its index, so all of the line's accesses
+    change together: lanes 48 B apart touch 32 sectors per load, but a thread that reads
+    consecutive words finds on its later loads the lines its first brought into L1 (caches.py),
+    and the line as a whole may send no more past L1 than a coalesced one would."""
+    warp = ctx.arch.warp_size if ctx.arch is not None else 32
+    named = set(lines)
+    sent = needed = 0.0
+    for i in ctx.instructions:
+        if i.memory_space not in ("global", "generic", "local") or kernel_line(i) not in named:
+            continue  # shared and constant requests never reach L2
+        shape = ctx.memory.get(i.pc)
+        if shape is None:
+            return None
+        sent += past_l1(shape)
+        needed += max(1.0, warp * (isa.access_bytes(i) or 4) / 32)
+    return sent, needed
+
+
+def requests_relieve(ctx: MatchContext, changes: Sequence[Instruction]) -> frozenset[str]:
+    """The units fewer or coalesced requests of `changes` take work from: the LSU and L1 always, L2
+    and DRAM only where their lines send more sectors past L1 than their bytes need
+    (`sectors_past_l1`); else the kernel cannot run faster than its L2 and DRAM times. Without
+    walked lanes: every memory unit."""
+    past = sectors_past_l1(ctx, {kernel_line(i) for i in changes}) if ctx.memory else None
+    return MEMORY_UNITS if past is None or past[0] > past[1] + 1e-9 else REQUEST_UNITS
 
 
 def roofline_bounded(estimate: Estimate, utilization: Mapping[str, float], relieves: frozenset[str]) -> Estimate:
@@ -417,6 +456,10 @@ class Optimizer:
     def match(self, ctx: MatchContext) -> list[Advice]:
         raise NotImplementedError
 
+    def relieved(self, ctx: MatchContext, changes: Sequence[Instruction]) -> frozenset[str]:
+        """The units the remedy takes work from where it changes `changes` (`roofline_bounded`)."""
+        return self.relieves
+
     def what_if_reads(self, ctx: MatchContext) -> WhatIfReads:
         """What `match` may read of `ctx.what_if`, known before the what-if runs: from the launch,
         the occupancy and the quick stage's profile (`ctx` without blame, sensitivity or what-if).
@@ -446,7 +489,7 @@ class Optimizer:
             estimate = amdahl_bounded(estimate, importance)
         amdahl = estimate.speedup
         if ctx.profile is not None:
-            estimate = roofline_bounded(estimate, ctx.profile.utilization, self.relieves)
+            estimate = roofline_bounded(estimate, ctx.profile.utilization, self.relieved(ctx, changes))
         why = "at most what its lines take, Amdahl"
         if estimate.speedup < amdahl:
             unit, u = next((k[2:], v) for k, v in estimate.inputs.items() if k.startswith("u_"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from ...emulator.memory import AddressAnalysis, active_lanes
 from ...frontend import isa
@@ -14,7 +15,8 @@ from ..advice import Advice
 from ..blame import ARITHMETIC, LOCAL, SYNC, latency_class
 from .static import is_fp64
 from .base import (COMPUTE_UNITS, MEMORY_UNITS, MatchContext, Optimizer, atomics_fill_the_queue, back_edges,
-                   describe_edge, file_index, hotspots, kernel_line, kernel_lines, line_list, pct, provenance_note)
+                   describe_edge, file_index, hotspots, kernel_line, kernel_lines, line_list, pct, provenance_note,
+                   requests_relieve)
 
 #: Arithmetic whose results come back late: the SFU, conversions, FP64 and integer division's
 #: reciprocal sequence (GPA Fig. 8's strength-reduction hints).
@@ -316,6 +318,9 @@ class MemoryTransactionReduction(Optimizer):
 
     name, title = "memory_transaction_reduction", "Issue fewer memory transactions"
     relieves = MEMORY_UNITS
+
+    def relieved(self, ctx: MatchContext, changes: Sequence[Instruction]) -> frozenset[str]:
+        return requests_relieve(ctx, changes)
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         if ctx.blame is None or ctx.total <= 0:

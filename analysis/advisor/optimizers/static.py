@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 
 from ...emulator.memory import AddressAnalysis, active_lanes, data_wavefronts
 from ...frontend import isa
@@ -17,7 +18,8 @@ from .. import estimators
 from ..advice import Advice, Estimate, Fix, SourceEdit
 from ..blame import latency_class
 from .base import (COMPUTE_UNITS, MEMORY_UNITS, MatchContext, Optimizer, atomics_fill_the_queue, back_edges,
-                   insert_edit, kernel_line, kernel_lines, line_list, pct, provenance_note)
+                   insert_edit, kernel_line, kernel_lines, line_list, past_l1, pct, provenance_note, requests_relieve,
+                   sectors_past_l1)
 
 _FP64 = frozenset({"DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET"})
 
@@ -392,6 +394,9 @@ class CoalescedAccess(_FactStalls):
     def pick(self, i: Instruction) -> bool:
         return latency_class(i) == "l1tex"
 
+    def relieved(self, ctx: MatchContext, changes: Sequence[Instruction]) -> frozenset[str]:
+        return requests_relieve(ctx, changes)
+
     def matched(self, ctx: MatchContext, line: int) -> tuple[list[Instruction], Estimate | None, float, str]:
         if not ctx.memory or ctx.profile is None:
             return super().matched(ctx, line)  # no walked lanes: the line's global accesses, all of their cost
@@ -404,12 +409,15 @@ class CoalescedAccess(_FactStalls):
         warp = ctx.arch.warp_size if ctx.arch is not None else 32
         util = ctx.profile.utilization
         lsu_bound = util.get("lsu", 0.0) >= max(util.get("l2", 0.0), util.get("dram", 0.0))
+        past = sectors_past_l1(ctx, (line,))
+        if not lsu_bound and past is not None and past[0] <= past[1] + 1e-9:
+            return [], None, 0.0, ""  # the line's loads together send past L1 what coalesced ones would
 
         def excess(i: Instruction, sh) -> tuple[float, float]:
             width = isa.access_bytes(i) or 4
             if lsu_bound:
                 return sh.wavefronts, float(data_wavefronts(width, warp))
-            return _past_l1(sh), max(1.0, warp * width / 32)
+            return past_l1(sh), max(1.0, warp * width / 32)
 
         scattered = [(i, *excess(i, sh)) for i in _on_line(ctx, line, self.pick)
                      if (sh := ctx.memory.get(i.pc)) is not None and sh.pattern in ("strided", "uncoalesced")]
@@ -421,11 +429,6 @@ class CoalescedAccess(_FactStalls):
         unit = "LSU wavefronts" if lsu_bound else "sectors past L1"
         how = f"GPA Eq. 2: {est.inputs.get('fraction', 1.0):.0%} of their cost, the {unit} a coalesced request does not need"
         return [i for i, _, _ in scattered], est, sum(w for w, _, _ in rows) / ctx.denominator, how
-
-
-def _past_l1(shape) -> float:
-    """32 B sectors one warp request sends past L1: those it touches less those L1 serves."""
-    return shape.bytes_l1 / 32 * (1.0 - shape.l1_hit_rate)
 
 
 class SharedBankConflicts(_FactStalls):
