@@ -568,8 +568,19 @@ def host_function_spans(source: bytes, tree=None) -> list[tuple[int, int]]:
     Methods inside classes and constexpr functions are kept: device code may call them
     (--expt-relaxed-constexpr), and removing a method changes the class.
     """
-    return [(d.start_byte, d.end_byte) for d, _, signature in _namespace_functions(source, tree or _parser().parse(source))
+    return [(_declaration(d).start_byte, d.end_byte)
+            for d, _, signature in _namespace_functions(source, tree or _parser().parse(source))
             if not _DEVICE_QUALIFIER.search(signature) and b"constexpr" not in signature]
+
+
+def _declaration(definition):
+    """The whole declaration a definition is: `extern "C" void f() {...}` without braces around it
+    is one linkage specification, whose `extern "C"` left alone does not compile (Rodinia's
+    backprop_cuda.cu)."""
+    parent = definition.parent
+    if parent is not None and parent.type == "linkage_specification" and parent.child_by_field_name("body") == definition:
+        return parent
+    return definition
 
 
 _HOST_QUALIFIER = re.compile(rb"\b__host__\b|__attribute__\s*\(\(\s*host")

@@ -203,6 +203,17 @@ def test_host_failure_falls_back_to_device_only(tmp_path, toolchain):
     assert lines and lines <= {2, 3, 4}
 
 
+def test_an_extern_c_host_function_is_blanked_whole(tmp_path, toolchain):
+    # Rodinia's backprop: `extern "C"` on its own line before the host function that fails; blanking
+    # the definition alone left `extern "C"` before nothing, and the device-only copy did not compile
+    src = write(tmp_path, "c.cu", '__global__ void k(float* a) { a[threadIdx.x] = 1.f; }\n'
+                                  'extern "C" { void other() { cudaThreadSynchronize(); } }\n'
+                                  'extern "C"\nvoid run(float* a)\n{\n  k<<<1, 32>>>(a);\n  cudaThreadSynchronize();\n}\n')
+    r = compile_cuda(src, toolchain=toolchain, workdir=tmp_path / "w")
+    assert {(m.line, "cudaThreadSynchronize" in m.message) for m in r.errors} == {(2, True), (7, True)}
+    assert r.success and r.device_only and [k.name for k in r.resources] == ["_Z1kPf"]
+
+
 def test_missing_host_header_falls_back(tmp_path, toolchain):
     src = write(tmp_path, "m.cu", "#include <not_installed_host_lib.h>\n__global__ void k(int *a) { a[0] = 1; }\n"
                                   "int main() { return host_lib_init(); }\n")
