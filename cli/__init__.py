@@ -294,7 +294,7 @@ def _analyze_directory(args: argparse.Namespace, folder: Path) -> int:
         state = "does not compile" if not r.compiled else (
             f"{len(r.kernels)} kernel{'s' if len(r.kernels) != 1 else ''}, {len(r.advice)} advice")
         best = max(r.advice, key=lambda a: a.speedup, default=None)
-        top = f"; best: {best.title} (est. {best.speedup:.2f}x, line {best.lines[0]})" if best and best.lines else ""
+        top = f"; best: {best.title} (est. {best.speedup:.2f}x, {best.where})" if best else ""
         print(f"  {f.name}: {state}{top}")
     return worst
 

@@ -9,6 +9,7 @@ the client's UTF-8/16/32 units).
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -90,6 +91,10 @@ class Advice(BaseModel):
     kernel: str  # mangled name
     kernel_name: str
     lines: tuple[int, ...]  # primary line first
+    #: the file `lines` are in when it is not the analysed one: a kernel defined in an included
+    #: `.cu` (Rodinia's `#include "needle_kernel.cu"`). Such advice has no fix and is no diagnostic of
+    #: the analysed file; analysing the included file itself shows it there. None: the analysed file
+    file: str | None = None
     columns: tuple[int, int] | None = None  # (start, end) on the primary line, when precise
     hotspots: tuple[Hotspot, ...] = ()
     importance: float  # share of the kernel's samples (0..1) this advice concerns, or what `importance_basis` says
@@ -116,6 +121,17 @@ class Advice(BaseModel):
     @property
     def speedup(self) -> float:
         return self.verified_speedup if self.verified_speedup is not None else self.estimate.speedup
+
+    @property
+    def where(self) -> str:
+        """Where its lines are, as every report says it: "line 12", or "needle_kernel.cu:162" for
+        another file's (`file`), without a line where the item has none (a launch-shape item of a
+        kernel defined there)."""
+        line = self.lines[0] if self.lines and self.lines[0] > 0 else None
+        if self.file is None:
+            return f"line {line if line is not None else '?'}"
+        name = os.path.basename(self.file)
+        return f"{name}:{line}" if line is not None else name
 
     @property
     def rests_on(self) -> str:

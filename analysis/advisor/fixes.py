@@ -534,6 +534,8 @@ def fix_for(advice: Advice, model: SourceModel, text: str, *, fast_math: bool = 
     - code reordering gets `hoist_load`, shared-memory tiling its template, where safe;
     - with `fast_math` (the user's setting), float math functions become intrinsics where one
       exists, and the fast-math advice gets that edit on its lines."""
+    if advice.file is not None:
+        return None  # its lines are another file's (`Advice.file`)
     fix = advice.fix
     if (fix is not None and fix.kind == "block_size") or advice.optimizer == "thread_increase":
         new_block = _new_block_of(advice)

@@ -10,6 +10,7 @@ from outranking a solid one on most of the kernel).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -186,7 +187,20 @@ def advise(context: AnalysisContext, profiles: Profile | Sequence[KernelProfile]
                              roofline_model=roofline_model,
                              sensitivity=(sensitivity or {}).get(fn.mangled),
                              what_if=(what_if or {}).get(fn.mangled), memory=(memory or {}).get(fn.mangled))
+        elsewhere = _defined_elsewhere(fn, program.source_path)
         for a in merge_same_fix(run_optimizers(ctx, optimizers), ctx):
             if a.estimate.speedup >= MIN_SPEEDUP:
+                if elsewhere is not None:  # its lines are that file's; an edit built here would be this file's
+                    a = a.model_copy(update={"file": elsewhere, "fix": None, "columns": None})
                 found.setdefault(a.id, a)
     return tuple(sorted(found.values(), key=rank_key))
+
+
+def _defined_elsewhere(function: FunctionProgram, source_path: str) -> str | None:
+    """The file a kernel is defined in when it is not `source_path` (an included `.cu`): where its
+    instructions' outermost line is, the file whose lines its advice names (`base.kernel_line`)."""
+    at = next((i for i in function.sass.instructions if i.location is not None), None)
+    if at is None:
+        return None
+    file = (at.inline_chain[-1] if at.inline_chain else at.location).file  # type: ignore[union-attr]
+    return None if os.path.normpath(file) == os.path.normpath(source_path) else file

@@ -86,7 +86,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, src: list[str]) -> str:
         hs = "".join(f"<li>{escape(h.def_opcode)} line {h.def_line} → {escape(h.use_opcode)} line {h.use_line}, "
                      f"distance {h.distance}, {h.samples:.0f} samples ({escape(h.category)})</li>" for h in a.hotspots)
         fix = f"<p>Fix: {escape(a.fix.description)}</p>" if a.fix else ""
-        out.append(f"<div class=advice><b>{escape(a.title)}</b> — line {a.lines[0] if a.lines else '?'} "
+        out.append(f"<div class=advice><b>{escape(a.title)}</b> — {escape(a.where)} "
                    f"<span class=est>est. {a.speedup:.2f}×</span> <span class=prov>{escape(a.estimate.formula)}; "
                    f"{_pct(a.importance)} {escape(a.importance_basis)}; {a.provenance}"
                    f"{'; ' + escape(a.rests_on) if a.rests_on else ''}</span><p>{escape(a.message)}</p>{fix}"

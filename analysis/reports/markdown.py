@@ -185,7 +185,7 @@ def kernel_summary(result: AnalysisResult, kernel: KernelReport) -> str:
                        else f"| {lr.line} | {pct(lr.share)} | {top} |")
     mine = advice_order(result, kernel)  # the order of every report
     if mine:
-        out += ["", "**Advice**", *(f"{advice_line(a)}, line {a.lines[0]}" for a in mine)]
+        out += ["", "**Advice**", *(f"{advice_line(a)}, {a.where}" for a in mine)]
     out += ["", f"Provenance: {provenance(result)}"]
     if a := assumptions(kernel):
         out += ["", a]

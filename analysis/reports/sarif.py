@@ -75,13 +75,14 @@ def to_sarif(result: AnalysisResult, base: Path | None = None) -> dict:
     rule_index = {rid: n for n, rid in enumerate(rules)}
     results = []
     for a in result.advice:
+        here = uri if a.file is None else _location(a.file, base)  # a kernel of an included file: its lines
         r = {
             "ruleId": a.optimizer,
             "ruleIndex": rule_index[a.optimizer],
             "level": _level(a),
             "message": {"text": a.message},
             "locations": [{
-                "physicalLocation": {"artifactLocation": uri, "region": _region(a)},
+                "physicalLocation": {"artifactLocation": here, "region": _region(a)},
                 "logicalLocations": [{"name": a.kernel_name, "fullyQualifiedName": a.kernel, "kind": "function"}],
             }],
             "partialFingerprints": {"kernelscopeAdvice/v1": a.id},
@@ -92,7 +93,7 @@ def to_sarif(result: AnalysisResult, base: Path | None = None) -> dict:
                 "hotspots": [h.model_dump() for h in a.hotspots],
             },
         }
-        related = [{"id": n, "physicalLocation": {"artifactLocation": uri,
+        related = [{"id": n, "physicalLocation": {"artifactLocation": here,
                                                   "region": {"startLine": ln}}, "message": {"text": f"line {ln}"}}
                    for n, ln in enumerate(a.lines[1:], start=1) if ln > 0]
         if related:

@@ -89,7 +89,7 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
             est = ("no modeled gain, " if a.no_modeled_gain else
                    f"verified {a.verified_speedup:.2f}x, " if a.verified_speedup else "")
             on = f", {a.rests_on}" if a.rests_on else ""
-            out.append(f"    {a.id}  line {a.lines[0]}: {a.title} ({est}est. {a.estimate.speedup:.2f}x{on}, "
+            out.append(f"    {a.id}  {a.where}: {a.title} ({est}est. {a.estimate.speedup:.2f}x{on}, "
                        f"{_pct(a.importance)} {a.importance_basis}) [{a.provenance}]")
     return out
 

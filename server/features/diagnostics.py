@@ -130,8 +130,8 @@ def build(view: ResultView, uri: str, advice: tuple[Advice, ...] | None = None) 
     re-modeled to no gain is left out (it stays in reports, marked so)."""
     out = compiler_diagnostics(view)
     for a in view.result.advice if advice is None else advice:
-        if a.no_modeled_gain:
-            continue
+        if a.no_modeled_gain or a.file is not None:
+            continue  # re-modeled to no gain, or on another file's lines (`Advice.file`)
         d = advice_diagnostic(view, uri, a)
         if d is not None:
             out.append(d)

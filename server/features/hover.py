@@ -34,7 +34,7 @@ def build(view: ResultView, line0: int, col: int) -> types.Hover | None:
     if kernel is None:
         return None
     line = kernel.line_report(line1)
-    advice = render.best_first(a for a in result.advice if line1 in a.lines)
+    advice = render.best_first(a for a in result.advice if line1 in a.lines and a.file is None)
     if line is None and not advice:
         return None
     return _markdown(render.line_hover(result, kernel, line, line1, advice))

@@ -146,3 +146,12 @@ def test_advice_whose_fix_re_models_to_no_gain_leaves_the_diagnostics():
     assert diagnostics.build(view, URI, (quiet,)) == []
     (d,) = diagnostics.build(view, URI, (_advice(verification="verified", verified_speedup=1.4),))
     assert d.message.endswith("Verified: the fix re-models at 1.40×.")
+
+
+def test_advice_on_another_files_lines_is_no_diagnostic_or_hover_here():
+    """A kernel of an included `.cu` (Advice.file): its line 4 is that file's, not this one's."""
+    elsewhere = _advice(id="e", file="/inc/kernels.cu", fix=None, columns=None)
+    _, view = _view(_result(elsewhere))
+    assert diagnostics.build(view, URI) == []
+    assert hover.build(view, 3, 6).contents.value.count("Use a float literal") == 0
+    assert elsewhere.where == "kernels.cu:4" and _advice().where == "line 4"
