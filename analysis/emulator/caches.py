@@ -181,6 +181,13 @@ def _extend(streams: dict[int, _Stream]) -> None:
         st.times += [last + (j - n + 1) * p for j in range(n, len(st.addrs))]
 
 
+#: the farthest two warps' or blocks' accesses of one array can lie apart: 1 TiB, beyond any device's
+#: memory. Lane addresses are 64-bit values that wrap; two farther apart (an index the model read from
+#: memory it does not know, Rodinia's b+tree `knodes[currKnode[bid]]`) are no translation of one
+#: array, and their difference does not fit the 64-bit arithmetic of the footprints below.
+MAX_TRANSLATION = 1 << 40
+
+
 def translation(a: list, b: list) -> int | None:
     """The byte offset that moves every lane of every execution of `a` onto `b`, if one does."""
     n = min(len(a), len(b))
@@ -198,7 +205,7 @@ def translation(a: list, b: list) -> int | None:
             delta = dv
         elif dv != delta:
             return None
-    return delta
+    return delta if delta is None or abs(delta) < MAX_TRANSLATION else None
 
 
 class _L1:

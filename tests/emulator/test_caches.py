@@ -255,3 +255,20 @@ def test_the_what_if_intensity_counts_the_bytes_the_profile_does(runs, toolchain
     (point,) = w.sm_scaling
     assert profile.flops == {"fp32": 128.0}
     assert point.intensity == pytest.approx(profile.flops["fp32"] / profile.bytes["dram"]), (point, profile.bytes)
+
+
+def test_lanes_too_far_apart_are_no_translation_between_warps():
+    # Rodinia's b+tree (held out) walks `knodes[currKnode[bid]]` with an index read from memory the
+    # model does not know: two warps' 64-bit addresses came 2^63 and more apart, and the footprints'
+    # int64 arithmetic raised OverflowError, an internal error for the whole file. Such a pair moves
+    # by no one offset of one array.
+    from kernelscope.analysis.emulator.caches import MAX_TRANSLATION, translation
+    from kernelscope.analysis.emulator.walk import Access
+
+    near = [Access(lanes=2, addresses=(0x1000, 0x1004))]
+    assert translation(near, [Access(lanes=2, addresses=(0x1400, 0x1404))]) == 0x400
+    wrapped = [Access(lanes=2, addresses=(0xD050001F4F000488, 0xD050001F4F00048C))]
+    low = [Access(lanes=2, addresses=(0x0C5000378B000408, 0x0C5000378B00040C))]
+    assert translation(low, wrapped) is None and translation(wrapped, low) is None
+    far = [Access(lanes=2, addresses=(0x1000 + MAX_TRANSLATION, 0x1004 + MAX_TRANSLATION))]
+    assert translation(near, far) is None
