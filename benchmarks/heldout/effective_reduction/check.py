@@ -11,7 +11,6 @@ rand() before its first launch, which capture's time limit stops)."""
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -20,6 +19,8 @@ from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from ratios import Table  # noqa: E402  (benchmarks/heldout/ratios.py)
 #: the Makefile's NVCC_FLAGS that reach device code (its -Xcompiler flags are the host compiler's)
 FLAGS = ("-std=c++17", "-O3", "-DNDEBUG", "--use_fast_math", "--expt-relaxed-constexpr", "--expt-extended-lambda")
 
@@ -31,8 +32,7 @@ def main() -> int:
     published = json.loads((HERE / "published.json").read_text())
     toolchain = locate_toolchain(None)
     opts = AnalysisOptions(arch="sm_90", device="H100 SXM", flags=FLAGS)
-    logs = []
-    print(f"{'kernel':10} {'published':>10} {'predicted':>10} {'ratio':>6}  grid x block (source)")
+    table = Table(10, "published")
     for name, gb_s in published["bandwidth_gb_s"].items():
         measured_ms = published["bytes"] / (gb_s * 1e9) * 1e3
         r = analyze(HERE / "src" / f"{name}.cu", opts, toolchain=toolchain, depth="quick")
@@ -40,18 +40,10 @@ def main() -> int:
         if k is None or not k.predicted_duration_s:
             # kernel_5 is cub::DeviceReduce::Sum: its kernels are launched inside cub's headers, with
             # a tuning policy's launch the source does not state; the model assumes one (and says so)
-            print(f"{name:10} {measured_ms:8.3f}ms  not compared: no kernel of this name with a prediction "
-                  f"({', '.join(k.name[:40] for k in r.kernels)})")
-            continue
-        p_ms = k.predicted_duration_s * 1e3
-        ratio = p_ms / measured_ms
-        logs.append(abs(math.log(ratio)))
-        src = next((a.source for a in k.assumptions if a.name == "block"), "?")
-        print(f"{name:10} {measured_ms:8.3f}ms {p_ms:8.3f}ms {ratio:6.2f}  {k.launch.grid} x {k.launch.block} ({src})")
-    if logs:
-        print(f"{len(logs)} kernels: geomean error {math.exp(sum(logs) / len(logs)):.2f}x, "
-              f"{sum(x <= math.log(2) for x in logs)} within 2x, {sum(x <= math.log(1.3) for x in logs)} within 1.3x")
-    return 0
+            table.skip(name, f"no kernel of this name with a prediction ({', '.join(k.name[:40] for k in r.kernels)})")
+        else:
+            table.add(name, measured_ms, k, "block")
+    return table.close()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ product's behaviour, not a prediction to compare."""
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from kernelscope.analysis.options import AnalysisBudget, AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from ratios import Table  # noqa: E402  (benchmarks/heldout/ratios.py)
 
 
 def main() -> int:
@@ -29,24 +30,17 @@ def main() -> int:
     opts = AnalysisOptions(arch="sm_90", device="H100 SXM", flags=(f"-I{HERE / 'stub'}",),
                            budget=AnalysisBudget(nvcc_multiple=100.0))
     r = analyze(HERE / "sgemm_check.cu", opts, toolchain=locate_toolchain(None), depth="quick")
-    logs = []
-    print(f"{'kernel':28} {'measured':>10} {'predicted':>10} {'ratio':>6}  grid x block (source)")
+    table = Table(28, "measured")
     for k in sorted(r.kernels, key=lambda k: -measured.get(k.name.split("(")[0].split("<")[0].removeprefix("void "),
                                                               {}).get("gpu__time_duration_ms", 0)):
         base = k.name.split("(")[0].split("<")[0].removeprefix("void ")
         m = measured.get(base, {}).get("gpu__time_duration_ms")
         p = k.predicted_duration_s
         if not m or not p:
-            print(f"{base:28} not compared (measured {m}, predicted {p})")
+            table.skip(base, f"measured {m}, predicted {p}")
             continue
-        ratio = p * 1e3 / m
-        logs.append(abs(math.log(ratio)))
-        src = next((a.source for a in k.assumptions if a.name == "grid"), "?")
-        print(f"{base:28} {m:8.3f}ms {p * 1e3:8.3f}ms {ratio:6.2f}  {k.launch.grid} x {k.launch.block} ({src})")
-    if logs:
-        print(f"{len(logs)} kernels: geomean error {math.exp(sum(logs) / len(logs)):.2f}x, "
-              f"{sum(x <= math.log(2) for x in logs)} within 2x, {sum(x <= math.log(1.3) for x in logs)} within 1.3x")
-    return 0
+        table.add(base, m, k, "grid")
+    return table.close()
 
 
 if __name__ == "__main__":
