@@ -10,11 +10,10 @@ from outranking a solid one on most of the kernel).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..frontend.program import FunctionProgram
+from ..frontend.program import FunctionProgram, outer_file, same_path
 from ..machine.roofline import KernelRoofline, RooflineModel, TrajectoryPoint, kernel_roofline
 from ..profile import KernelProfile, Profile
 from ..results import StaticFact
@@ -199,8 +198,5 @@ def advise(context: AnalysisContext, profiles: Profile | Sequence[KernelProfile]
 def _defined_elsewhere(function: FunctionProgram, source_path: str) -> str | None:
     """The file a kernel is defined in when it is not `source_path` (an included `.cu`): where its
     instructions' outermost line is, the file whose lines its advice names (`base.kernel_line`)."""
-    at = next((i for i in function.sass.instructions if i.location is not None), None)
-    if at is None:
-        return None
-    file = (at.inline_chain[-1] if at.inline_chain else at.location).file  # type: ignore[union-attr]
-    return None if os.path.normpath(file) == os.path.normpath(source_path) else file
+    file = next((f for i in function.sass.instructions if (f := outer_file(i)) is not None), None)
+    return None if file is None or same_path(file, source_path) else file

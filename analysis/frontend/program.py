@@ -111,12 +111,20 @@ def source_line_of(instr: Instruction, source_path: str) -> tuple[str, int] | No
     if instr.location is None:
         return None
     for loc in (instr.location, *instr.inline_chain):
-        if _same_path(loc.file, source_path):
+        if same_path(loc.file, source_path):
             return (source_path, loc.line)
     return (instr.location.file, instr.location.line)
 
 
-def _same_path(a: str, b: str) -> bool:
+def outer_file(instr: Instruction) -> str | None:
+    """The file of an instruction's outermost call site: the file of the function it was inlined
+    into (its own, when not inlined), where a kernel's lines are counted (`advisor` `kernel_line`)."""
+    if instr.location is None:
+        return None
+    return (instr.inline_chain[-1] if instr.inline_chain else instr.location).file
+
+
+def same_path(a: str, b: str) -> bool:
     return a == b or os.path.normpath(a) == os.path.normpath(b)
 
 

@@ -18,7 +18,7 @@ from ...emulator.units import RESOURCES
 from ...frontend import isa
 from ...frontend.instructions import Instruction
 from ...frontend.kernel_names import base_name
-from ...frontend.program import source_line_of
+from ...frontend.program import outer_file, source_line_of
 from ...profile import Assumption, KernelProfile, PCSample, StallReason
 from ...results import OccupancyReport, Resources, StaticFact
 from ..advice import LAUNCH_INPUTS, Advice, Estimate, Fix, Hotspot, SourceEdit, advice_id
@@ -272,10 +272,8 @@ def kernel_line(ins: Instruction) -> int | None:
     (program.source_line_of, the one rule the line shares use). An inlined callee defined in the same
     file keeps its cost on its own lines, not on the call line; a header's code goes to its
     innermost call site in the file. The kernel's file is where the outermost call site is."""
-    if ins.location is None:
-        return None
-    outer = ins.inline_chain[-1] if ins.inline_chain else ins.location
-    return source_line_of(ins, outer.file)[1]
+    outer = outer_file(ins)
+    return source_line_of(ins, outer)[1] if outer is not None else None
 
 
 def kernel_lines(instructions: Iterable[Instruction]) -> list[int]:

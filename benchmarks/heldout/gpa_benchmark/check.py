@@ -20,6 +20,7 @@ from kernelscope.analysis.frontend.kernel_names import base_name
 from kernelscope.analysis.frontend.toolchain import locate_toolchain
 from kernelscope.analysis.options import AnalysisOptions
 from kernelscope.analysis.pipeline import analyze
+from kernelscope.analysis.results import AnalysisResult
 
 HERE = Path(__file__).resolve().parent
 
@@ -31,7 +32,7 @@ def main() -> int:
         return 2
     table = json.loads((HERE / "cases.json").read_text())
     toolchain = locate_toolchain(None)
-    results: dict[str, object] = {}
+    results: dict[str, AnalysisResult] = {}
     named = top3 = compared = 0
     print(f"{'kernel':28} {'GPA optimization':28} {'measured':>8}  kernelscope")
     for case in table["cases"]:
@@ -39,14 +40,14 @@ def main() -> int:
         if case["file"] not in results:
             results[case["file"]] = analyze(path, AnalysisOptions(), toolchain=toolchain)
         r = results[case["file"]]
-        kernel = next((k for k in r.kernels if base_name(k.name) == case["kernel"]), None)  # type: ignore[attr-defined]
+        kernel = next((k for k in r.kernels if base_name(k.name) == case["kernel"]), None)
         wanted = set(table["optimizers"][case["optimization"]])
         head = f"{case['kernel'][:28]:28} {case['optimization'][:28]:28} {case['measured']:7.2f}x"
         if kernel is None:
-            print(f"{head}  not analysed ({'does not compile' if not r.compiled else 'no such kernel'})")  # type: ignore[attr-defined]
+            print(f"{head}  not analysed ({'does not compile' if not r.compiled else 'no such kernel'})")
             continue
         compared += 1
-        mine = [a for a in r.advice if a.kernel == kernel.mangled]  # type: ignore[attr-defined]
+        mine = [a for a in r.advice if a.kernel == kernel.mangled]
         rank = next((n for n, a in enumerate(mine, 1) if wanted & {a.optimizer, *a.also}), None)
         if rank is None:
             shown = ", ".join(f"{a.optimizer} {a.speedup:.2f}x" for a in mine[:3]) or "no advice"
