@@ -476,7 +476,7 @@ class GTOPolicy:
         g = sched.greedy
         if g is not None and ready and blocked[g.res] <= t and g.earl <= t and g in ready:
             return g
-        return _first_unblocked(sched, t, blocked, ready)
+        return first_unblocked(sched, t, blocked, ready)
 
 
 class LRRPolicy:
@@ -491,10 +491,10 @@ class LRRPolicy:
         start = 0
         if g is not None:
             start = next((j for j, w in enumerate(ready) if w.age > g.age), 0)
-        return _first_unblocked(sched, t, blocked, ready[start:] + ready[:start])
+        return first_unblocked(sched, t, blocked, ready[start:] + ready[:start])
 
 
-def _first_unblocked(sched: WarpScheduler, t: float, blocked: list[float],
+def first_unblocked(sched: WarpScheduler, t: float, blocked: list[float],
                      order: list[WarpState]) -> WarpState | None:
     """The first warp in `order` whose resource is free at `t`; else None, with the scheduler's
     next wake-up set to the earliest time any of them (or a sleeping warp) could issue."""
