@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -559,7 +560,8 @@ def _input_reason(ws: WarpState, x: Instruction) -> str:
     return _reason(regs) or next(iter(preds), "")
 
 
-_FLOAT_OPS = frozenset({"FADD", "FADD32I", "FMUL", "FMUL32I", "FFMA", "FFMA32I", "FMNMX", "FSETP"})
+_FLOAT_OPS = frozenset({"FADD", "FADD32I", "FMUL", "FMUL32I", "FFMA", "FFMA32I", "FMNMX", "FSETP",
+                        "DADD", "DMUL", "DFMA", "DSETP", "F2F"})
 
 
 def _dead_input(ws: WarpState, x: Instruction, active: np.ndarray) -> bool:
@@ -941,7 +943,12 @@ def _prmt(ws, x, active):
 
 def _sel(ws, x, active):
     dst, s = _srcs(x)
-    a, b = ws.operand(s[0]), ws.operand(s[1])
+    # FSEL's operands are floats: a literal is its float32 bits (`FSEL R7, R9, 1.875, P0` picks
+    # the high word of the double 1.0), a `-` flips the sign bit
+    if x.opcode == "FSEL":
+        a, b = _float_operand(ws, s[0]), _float_operand(ws, s[1])
+    else:
+        a, b = ws.operand(s[0]), ws.operand(s[1])
     pv, pk = ws.pred(s[2])
     v = np.where(pv, a.v, b.v).astype(np.uint32)
     st = np.where(pv, a.st, b.st)
@@ -1067,12 +1074,29 @@ def _bmsk(ws, x, active):
 
 
 def _i2f(ws, x, active):
+    """A 32-bit integer as a float32, or an integer (32-bit, or a 64-bit pair: `.S64`/`.U64`) as
+    a double (`.F64`, into a register pair): `ceil((double)n / 512)` is `I2F.F64`, `DMUL`,
+    `F2I.F64.CEIL`."""
     dst, s = _srcs(x)
-    a = ws.operand(s[-1])
-    if "64" in "".join(x.modifiers) or "F64" in x.modifiers or "F16" in x.modifiers:
+    mods = x.modifiers
+    wide = "S64" in mods or "U64" in mods
+    # a half, or a 64-bit integer as a float (rounded twice through float64, not once)
+    if "F16" in mods or (wide and "F64" not in mods):
         raise NotExecuted(f"`{x.full_opcode}`")
-    src = a.v.astype(np.int64) if "U32" in x.modifiers else _signed(a.v)
-    r = _rounded(src.astype(np.float64), x.modifiers).view(np.uint32)
+    if wide:
+        lo, hi = ws.pair(s[-1])
+        inputs = [lo, hi]
+        v = _join(lo, hi)
+        src = v.astype(np.float64) if "U64" in mods else v.view(np.int64).astype(np.float64)
+    else:
+        a = ws.operand(s[-1])
+        inputs = [a]
+        src = (a.v.astype(np.int64) if "U32" in mods else _signed(a.v)).astype(np.float64)
+    if "F64" in mods:
+        if wide and any(m in mods for m in ("RP", "RM", "RZ")):
+            raise NotExecuted(f"`{x.full_opcode}`")  # a 64-bit integer rounded other than to nearest
+        return _f64_result(ws, dst[0], src, inputs, active)
+    r = _rounded(src, mods).view(np.uint32)
     st = np.where(a.st == UNIFORM, UNKNOWN, a.st).astype(np.int8)
     return [(_w(dst[0]), _uniform_or(ws, Value(r.astype(np.uint32), st, a.reason), [a], active))]
 
@@ -1114,19 +1138,30 @@ def _mufu(ws, x, active):
 
 def _f2i(ws, x, active):
     dst, s = _srcs(x)
-    a = ws.operand(s[-1])
+    double = "F64" in x.modifiers  # from a double in a register pair
+    if double:
+        f, (lo, hi) = _f64_operand(ws, s[-1])
+        a = Value(lo.v, np.maximum(lo.st, hi.st), lo.reason or hi.reason)
+    else:
+        a = ws.operand(s[-1])
     if a.worst != KNOWN:
         if _uniform([a], active) and a.worst < UNKNOWN:
             return [(_w(dst[0]), ws.stand_in("a floating-point value converted to an integer"))]
         return [(_w(dst[0]), unknown(a.reason or "a floating-point value converted to an integer"))]
-    if any(m in x.modifiers for m in ("F64", "F16", "S64", "U64")):
+    if any(m in x.modifiers for m in ("F16", "S64", "U64")):  # a half, or into a 64-bit pair
         raise NotExecuted(f"`{x.full_opcode}`")
-    f = a.v.view(np.float32).astype(np.float64)
-    f = np.floor(f) if "FLOOR" in x.modifiers else np.ceil(f) if "CEIL" in x.modifiers else \
-        np.rint(f) if "NEAREST" in x.modifiers or "RN" in x.modifiers else np.trunc(f)
-    lo, hi = (0, 2 ** 32 - 1) if "U32" in x.modifiers else (-2 ** 31, 2 ** 31 - 1)
-    r = np.clip(np.nan_to_num(f), lo, hi).astype(np.int64) & 0xFFFFFFFF
-    return [(_w(dst[0]), known(r.astype(np.uint64)))]
+    if not double:
+        f = a.v.view(np.float32).astype(np.float64)
+    return [(_w(dst[0]), known(_to_integer(f, x.modifiers)))]
+
+
+def _to_integer(f: np.ndarray, modifiers) -> np.ndarray:
+    """F2I's result from float64 lanes: rounded as the modifier says (truncated by default),
+    saturated to the 32-bit destination's range, NaN as 0."""
+    f = np.floor(f) if "FLOOR" in modifiers else np.ceil(f) if "CEIL" in modifiers else \
+        np.rint(f) if "NEAREST" in modifiers or "RN" in modifiers else np.trunc(f)
+    lo, hi = (0, 2 ** 32 - 1) if "U32" in modifiers else (-2 ** 31, 2 ** 31 - 1)
+    return (np.clip(np.nan_to_num(f), lo, hi).astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
 
 
 def _vote(ws, x, active):
@@ -1235,11 +1270,16 @@ _FCMP = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
 def _fsetp(ws, x, active):
     ops = [o.replace(".reuse", "").strip() for o in x.operands]
     cmp = next((m for m in x.modifiers if m.rstrip("U") in _FCMP or m in ("NUM", "NAN")), None)
-    comb = next((m for m in x.modifiers if m in _BOOL), "AND")
     if cmp is None or len(ops) < 4:
         raise NotExecuted(f"`{x.full_opcode}`")
     a, b = _float_operand(ws, ops[2]), _float_operand(ws, ops[3])
-    fa, fb = _f32(a), _f32(b)
+    return _compare(ws, x, ops, cmp, _f32(a), _f32(b), (a.st == KNOWN) & (b.st == KNOWN))
+
+
+def _compare(ws: WarpState, x, ops: list[str], cmp: str, fa: np.ndarray, fb: np.ndarray, k: np.ndarray) -> list:
+    """FSETP's and DSETP's predicates from the compared lanes (`k`: where both are known): `U`
+    compares are true on NaN, the others false; the result combined with the last predicate."""
+    comb = next((m for m in x.modifiers if m in _BOOL), "AND")
     nan = np.isnan(fa) | np.isnan(fb)
     if cmp == "NUM":
         r = ~nan
@@ -1250,11 +1290,110 @@ def _fsetp(ws, x, active):
             r = _FCMP[cmp.rstrip("U")](fa, fb) if cmp not in ("NEU",) else ~np.equal(fa, fb)
         r = (r | nan) if cmp.endswith("U") and cmp != "NEU" else r & ~nan if not cmp.endswith("U") else r
     pc_v, pc_k = ws.pred(ops[4]) if len(ops) > 4 else (_ALL.copy(), _ALL.copy())
-    k = (a.st == KNOWN) & (b.st == KNOWN) & pc_k
+    k = k & pc_k
     out = [(ops[0], (_BOOL[comb](r, pc_v), k))]
     if len(ops) > 1 and is_pred(ops[1]) and ops[1] not in ("PT", "UPT"):
         out.append((ops[1], (_BOOL[comb](~r, pc_v), k)))
     return out
+
+
+# ---- double precision: the conversions and the few operations that size work ------------------
+
+def _f64_operand(ws: WarpState, op: str) -> tuple[np.ndarray, tuple[Value, Value]]:
+    """A double operand: a register pair or 64-bit constant with `-` / `|x|`, or a decimal
+    literal (`DMUL R2, R2, 0.001953125`); its lanes as float64 and the pair it came from."""
+    op = op.strip().replace(".reuse", "")
+    m = _FLOAT.match(op)
+    if m and not op.lstrip("-+|").startswith("0x") and not _REGOP.match(op.lstrip("-+")):
+        lit = m.group(3).lstrip("+").replace("QNAN", "nan")
+        f = float("inf") if lit == "INF" else float("-inf") if lit == "-INF" else float(lit)
+        f = -f if m.group(1) == "-" else f
+        bits = np.array(f, np.float64).view(np.uint64)
+        return np.full(WARP, f), (known(int(bits) & 0xFFFFFFFF), known(int(bits) >> 32))
+    neg = op.startswith("-")
+    core = op.lstrip("-")
+    absolute = core.startswith("|") and core.endswith("|")
+    lo, hi = ws.pair(core.strip("|"))
+    f = _join(lo, hi).view(np.float64).copy()
+    if absolute:
+        f = np.abs(f)
+    if neg:
+        f = -f
+    if absolute or neg:  # a sign applied to a stand-in is no longer a stand-in
+        lo, hi = (Value(v.v, np.where(v.st == KNOWN, KNOWN, UNKNOWN).astype(np.int8), v.reason) for v in (lo, hi))
+    return f, (lo, hi)
+
+
+def _f64_result(ws: WarpState, dst: str, r: np.ndarray, inputs: list[Value], active: np.ndarray) -> list:
+    """A double's lanes written to the register pair `dst` names, known where every input is."""
+    bits = np.asarray(r, np.float64).view(np.uint64)
+    st = np.maximum.reduce([i.st for i in inputs])
+    st = np.where(st == UNIFORM, UNKNOWN, st).astype(np.int8)
+    why = _reason(inputs) or "a floating-point value computed from unknown inputs"
+    a, b = _pair_names(dst)
+    lo = Value((bits & _M32).astype(np.uint32), st, why)
+    hi = Value((bits >> np.uint64(32)).astype(np.uint32), st.copy(), why)
+    return [(a, _uniform_or(ws, lo, inputs, active)), (b, _uniform_or(ws, hi, inputs, active))]
+
+
+def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a·b + c with one rounding (DFMA), lane by lane: exact rationals, then the nearest double
+    (`float` of a Fraction rounds correctly); non-finite lanes as float64 gives them."""
+    with np.errstate(all="ignore"):
+        out = a * b + c
+    for i in range(WARP):
+        if np.isfinite(a[i]) and np.isfinite(b[i]) and np.isfinite(c[i]):
+            try:
+                out[i] = float(Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i])))
+            except OverflowError:
+                pass  # beyond the double range: inf, as a·b + c gave
+    return out
+
+
+def _fp64(ws, x, active):
+    """DADD, DMUL, DFMA, rounded to nearest (other rounding modes are not executed). A division
+    by a constant that is not a power of two (MUFU.RCP64H and its Newton steps) is not executed."""
+    dst, s = _srcs(x)
+    if any(m in x.modifiers for m in ("RM", "RP", "RZ")):
+        raise NotExecuted(f"`{x.full_opcode}` results are not executed")
+    ops = [o for o in s if not is_pred(o)]
+    vals = [_f64_operand(ws, o) for o in ops]
+    fs = [f for f, _ in vals]
+    inputs = [v for _, pair in vals for v in pair]
+    with np.errstate(all="ignore"):
+        if x.opcode == "DADD":
+            r = fs[0] + fs[1]
+        elif x.opcode == "DMUL":
+            r = fs[0] * fs[1]
+        elif x.opcode == "DFMA" and len(fs) == 3:
+            r = _fma64(*fs) if all(i.worst == KNOWN for i in inputs) else fs[0] * fs[1] + fs[2]
+        else:
+            raise NotExecuted(f"`{x.full_opcode}` results are not executed")
+    return _f64_result(ws, dst[0], r, inputs, active)
+
+
+def _f2f(ws, x, active):
+    """`F2F.F64.F32` (a float widened: exact) and `F2F.F32.F64` (a double rounded to float)."""
+    dst, s = _srcs(x)
+    mods = [m for m in x.modifiers if m in ("F64", "F32", "F16")]
+    if mods == ["F64", "F32"]:
+        a = _float_operand(ws, s[-1])
+        return _f64_result(ws, dst[0], _f32(a), [a], active)
+    if mods == ["F32", "F64"]:
+        f, (lo, hi) = _f64_operand(ws, s[-1])
+        return [(_w(dst[0]), _float_result(ws, _rounded(f, x.modifiers), [lo, hi], active))]
+    raise NotExecuted(f"`{x.full_opcode}` results are not executed")
+
+
+def _dsetp(ws, x, active):
+    """DSETP: a compare of doubles, as FSETP compares floats."""
+    ops = [o.replace(".reuse", "").strip() for o in x.operands]
+    cmp = next((m for m in x.modifiers if m.rstrip("U") in _FCMP or m in ("NUM", "NAN")), None)
+    if cmp is None or len(ops) < 4:
+        raise NotExecuted(f"`{x.full_opcode}`")
+    (fa, pa), (fb, pb) = _f64_operand(ws, ops[2]), _f64_operand(ws, ops[3])
+    k = np.minimum.reduce([v.st == KNOWN for v in (*pa, *pb)])
+    return _compare(ws, x, ops, cmp, fa, fb, k)
 
 
 def _r2ur(ws, x, active):
@@ -1272,4 +1411,5 @@ _EXEC = {
     "IABS": _iabs, "SGXT": _sgxt, "BMSK": _bmsk, "I2F": _i2f, "I2FP": _i2f, "F2I": _f2i, "VOTE": _vote, "VOTEU": _vote,
     "HFMA2": _hfma2, "FADD": _fp32, "FADD32I": _fp32, "FMUL": _fp32, "FMUL32I": _fp32, "FFMA": _fp32,
     "FFMA32I": _fp32, "FMNMX": _fp32, "FSETP": _fsetp, "MUFU": _mufu,
+    "DADD": _fp64, "DMUL": _fp64, "DFMA": _fp64, "DSETP": _dsetp, "F2F": _f2f,
 }

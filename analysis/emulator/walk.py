@@ -21,6 +21,7 @@ higher address, so lanes that wait there are joined by the others when these get
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -312,10 +313,20 @@ def _solve_trips(k: DecodedKernel, s: int, x, recs: list, done: int, lanes_mask:
             p, q = p - (p >> 31 << 32), q - (q >> 31 << 32)
         return test(p, q) != flip
 
+    # taken while the two differ: ptxas's unrolled loop counts a remainder up to zero by its
+    # unroll factor (`R9 = R19 + 4k`, `ISETP.NE R9, RZ`), not monotonic in the iteration: the
+    # first equal one solves a congruence mod 2^32
+    until_equal = (cmp == "NE") != flip and cmp in ("EQ", "NE")
     out = np.zeros(WARP, np.int64)
     for lane in np.flatnonzero(lanes_mask):
         if not taken(lane, 0):
             out[lane] = done
+            continue
+        if until_equal:
+            i = _first_equal(int(b3[lane]) - int(a3[lane]), int(da[lane]) - int(db[lane]))
+            if i is None:
+                return None
+            out[lane] = done + i
             continue
         hi = 1
         while hi < 1 << 31 and taken(lane, hi):
@@ -331,6 +342,18 @@ def _solve_trips(k: DecodedKernel, s: int, x, recs: list, done: int, lanes_mask:
                 hi = mid
         out[lane] = done + hi
     return out
+
+
+def _first_equal(gap: int, step: int) -> int | None:
+    """The least i >= 0 with i·step ≡ gap (mod 2^32): when a value stepping by `step` each
+    iteration meets one `gap` above it; None when it never does."""
+    m = 1 << 32
+    gap, step = gap % m, step % m
+    g = math.gcd(step, m)  # m when step is 0: met only if already equal
+    if gap % g:
+        return None
+    mg = m // g
+    return (gap // g) * pow(step // g, -1, mg) % mg if mg > 1 else 0
 
 
 def _decider_of(k: DecodedKernel, latch: int) -> int | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from math import comb
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kernelscope.analysis.context import AnalysisContext
@@ -216,6 +217,54 @@ def test_trip_count_from_the_loops_own_condition(program, target):
     a = next(a for a in after.assumptions if a.name.startswith("trip_count"))
     assert a.value == "16" and a.source == "settings" and a.detail.startswith("executed")
 
+
+
+def test_trip_count_computed_in_double_precision(program, target):
+    """`ceil((double)n / 512)` is I2F.F64, DMUL and F2I.F64.CEIL: executed, the loop runs the
+    launch's 100 chunks for n = 51,000 (99.6 rounded up), where the default ran 64 and its exit
+    and the guards on the count were guesses."""
+    hint = LaunchHint(grid=64, block=512, values={"n": 51_000})
+    before = _prepared(program, target, "chunks_ceil", hint, lanes=False)
+    after = _prepared(program, target, "chunks_ceil", hint)
+    assert [L.trip for L in before.decoded.loops] == [64]
+    assert [L.trip for L in after.decoded.loops] == [100]
+    a = next(a for a in after.assumptions if a.name.startswith("trip_count"))
+    assert a.value == "100" and a.detail.startswith("executed")
+    assert not any(a.name == "control_flow" for a in after.assumptions)
+
+
+def test_unrolled_loop_counting_its_remainder_up_to_zero(program, target):
+    """ptxas's main loop of a loop unrolled by four counts up to zero by four and leaves on
+    `ISETP.NE`: 25 trips for 100 chunks (the count is the double-precision one above, which the
+    source does not fold), solved exactly (a search for the first iteration the compare fails
+    found only powers of two, and left the default 64 / 4 = 16)."""
+    hint = LaunchHint(grid=64, block=512, values={"n": 51_000})
+    before = _prepared(program, target, "chunks_unrolled", hint, lanes=False)
+    after = _prepared(program, target, "chunks_unrolled", hint)
+    assert before.decoded.loops[0].trip == 16
+    assert after.decoded.loops[0].trip == 25
+    trips = [a for a in after.assumptions if a.name.startswith("trip_count")]
+    assert [(a.value, a.detail.startswith("executed")) for a in trips] == [("25", True)]
+
+
+def test_double_fma_rounds_once():
+    """DFMA's product is not rounded before the addition: (1 + 2^-30)(1 - 2^-30) - 1 is -2^-60,
+    where a rounded product (1.0) would give 0."""
+    from kernelscope.analysis.emulator import lanes
+    from synthetic import ins
+
+    ws = lanes.WarpState(lanes.Launch(block=(32, 1, 1), grid=(1, 1, 1), ctaid=(0, 0, 0), warp=0), [])
+    everyone = np.ones(lanes.WARP, bool)
+    for reg, value in (("R2", 1 + 2.0 ** -30), ("R4", 1 - 2.0 ** -30), ("R6", -1.0)):
+        bits = int(np.array(value).view(np.uint64))
+        ws.write(reg, lanes.known(bits & 0xFFFFFFFF), everyone)
+        ws.write(f"R{int(reg[1:]) + 1}", lanes.known(bits >> 32), everyone)
+    lanes.execute(ws, ins(0, "DFMA", ("R8", "R9"), ("R2", "R3", "R4", "R5", "R6", "R7"),
+                          operands=("R8", "R2", "R4", "R6")), everyone)
+    lo, hi = ws.reg("R8"), ws.reg("R9")
+    assert lo.worst == hi.worst == lanes.KNOWN
+    result = ((hi.v.astype(np.uint64) << np.uint64(32)) | lo.v.astype(np.uint64)).view(np.float64)
+    assert (result == -(2.0 ** -60)).all()
 
 def test_branch_split_on_an_argument_runs_the_launchs_side(program, target):
     """ptxas splits the row loop into an unrolled main loop and remainder loops guarded by

@@ -40,3 +40,10 @@ def test_a_loop_bounded_by_loaded_offsets_says_its_trips_are_data_dependent(assu
 def test_a_branch_on_a_float_is_named(assumptions):
     flow = next(a for a in assumptions["threshold"] if a.name == "control_flow")
     assert flow.source == "default" and "floating-point value decides it" in flow.detail, flow.detail
+
+
+def test_a_branch_on_a_double_from_an_argument_names_the_argument(assumptions):
+    """The double `threadIdx.x * cut` is executed (I2F.F64, DMUL, DSETP): what it lacks is the
+    argument, which the assumption names, so that giving it decides the branch."""
+    flow = next(a for a in assumptions["threshold_arg"] if a.name == "control_flow")
+    assert "kernel argument `cut` is not known" in flow.detail, flow.detail

@@ -80,3 +80,25 @@ __global__ void row_sum(float *out, const float *a, int nx) {
     for (int j = 0; j < nx; ++j) s += a[row * nx + j];
     out[row] = s;
 }
+
+// A loop bounded by a count computed in double precision, `ceil((double)n / 512)`: I2F.F64,
+// DMUL and F2I.F64.CEIL before the loop's compare.
+__global__ void chunks_ceil(float *out, const float *in, int n) {
+    int chunks = (int)ceil((double)n / 512.0);
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = 0; k < chunks; ++k) {
+        int j = k * 512 + threadIdx.x;
+        if (j < n) s += in[j];
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+// The same count in a loop ptxas unrolls by four: its main loop counts the remainder up to zero
+// by four (`ISETP.NE`), 25 trips for 100 chunks, not a power of two.
+__global__ void chunks_unrolled(float *out, const float *in, int n) {
+    int chunks = (int)ceil((double)n / 512.0);
+    float s = 0.0f;
+    for (int k = 0; k < chunks; ++k) s += in[k * 512 + threadIdx.x];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
