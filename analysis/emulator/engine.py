@@ -304,7 +304,7 @@ class Engine:
                     break
                 wall[last_bucket] += nt - t
                 t = nt
-            live = 0
+            live = 0  # done (or truncated): the general loop below has nothing to run
         while live:
             events += 1
             if events > max_events:

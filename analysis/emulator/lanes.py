@@ -1198,22 +1198,32 @@ def _hfma2(ws, x, active):
 _FLOAT = re.compile(r"^([-+]?)(\|?)([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|INF|QNAN|NAN))(\|?)$")
 
 
-def _float_operand(ws: WarpState, op: str) -> Value:
-    """A 32-bit float operand: a register or constant word with `-` / `|x|` applied to the sign
-    bit, or a decimal literal (in a float instruction `105615` is 105615.0)."""
-    op = op.strip().replace(".reuse", "")
+def _float_literal(op: str) -> float | None:
+    """A float instruction's decimal literal (`1.875`, `-INF`, `105615` is 105615.0) as a Python
+    float; None for a register, a constant or a hex word."""
     m = _FLOAT.match(op)
-    if m and not op.lstrip("-+|").startswith("0x"):
-        lit = m.group(3).lstrip("+")
-        f = np.float32(float(lit.replace("QNAN", "nan"))) if lit.lstrip("-") not in ("INF",) else \
-            np.float32(-np.inf if lit.startswith("-") else np.inf)
-        if m.group(1) == "-":
-            f = -f
-        return known(int(np.array(f, np.float32).view(np.uint32)))
+    if not m or op.lstrip("-+|").startswith("0x"):
+        return None
+    f = float(m.group(3).lstrip("+").replace("QNAN", "nan"))
+    return -f if m.group(1) == "-" else f
+
+
+def _signed_core(op: str) -> tuple[bool, bool, str]:
+    """A float operand's `-` and `|x|`, and the register or constant they apply to."""
     neg = op.startswith("-")
     core = op.lstrip("-")
     absolute = core.startswith("|") and core.endswith("|")
-    core = core.strip("|")
+    return neg, absolute, core.strip("|")
+
+
+def _float_operand(ws: WarpState, op: str) -> Value:
+    """A 32-bit float operand: a register or constant word with `-` / `|x|` applied to the sign
+    bit, or a decimal literal."""
+    op = op.strip().replace(".reuse", "")
+    lit = _float_literal(op)
+    if lit is not None:
+        return known(int(np.array(lit, np.float32).view(np.uint32)))
+    neg, absolute, core = _signed_core(op)
     val = ws.operand(core) if not _IMM.match(core) else known(int(core, 0) & 0xFFFFFFFF)
     v = val.v.copy()
     if absolute:
@@ -1268,17 +1278,32 @@ _FCMP = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
 
 
 def _fsetp(ws, x, active):
+    return _setp(ws, x, _f32_lanes)
+
+
+def _dsetp(ws, x, active):
+    return _setp(ws, x, _f64_lanes)
+
+
+def _f32_lanes(ws: WarpState, op: str) -> tuple[np.ndarray, np.ndarray]:
+    a = _float_operand(ws, op)
+    return _f32(a), a.st == KNOWN
+
+
+def _f64_lanes(ws: WarpState, op: str) -> tuple[np.ndarray, np.ndarray]:
+    f, (lo, hi) = _f64_operand(ws, op)
+    return f, (lo.st == KNOWN) & (hi.st == KNOWN)
+
+
+def _setp(ws: WarpState, x, lanes) -> list:
+    """FSETP's and DSETP's predicates, their operands read by `lanes` (float64 lanes and where
+    they are known): `U` compares are true on NaN, the others false; the result combined with
+    the last predicate."""
     ops = [o.replace(".reuse", "").strip() for o in x.operands]
     cmp = next((m for m in x.modifiers if m.rstrip("U") in _FCMP or m in ("NUM", "NAN")), None)
     if cmp is None or len(ops) < 4:
         raise NotExecuted(f"`{x.full_opcode}`")
-    a, b = _float_operand(ws, ops[2]), _float_operand(ws, ops[3])
-    return _compare(ws, x, ops, cmp, _f32(a), _f32(b), (a.st == KNOWN) & (b.st == KNOWN))
-
-
-def _compare(ws: WarpState, x, ops: list[str], cmp: str, fa: np.ndarray, fb: np.ndarray, k: np.ndarray) -> list:
-    """FSETP's and DSETP's predicates from the compared lanes (`k`: where both are known): `U`
-    compares are true on NaN, the others false; the result combined with the last predicate."""
+    (fa, ka), (fb, kb) = lanes(ws, ops[2]), lanes(ws, ops[3])
     comb = next((m for m in x.modifiers if m in _BOOL), "AND")
     nan = np.isnan(fa) | np.isnan(fb)
     if cmp == "NUM":
@@ -1290,7 +1315,7 @@ def _compare(ws: WarpState, x, ops: list[str], cmp: str, fa: np.ndarray, fb: np.
             r = _FCMP[cmp.rstrip("U")](fa, fb) if cmp not in ("NEU",) else ~np.equal(fa, fb)
         r = (r | nan) if cmp.endswith("U") and cmp != "NEU" else r & ~nan if not cmp.endswith("U") else r
     pc_v, pc_k = ws.pred(ops[4]) if len(ops) > 4 else (_ALL.copy(), _ALL.copy())
-    k = k & pc_k
+    k = ka & kb & pc_k
     out = [(ops[0], (_BOOL[comb](r, pc_v), k))]
     if len(ops) > 1 and is_pred(ops[1]) and ops[1] not in ("PT", "UPT"):
         out.append((ops[1], (_BOOL[comb](~r, pc_v), k)))
@@ -1303,17 +1328,12 @@ def _f64_operand(ws: WarpState, op: str) -> tuple[np.ndarray, tuple[Value, Value
     """A double operand: a register pair or 64-bit constant with `-` / `|x|`, or a decimal
     literal (`DMUL R2, R2, 0.001953125`); its lanes as float64 and the pair it came from."""
     op = op.strip().replace(".reuse", "")
-    m = _FLOAT.match(op)
-    if m and not op.lstrip("-+|").startswith("0x") and not _REGOP.match(op.lstrip("-+")):
-        lit = m.group(3).lstrip("+").replace("QNAN", "nan")
-        f = float("inf") if lit == "INF" else float("-inf") if lit == "-INF" else float(lit)
-        f = -f if m.group(1) == "-" else f
-        bits = np.array(f, np.float64).view(np.uint64)
-        return np.full(WARP, f), (known(int(bits) & 0xFFFFFFFF), known(int(bits) >> 32))
-    neg = op.startswith("-")
-    core = op.lstrip("-")
-    absolute = core.startswith("|") and core.endswith("|")
-    lo, hi = ws.pair(core.strip("|"))
+    lit = _float_literal(op)
+    if lit is not None:
+        bits = int(np.array(lit, np.float64).view(np.uint64))
+        return np.full(WARP, lit), (known(bits & 0xFFFFFFFF), known(bits >> 32))
+    neg, absolute, core = _signed_core(op)
+    lo, hi = ws.pair(core)
     f = _join(lo, hi).view(np.float64).copy()
     if absolute:
         f = np.abs(f)
@@ -1383,17 +1403,6 @@ def _f2f(ws, x, active):
         f, (lo, hi) = _f64_operand(ws, s[-1])
         return [(_w(dst[0]), _float_result(ws, _rounded(f, x.modifiers), [lo, hi], active))]
     raise NotExecuted(f"`{x.full_opcode}` results are not executed")
-
-
-def _dsetp(ws, x, active):
-    """DSETP: a compare of doubles, as FSETP compares floats."""
-    ops = [o.replace(".reuse", "").strip() for o in x.operands]
-    cmp = next((m for m in x.modifiers if m.rstrip("U") in _FCMP or m in ("NUM", "NAN")), None)
-    if cmp is None or len(ops) < 4:
-        raise NotExecuted(f"`{x.full_opcode}`")
-    (fa, pa), (fb, pb) = _f64_operand(ws, ops[2]), _f64_operand(ws, ops[3])
-    k = np.minimum.reduce([v.st == KNOWN for v in (*pa, *pb)])
-    return _compare(ws, x, ops, cmp, fa, fb, k)
 
 
 def _r2ur(ws, x, active):
