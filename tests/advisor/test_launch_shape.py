@@ -78,3 +78,41 @@ def test_a_tail_wave_gets_the_block_shape_that_fills_it(toolchain, tmp_path):
     assert "1.10 waves" in a.message and "blockDim 768 -> 384 and the grid 290 -> 580 blocks" in a.message, a.message
     assert a.importance_basis != "of samples" and 1.05 < a.speedup <= 1.5  # no re-model: capped
 
+
+
+_SMALL = """
+__global__ void scale(float *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= 2.0f;
+}
+__global__ void compute(const float *x, float *y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v[8];
+    for (int j = 0; j < 8; ++j) v[j] = x[i] + j;
+    for (int k = 0; k < 64; ++k)
+        for (int j = 0; j < 8; ++j) v[j] = v[j] * 0.999f + 0.5f;
+    y[i] = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+}
+int main() {
+    float *x, *y;
+    scale<<<16, 256>>>(x, 4096);
+    compute<<<16, 256>>>(x, y);
+}
+"""
+
+
+def test_a_split_is_estimated_by_running_the_split_launch(toolchain, tmp_path):
+    path = tmp_path / "small.cu"
+    path.write_text(_SMALL)
+    r = analyze(path, AnalysisOptions(), toolchain=toolchain, depth="full")
+    by_kernel = {k.name.split("(")[0]: k for k in r.kernels}
+    items = {a.kernel_name.split("(")[0]: a for a in r.advice if a.optimizer == "block_increase"}
+    # one element per thread, a load and a store apart: the 16 blocks split into 32 of 128 threads
+    # run no faster in the model (a warp's latency, not the SM's throughput, sets the time), and a
+    # thread that does not loop has no work to spread over more threads: no item
+    assert "scale" in by_kernel and "scale" not in items, items.get("scale")
+    # eight independent FMA chains per thread keep the FP32 pipe busy: the split's 32 SMs do it sooner
+    a = items["compute"]
+    assert "blockDim 256 -> 128 with 2× the blocks (16 -> 32)" in a.message, a.message
+    assert a.estimate.formula.startswith("emulator what-if (block 128)") and a.estimate.speedup > 1.2
+    assert a.estimate.inputs["T_now_s"] == by_kernel["compute"].predicted_duration_s

@@ -133,30 +133,60 @@ class BlockIncrease(Optimizer):
             return None
         return blocks, threads, sms, warps_per_block, schedulers, few_warps
 
+    @classmethod
+    def _split(cls, ctx: MatchContext) -> tuple[int, tuple[int, int, int]] | None:
+        """(k, the smaller block) where the remedy is GPA's block increase, the same threads in k
+        times as many blocks: k a power of two (it divides the block's dimensions) that leaves every
+        block at least one warp per scheduler (GPA Eq. 6: fewer warps per scheduler than that idles
+        it). None where the blocks are already that small, or the grid is short of schedulers, not
+        of SMs: the remedy is then more threads, each with less work."""
+        idle = cls._idle(ctx)
+        if idle is None or idle[5]:
+            return None
+        blocks, _, sms, warps_per_block, _, _ = idle
+        room = min(sms // max(blocks, 1), warps_per_block // ctx.arch.schedulers_per_sm)
+        k = 1 << (room.bit_length() - 1) if room >= 1 else 1
+        block = tuple(ctx.profile.launch.block)
+        smaller = scaled(block, 1 / k) if k > 1 else block
+        return (k, smaller) if smaller != block else None
+
     def what_if_reads(self, ctx: MatchContext) -> WhatIfReads:
-        return WhatIfReads(grid_scaling=self._idle(ctx) is not None)
+        if self._idle(ctx) is None:
+            return WhatIfReads()
+        split = self._split(ctx)
+        if split is not None:  # the split launch itself: its block size at the same threads
+            return WhatIfReads(block_sizes=frozenset({math.prod(split[1])}))
+        return WhatIfReads(grid_scaling=True)
 
     def match(self, ctx: MatchContext) -> list[Advice]:
         idle = self._idle(ctx)
         if idle is None:
             return []
         blocks, threads, sms, warps_per_block, schedulers, few_warps = idle
-        # the split factor: a power of two (it divides the block's dimensions) that leaves every block at
-        # least one warp per scheduler (GPA Eq. 6: fewer warps per scheduler than that idles it)
-        room = min(sms // max(blocks, 1), warps_per_block // ctx.arch.schedulers_per_sm)
-        k = 1 << (room.bit_length() - 1) if room >= 1 else 1
+        split = self._split(ctx)
+        if split is None and not back_edges(ctx.instructions):
+            # more threads, each with less work, needs work to split: a thread that does not loop
+            # already does the least a thread can (a grid as large as its data)
+            return []
         grid = getattr(ctx.what_if, "grid_scaling", ()) or ()
         now = next((g for g in grid if g.blocks == blocks), grid[0] if grid else None)
-        if now is not None and len(grid) > 1 and now.blocks_per_s > 0:
+        if split is not None:
+            k, smaller = split
+            if ctx.what_if_block.get(math.prod(smaller)) and ctx.profile is not None:
+                # the emulator's run of the split launch (SAAKE §5): the block size of the same total threads
+                est = estimators.modeled_ratio(ctx.profile.duration_s, ctx.what_if_block[math.prod(smaller)],
+                                               f"block {math.prod(smaller)}")
+            else:  # a 2-D block is not swept (model.what_if_study): GPA Eq. 10
+                w = warps_per_block / ctx.arch.schedulers_per_sm
+                est = estimators.parallel(w, w / k, _issue_ratio(ctx))
+        elif now is not None and len(grid) > 1 and now.blocks_per_s > 0:
             # The emulator's grid scaling: the same work per block over more blocks (SAAKE §5);
-            # the throughput ratio is the speedup of the same total work split that way.
+            # the throughput ratio is the speedup of the same total work split that way, which a
+            # thread's loop allows.
             best = max(grid, key=lambda g: g.blocks_per_s)
             est = estimators.modeled_ratio(1.0 / now.blocks_per_s, 1.0 / best.blocks_per_s, f"{best.blocks} blocks")
         elif few_warps:
             est = estimators.idle_schedulers(blocks * warps_per_block, schedulers)
-        elif k > 1:
-            w = warps_per_block / ctx.arch.schedulers_per_sm
-            est = estimators.parallel(w, w / k, _issue_ratio(ctx))
         else:
             est = estimators.balanced_blocks(blocks, sms)
         if est.speedup <= 1.0:
@@ -175,15 +205,15 @@ class BlockIncrease(Optimizer):
             item = self.advice(ctx, lines=[site.span.start.line if site else line] if (site or line) else [0],
                                importance=idle / schedulers, estimate=est, message=msg)
             return [item.model_copy(update={"importance_basis": "of the warp schedulers idle"})]
-        if k > 1 and (smaller := scaled(block, 1 / k)) != block:
+        if split is not None:
             # GPA's block increase: the same threads in k times as many blocks, so that k times as many
             # SMs get work (a block of 512 threads as 4 of 128: the published step kept the threads)
             how = (f"Split each block: blockDim {shape(block)} -> {shape(smaller)} with {k}× the blocks "
                    f"({blocks} -> {blocks * k}), the same threads, so that {min(sms, blocks * k)} SMs get a block.")
         else:
             how = (f"Put more threads in the grid, each with less work (e.g. smaller tiles), so that every SM gets "
-                   f"a block: at least {sms} blocks" + (" (the blocks are already one warp)." if k <= 1 and
-                                                         warps_per_block == 1 else "."))
+                   f"a block: at least {sms} blocks" + (" (the blocks are already one warp)." if warps_per_block == 1
+                                                         else "."))
         msg = (f"The launch has {blocks} block{'s' if blocks != 1 else ''} of {threads} threads for {sms} SMs "
                f"({ctx.device.name}): {sms - blocks} SMs get no work ({provenance_note(ctx)}). {how} "
                f"Est. {est.speedup:.2f}× ({est.formula.split(':')[0]}).")
