@@ -483,14 +483,36 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
         other_walk = walk(decoded, last) if last.warp != first.warp else result
         steps += other_walk.steps if other_walk is not result else 0
         other = other_walk.decisions
-        changed = False
+        flips: dict[int, bool] = {}  # slot -> whether the walked warps all took it
         for s, (all_, none) in result.decisions.items():
             o_all, o_none = other.get(s, (all_, none))
             role = decoded.branch_role[s]
             if all_ and o_all and role == B_NOT_TAKEN:
-                decoded.branch_role[s], changed = B_JUMP, True
+                flips[s] = True
             elif none and o_none and role == B_JUMP and decoded.instr[s].predicate is not None:
-                decoded.branch_role[s], changed = B_NOT_TAKEN, True
+                flips[s] = False
+        if flips and (any(first.ctaid) or first.warp):
+            # the grid's first warp, which `i == 0` and `blockIdx.x == 0` single out: where it goes
+            # the other way, the warps do not agree, and the branch keeps the guard rule (as one
+            # the two walked warps decide differently does). Skipping a one-thread serial loop for
+            # every warp would leave its time out whatever its length; running it in every warp
+            # costs the contention of the SM's other warps over it, and is named.
+            corner_walk = walk(decoded, replace(first, ctaid=(0, 0, 0), warp=0))
+            steps += corner_walk.steps
+            apart = sorted(s for s, took in flips.items()
+                           if (c := corner_walk.decisions.get(s)) is not None and not (c[0] if took else c[1]))
+            for s in apart:
+                del flips[s]
+            if apart:  # appended: the trip counts' indices into `out` stay as they are
+                out.append(Assumption(
+                    name="warp_paths", value=f"{len(apart)} branches", source="default",
+                    detail=f"warp 0 of block {first.ctaid} and warp 0 of block (0, 0, 0) go different ways at "
+                           f"{', '.join(_where(decoded.instr[s]) for s in apart[:6])}: every warp is modeled "
+                           f"running its work side (guards pass), where only some warps do (an `i == 0` "
+                           f"branch's serial loop runs in one thread)"))
+        for s, took in flips.items():
+            decoded.branch_role[s] = B_JUMP if took else B_NOT_TAKEN
+        changed = bool(flips)
         if changed:
             live = reachable(decoded)
             gone = {i for L, i in trip_assumption.items() if decoded.loops[L].header not in live}

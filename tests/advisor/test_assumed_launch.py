@@ -46,7 +46,7 @@ def test_launch_advice_on_an_assumed_launch_is_never_a_warning(result):
     assert advice_severity(real) == types.DiagnosticSeverity.Warning
     assert advice_severity(assumed) == types.DiagnosticSeverity.Information
     assert "assumed launch (grid (32, 1, 1), a default, not the program's launch)" in assumed.message
-    assert "the launch at line 41 (`grid`) does not fold" in assumed.message and GIVE_A_LAUNCH in assumed.message
+    assert "the launch at line 51 (`grid`) does not fold" in assumed.message and GIVE_A_LAUNCH in assumed.message
     assert "assumed" not in real.message
     sarif = json.loads(render_sarif(result))["runs"][0]["results"]
     levels = {r["locations"][0]["logicalLocations"][0]["name"].split("(")[0]: (r["level"], r["properties"]["assumed"])
@@ -73,4 +73,4 @@ def test_the_command_line_says_how_to_give_the_launch_once_and_names_no_setting_
     (assumed,) = [ln for ln in out.splitlines() if ln.strip().startswith("assumed")]
     assert "grid = (32, 1, 1)" in assumed
     (launch,) = [ln for ln in out.splitlines() if ln.strip().startswith("launch") and "assumed:" in ln]
-    assert "the launch at line 41 (`grid`) does not fold" in launch
+    assert "the launch at line 51 (`grid`) does not fold" in launch

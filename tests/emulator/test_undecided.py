@@ -47,3 +47,17 @@ def test_a_branch_on_a_double_from_an_argument_names_the_argument(assumptions):
     argument, which the assumption names, so that giving it decides the branch."""
     flow = next(a for a in assumptions["threshold_arg"] if a.name == "control_flow")
     assert "kernel argument `cut` is not known" in flow.detail, flow.detail
+
+
+def test_a_path_only_the_grids_first_warp_takes_keeps_the_guard_rule_and_is_named(toolchain, assumptions):
+    """`if (i == 0)` around a serial loop: the walked warps (the middle block's first and last)
+    skip it, the grid's first warp takes it. The branch keeps the guard rule (the loop stays in
+    the time: skipped, a one-thread loop of any length would cost nothing) and the result says
+    that every warp is modeled running it."""
+    (paths,) = [a for a in assumptions["serial_head"] if a.name == "warp_paths"]
+    assert paths.source == "default" and "warp 0 of block (0, 0, 0) go different ways at" in paths.detail
+    assert "at line 48" in paths.detail, paths.detail  # the `if (i == 0)` line
+    # the loop is still modeled: its trip count (n = 4096 from the annotation) is among the assumptions
+    assert any(a.name.startswith("trip_count@") for a in assumptions["serial_head"]), assumptions["serial_head"]
+    # a guard every block's warp 0 takes alike (threadIdx.x == 0) is no such path
+    assert not [a for a in assumptions["block_head"] if a.name == "warp_paths"]

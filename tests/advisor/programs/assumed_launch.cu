@@ -2,12 +2,10 @@
 // block_size) blocks). `rows_real` is launched with a grid the source states; `rows_assumed`
 // with one read at run time, so the model assumes one thread per element of N: 32 blocks where
 // the program runs 1024 (tests/advisor/test_assumed_launch.py). Each element costs eight
-// independent chains of FMAs (`work`), so that the FP32 pipe binds and a block split over more SMs
-// is faster in the model, not only a larger grid.
+// independent chains of FMAs, so that the FP32 pipe binds and a block split over more SMs is
+// faster in the model, not only a larger grid.
 #include <cstdlib>
 #include <cuda_runtime.h>
-
-__device__ float work(float x);
 
 __global__ void rows_real(float *out, const float *in, int N, int C)
 {
@@ -15,7 +13,13 @@ __global__ void rows_real(float *out, const float *in, int N, int C)
     int lane = threadIdx.x % 32;
     if (row >= N) return;
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) s += work(in[row * C + c]);
+    for (int c = lane; c < C; c += 32) {
+        float v[8];
+        for (int j = 0; j < 8; ++j) v[j] = in[row * C + c] + j;
+        for (int k = 0; k < 64; ++k)
+            for (int j = 0; j < 8; ++j) v[j] = v[j] * 0.999f + 0.5f;
+        for (int j = 0; j < 8; ++j) s += v[j];
+    }
     if (lane == 0) out[row] = s;
 }
 
@@ -25,7 +29,13 @@ __global__ void rows_assumed(float *out, const float *in, int N, int C)
     int lane = threadIdx.x % 32;
     if (row >= N) return;
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) s += work(in[row * C + c]);
+    for (int c = lane; c < C; c += 32) {
+        float v[8];
+        for (int j = 0; j < 8; ++j) v[j] = in[row * C + c] + j;
+        for (int k = 0; k < 64; ++k)
+            for (int j = 0; j < 8; ++j) v[j] = v[j] * 0.999f + 0.5f;
+        for (int j = 0; j < 8; ++j) s += v[j];
+    }
     if (lane == 0) out[row] = s;
 }
 
@@ -41,15 +51,4 @@ int main()
     rows_assumed<<<grid, 256>>>(out, in, N, C);
     cudaDeviceSynchronize();
     return 0;
-}
-
-__device__ float work(float x)
-{
-    float v[8];
-    for (int j = 0; j < 8; ++j) v[j] = x + j;
-    for (int k = 0; k < 64; ++k)
-        for (int j = 0; j < 8; ++j) v[j] = v[j] * 0.999f + 0.5f;
-    float s = 0.0f;
-    for (int j = 0; j < 8; ++j) s += v[j];
-    return s;
 }
