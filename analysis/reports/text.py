@@ -99,7 +99,9 @@ def _kernel(result: AnalysisResult, k: KernelReport, source_lines: list[str]) ->
 _MODEL_INTERNAL = {"l2_hit_rate", "coalescing", "registers", "emulation", "time", "launch", "note", "budget",
                    "recursion_depth", "math_slow_path", "launch_overhead", "launch_fetch",
                    # the emulator's per-lane address analysis: how far it got, not a value to give
-                   "data_dependent", "address_base", "lanes_unreached"}
+                   "data_dependent", "address_base", "lanes_unreached",
+                   # a path only some warps take, which every warp runs in the model: a limit, below
+                   "warp_paths"}
 
 
 def assumed_values(k: KernelReport) -> list:
@@ -107,8 +109,9 @@ def assumed_values(k: KernelReport) -> list:
     return [a for a in k.assumptions if a.source == "default" and "." not in a.name and a.name not in _MODEL_INTERNAL]
 
 
-#: where the model itself stopped short: a budget cut, the engine's guard, the recursion depth
-_LIMITS = ("budget", "emulation", "recursion_depth")
+#: where the model itself stopped short: a budget cut, the engine's guard, the recursion depth, a
+#: path only some warps take
+_LIMITS = ("budget", "emulation", "recursion_depth", "warp_paths")
 
 
 def model_limits(k: KernelReport) -> list:
