@@ -497,9 +497,10 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
             # the two walked warps decide differently does). Skipping a one-thread serial loop for
             # every warp would leave its time out whatever its length; running it in every warp
             # costs the contention of the SM's other warps over it, and is named.
-            # one trip of each loop reaches every branch the walked warps decided (it only compares
-            # decisions), at a fraction of a full walk's steps, which the budget is charged
-            corner_walk = walk(decoded, replace(first, ctaid=(0, 0, 0), warp=0), max_iterations=1)
+            # as many trips as the walked warps: after a loop cut short, its registers are not
+            # carried to the loop's end, and the branches past it decide on other values (one trip
+            # each vetoed the K loop's remainder paths of a naive GEMM)
+            corner_walk = walk(decoded, replace(first, ctaid=(0, 0, 0), warp=0))
             steps += corner_walk.steps
             apart = sorted(s for s, took in flips.items()
                            if (c := corner_walk.decisions.get(s)) is not None and not (c[0] if took else c[1]))
