@@ -492,14 +492,14 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
             elif none and o_none and role == B_JUMP and decoded.instr[s].predicate is not None:
                 flips[s] = False
         if flips and (any(first.ctaid) or first.warp):
-            # the grid's first warp, which `i == 0` and `blockIdx.x == 0` single out: where it goes
+            # The grid's first warp, which `i == 0` and `blockIdx.x == 0` single out: where it goes
             # the other way, the warps do not agree, and the branch keeps the guard rule (as one
             # the two walked warps decide differently does). Skipping a one-thread serial loop for
             # every warp would leave its time out whatever its length; running it in every warp
-            # costs the contention of the SM's other warps over it, and is named.
-            # as many trips as the walked warps: after a loop cut short, its registers are not
-            # carried to the loop's end, and the branches past it decide on other values (one trip
-            # each vetoed the K loop's remainder paths of a naive GEMM)
+            # costs the contention of the SM's other warps over it, and is named. It is walked with
+            # as many trips as the others: a loop cut short leaves its registers short of the
+            # loop's end, and the branches past it decide on other values (one trip each vetoed
+            # the K loop's remainder paths of a naive GEMM).
             corner_walk = walk(decoded, replace(first, ctaid=(0, 0, 0), warp=0))
             steps += corner_walk.steps
             apart = sorted(s for s, took in flips.items()
@@ -515,8 +515,7 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
                            f"branch's serial loop runs in one thread)"))
         for s, took in flips.items():
             decoded.branch_role[s] = B_JUMP if took else B_NOT_TAKEN
-        changed = bool(flips)
-        if changed:
+        if flips:
             live = reachable(decoded)
             gone = {i for L, i in trip_assumption.items() if decoded.loops[L].header not in live}
             out = [a for i, a in enumerate(out) if i not in gone]

@@ -172,10 +172,11 @@ class BlockIncrease(Optimizer):
         now = next((g for g in grid if g.blocks == blocks), grid[0] if grid else None)
         if split is not None:
             k, smaller = split
-            if ctx.what_if_block.get(math.prod(smaller)) and ctx.profile is not None:
+            split_threads = math.prod(smaller)
+            if ctx.what_if_block.get(split_threads) and ctx.profile is not None:
                 # the emulator's run of the split launch (SAAKE §5): the block size of the same total threads
-                est = estimators.modeled_ratio(ctx.profile.duration_s, ctx.what_if_block[math.prod(smaller)],
-                                               f"block {math.prod(smaller)}")
+                est = estimators.modeled_ratio(ctx.profile.duration_s, ctx.what_if_block[split_threads],
+                                               f"block {split_threads}")
             else:  # a 2-D block is not swept (model.what_if_study): GPA Eq. 10
                 w = warps_per_block / ctx.arch.schedulers_per_sm
                 est = estimators.parallel(w, w / k, _issue_ratio(ctx))
