@@ -17,7 +17,7 @@ from .advisor import blame
 from .advisor.call_sites import call_sites
 from .advisor.ranking import advise, what_if_reads
 from .advisor.static_facts import KernelFacts, executed_shapes, kernel_facts
-from .emulator.budget import (SMALLEST_SECOND_STAGE, BudgetSpent, FileSize, Ledger, plan_second_stage,
+from .emulator.budget import (SMALLEST_SECOND_STAGE, BudgetSpent, FileSize, Ledger, StudyShape, plan_second_stage,
                               quick_run_budget, run_cap)
 from .context import AnalysisContext
 from .emulator.caches import fetched_bytes
@@ -312,6 +312,21 @@ def _with_assumption(profile: KernelProfile, a: Assumption) -> KernelProfile:
     return profile.model_copy(update={"provenance": prov.model_copy(update={"assumptions": (*prov.assumptions, a)})})
 
 
+def read_study_shape(ctx: AnalysisContext, fn: FunctionProgram, base: Prepared, profile: KernelProfile) -> StudyShape:
+    """What the kernel's second stage would run (`study_shape`), its what-if sweeps narrowed to the
+    points the advice may read (`what_if_reads`, from the quick stage's `profile`)."""
+    shape = study_shape(base)
+    reads = what_if_reads(ctx, fn, profile)
+    if reads is not None and shape.block_sizes:
+        # of the block-size sweep, the sizes the advice may read (and the current one, the base run
+        # again): a point no optimizer reads changes no advice and is shown nowhere
+        shape = replace(shape, block_sizes=tuple(sorted({shape.current_block} | (set(shape.block_sizes)
+                                                                                  & reads.block_sizes))))
+    if reads is not None and not reads.grid_scaling:
+        shape = replace(shape, grid_multipliers=shape.grid_multipliers[:1])  # the base grid: the base run
+    return shape
+
+
 def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Ledger, kernels_left: int) -> _Study:
     """Sensitivity and what-if for one kernel, planned to fit its share of what is left of the
     budget (budget.plan_second_stage); what had to be cut becomes an assumption."""
@@ -341,15 +356,7 @@ def _deepen(ctx: AnalysisContext, fn: FunctionProgram, study: _Study, ledger: Le
                 else prepare(ctx, fn, settings=base_st))
     except EmulationError:
         return replace(study, prepared=None)
-    shape = study_shape(base)
-    reads = what_if_reads(ctx, fn, study.profile)
-    if reads is not None and shape.block_sizes:
-        # of the block-size sweep, the sizes the advice may read (and the current one, the base run
-        # again): a point no optimizer reads changes no advice and is shown nowhere
-        shape = replace(shape, block_sizes=tuple(sorted({shape.current_block} | (set(shape.block_sizes)
-                                                                                  & reads.block_sizes))))
-    if reads is not None and not reads.grid_scaling:
-        shape = replace(shape, grid_multipliers=shape.grid_multipliers[:1])  # the base grid: the base run
+    shape = read_study_shape(ctx, fn, base, study.profile)
     plan = plan_second_stage(shape, allowance, SENSITIVITY_SETTINGS.issue_budget, WHAT_IF_SETTINGS.issue_budget)
     ledger.charge_prepares(plan.prepares)
     sens = wi = None

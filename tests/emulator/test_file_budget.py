@@ -44,6 +44,30 @@ def test_runs_and_kernels_are_charged_their_fixed_costs_and_the_second_stage_its
     assert ledger.second_stage_allowance(2) == SECOND_STAGE_CORES * ledger.left / 2
 
 
+def test_the_second_stage_leaves_one_nvcc_time_of_the_budget_unspent():
+    """The compile, the start and the report are not charged and come on top of the budget: the
+    second stage stops one estimated nvcc time short of it (SECOND_STAGE_RESERVE), the quick stage
+    (the result) may spend it all."""
+    size = FileSize(functions=1, instructions=700, source_bytes=1_200)
+    ledger = Ledger.start(AnalysisBudget())
+    ledger.fit(AnalysisBudget(), size)
+    reserve = B.SECOND_STAGE_RESERVE * nvcc_seconds(size) / B.SECONDS_PER_ISSUE
+    assert abs(ledger.reserve - reserve) <= 1 and 0 < ledger.reserve < ledger.issues
+    assert ledger.second_stage_allowance(1) == SECOND_STAGE_CORES * (ledger.left - ledger.reserve)
+    ledger.charge_quick(ledger.left - ledger.reserve - KERNEL_COST - RUN_COST)  # the quick stage reached the reserve
+    assert ledger.left == ledger.reserve
+    assert ledger.second_stage_allowance(1) == 0  # no second stage
+    assert quick_run_budget(ledger, 1, 40_000) == 40_000  # a later kernel's quick run still is
+    # a file whose budget is the ceiling, well below its multiple, keeps no reserve
+    huge = FileSize(functions=2_000, instructions=400_000, source_bytes=2_000_000)
+    assert file_issues(AnalysisBudget(), huge) == AnalysisBudget().issues
+    ledger.fit(AnalysisBudget(), huge)
+    assert ledger.reserve == 0
+    # a multiple of one nvcc time or less leaves the second stage nothing
+    ledger.fit(AnalysisBudget(nvcc_multiple=1.0), size)
+    assert ledger.reserve == ledger.issues
+
+
 def test_what_grows_with_the_kernel_is_charged_by_its_size():
     """Issue 35: a prepare's walk, the advice's backward slices and the what-if launches' prepares
     are charged by their steps, not as constants; the last at the second stage's rate."""
