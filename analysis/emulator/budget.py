@@ -90,12 +90,14 @@ def nvcc_seconds(size: FileSize) -> float:
             + NVCC_PER_BYTE_S * size.source_bytes)
 
 
-def file_issues(budget: AnalysisBudget, size: FileSize | None) -> int:
-    """The issues one file's analysis may spend: `nvcc_multiple` times nvcc's estimated time, in the
-    engine's unit, never more than `budget.issues` (no size: `budget.issues`, as before issue 35)."""
+def file_issues(budget: AnalysisBudget, size: FileSize | None, multiple: float | None = None) -> int:
+    """The issues one file's analysis may spend: `nvcc_multiple` (or `multiple`) times nvcc's
+    estimated time, in the engine's unit, never more than `budget.issues` (no size:
+    `budget.issues`, as before issue 35)."""
     if size is None:
         return budget.issues
-    return int(min(budget.issues, budget.nvcc_multiple * nvcc_seconds(size) / SECONDS_PER_ISSUE))
+    multiple = budget.nvcc_multiple if multiple is None else multiple
+    return int(min(budget.issues, multiple * nvcc_seconds(size) / SECONDS_PER_ISSUE))
 
 
 class BudgetSpent(Exception):
@@ -138,9 +140,7 @@ class Ledger:
         self.issues = file_issues(budget, size)
         # the second stage may bring the analysis to (nvcc_multiple - the reserve) nvcc times; where
         # the ceiling (`budget.issues`) binds below that, the file is not near its multiple: no reserve
-        second = min(budget.issues, max(0.0, budget.nvcc_multiple - SECOND_STAGE_RESERVE) * nvcc_seconds(size)
-                     / SECONDS_PER_ISSUE)
-        self.reserve = max(0, self.issues - int(second))
+        self.reserve = self.issues - file_issues(budget, size, max(0.0, budget.nvcc_multiple - SECOND_STAGE_RESERVE))
 
     @property
     def cost(self) -> float:
