@@ -1410,6 +1410,53 @@ def _r2ur(ws, x, active):
     return [(_w(dst[0]), ws.operand(s[0]))]
 
 
+def _pr_byte(x: Instruction, reg: str) -> int:
+    """The byte of the register P2R/R2P pack the predicates into: `.B1`..`.B3` on the opcode
+    (`P2R.B1`) or on the register operand (`R2P PR, R4.B2, 0x7f`); byte 0 without either."""
+    for m in (*x.modifiers, *reg.split(".")[1:]):
+        if m in ("B1", "B2", "B3"):
+            return int(m[1])
+    return 0
+
+
+def _p2r(ws, x, active):
+    """`P2R Rd, PR, Ra, mask`: P0..P6 as bits 0..6 (of the byte named), the mask's bits taken
+    from the predicates and the others kept from Ra. nvcc spills a predicate that must live
+    across a call or a long loop this way, then tests the bit again with ISETP."""
+    dst, s = _srcs(x)
+    uprs = s[0].startswith("UPR")
+    if len(s) < 3 or not _IMM.match(s[2]):
+        raise NotExecuted(f"`{x.full_opcode}` results are not executed")
+    mask, shift = int(s[2], 0) & 0x7F, 8 * _pr_byte(x, s[1])
+    a = ws.operand(s[1].split(".")[0])
+    bits, k = np.zeros(WARP, np.uint32), np.ones(WARP, bool)
+    for i in range(7):
+        if mask >> i & 1:
+            v, pk = ws.pred(f"UP{i}" if uprs else f"P{i}")
+            bits |= v.astype(np.uint32) << np.uint32(i)
+            k &= pk
+    field = np.uint32(mask << shift)
+    v = (a.v & ~field) | ((bits << np.uint32(shift)) & field)
+    st = np.where(k, a.st, UNKNOWN).astype(np.int8)
+    st = np.where(st == UNIFORM, UNKNOWN, st).astype(np.int8)
+    return [(_w(dst[0]), Value(v.astype(np.uint32), st, a.reason or ("" if all_lanes(k) else
+                                                                     "a predicate P2R packs is not known")))]
+
+
+def _r2p(ws, x, active):
+    """`R2P PR, Ra, mask`: P_i = bit i of Ra (of the byte named) for the mask's bits; the other
+    predicates keep their values."""
+    dst, s = _srcs(x)
+    if len(s) < 2 or not _IMM.match(s[1]):
+        raise NotExecuted(f"`{x.full_opcode}` results are not executed")
+    mask, shift = int(s[1], 0) & 0x7F, 8 * _pr_byte(x, s[0])
+    a = ws.operand(s[0].split(".")[0])
+    k = a.st == KNOWN
+    prefix = "UP" if dst[0].startswith("UPR") else "P"
+    return [(f"{prefix}{i}", (((a.v >> np.uint32(shift + i)) & 1).astype(bool), k.copy()))
+            for i in range(7) if mask >> i & 1]
+
+
 _EXEC = {
     "MOV": _mov, "MOV32I": _mov, "UMOV": _mov, "R2UR": _r2ur, "LDC": _ldc, "ULDC": _ldc, "LDCU": _ldc,
     "IMAD": _imad, "IMAD32I": _imad, "IMUL": _imad, "IMUL32I": _imad,
@@ -1421,4 +1468,5 @@ _EXEC = {
     "HFMA2": _hfma2, "FADD": _fp32, "FADD32I": _fp32, "FMUL": _fp32, "FMUL32I": _fp32, "FFMA": _fp32,
     "FFMA32I": _fp32, "FMNMX": _fp32, "FSETP": _fsetp, "MUFU": _mufu,
     "DADD": _fp64, "DMUL": _fp64, "DFMA": _fp64, "DSETP": _dsetp, "F2F": _f2f,
+    "P2R": _p2r, "R2P": _r2p,
 }

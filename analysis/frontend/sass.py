@@ -252,7 +252,7 @@ def _operand_regs(op: str, width: int) -> list[str]:
     m = _REG_OPERAND.match(op)
     if m is None:
         return []
-    if width == 1 and not m[2]:
+    if width == 1 and not m[2] and m[1] not in ("PR", "UPR"):
         return [m[1]]
     return _expand(m[1], 2 if ".64" in m[2] else width)
 

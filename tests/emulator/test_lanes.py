@@ -305,3 +305,52 @@ def test_every_accuracy_kernel_access_is_followed_or_labeled(toolchain):
             prep = prepare(AnalysisContext.of(arch, device, opts, program.source, program), k)
             seen += _accesses_labeled(prep, f"{case.source.name} {k.name}")
     assert seen > 300
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_86", "sm_90", "sm_120"])
+def test_predicates_packed_into_a_register_keep_deciding_the_guards(toolchain, arch):
+    """Eight guards live across a loop are more than the seven predicate registers: ptxas packs
+    them with P2R and tests the bits again inside the loop. Executed, each guarded load runs in
+    the lanes its guard lets through (8, 12, 16, ... of 32: 1-3 sectors); a packed bit read as
+    unknown left the loads' addresses unknown, one sector per lane (fp32 V05 vec of the accuracy
+    set ran a dead boundary loop the same way, at its default trip count)."""
+    cat = load_arch_specs()
+    a = cat.arch(arch)
+    program = build_example(KERNELS, toolchain, arch=arch)
+    guards = [32, 12, 8, 16, 24, 32, 4, 20]
+    hint = LaunchHint(grid=1, block=32, values={"n": 8, **{f"a{j}": g for j, g in enumerate(guards)}})
+    prep = _prepared(program, (a, cat.default_device(a)), "guarded_sum", hint)
+    d = prep.decoded
+    assert any(i.opcode == "P2R" for i in d.instr)
+    loads = [d.shape[s] for s in range(len(d)) if d.mem[s] == M_GLOBAL and not d.is_store[s]]
+    sectors = sorted({round(_sectors(s), 3) for s in loads})
+    assert sectors == [1.0, 2.0, 3.0, 4.0], sectors
+    assert not any(x.name in ("data_dependent", "control_flow") for x in prep.assumptions)
+
+
+def test_r2p_unpacks_what_p2r_packed():
+    """P2R packs P0..P6 under its mask into a byte of a register, keeping the other bits; R2P
+    sets the predicates under its mask from that byte (`.B1` names the second)."""
+    from kernelscope.analysis.emulator import lanes
+    from synthetic import ins
+
+    ws = lanes.WarpState(lanes.Launch(block=(32, 1, 1), grid=(1, 1, 1), ctaid=(0, 0, 0), warp=0), [])
+    everyone = np.ones(lanes.WARP, bool)
+    lane = np.arange(lanes.WARP)
+    for i in range(7):
+        ws.write_pred(f"P{i}", (lane >> i) % 2 == 1, everyone.copy(), everyone)
+    ws.write("R4", lanes.known(0xFFFF_FFFF), everyone)
+    lanes.execute(ws, ins(0, "P2R", ("R2",), ("P0", "P1", "P2", "P3", "P4", "P5", "P6", "R4"), mods=("B1",),
+                          operands=("R2", "PR", "R4", "0x7f")), everyone)
+    r2 = ws.reg("R2")
+    assert r2.worst == lanes.KNOWN
+    assert (r2.v == (0xFFFF_80FF | (lane << 8))).all()  # bits 8-14 the predicates, the rest R4's
+    for i in range(7):
+        ws.write_pred(f"P{i}", np.zeros(lanes.WARP, bool), everyone.copy(), everyone)
+    lanes.execute(ws, ins(1, "R2P", ("P0", "P1", "P2", "P3", "P4", "P5", "P6"), ("R2",),
+                          operands=("PR", "R2.B1", "0x55")), everyone)
+    for i in range(7):
+        v, k = ws.pred(f"P{i}")
+        assert k.all()
+        want = (lane >> i) % 2 == 1 if 0x55 >> i & 1 else np.zeros(lanes.WARP, bool)
+        assert (v == want).all(), i

@@ -102,3 +102,18 @@ __global__ void chunks_unrolled(float *out, const float *in, int n) {
     for (int k = 0; k < chunks; ++k) s += in[k * 512 + threadIdx.x];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
+
+// Eight guards live across a loop: more than the seven predicate registers, so ptxas packs them
+// into a register with P2R and tests the bits again (or unpacks them with R2P) inside the loop.
+__global__ void guarded_sum(float* out, const float* in, int n, int a0, int a1, int a2, int a3, int a4,
+                            int a5, int a6, int a7) {
+    unsigned t = threadIdx.x;
+    bool p[8] = {t < a0, t < a1, t < a2, t < a3, t < a4, t < a5, t < a6, t < a7};
+    float acc = 0.f;
+    for (int i = 0; i < n; ++i) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            if (p[j]) acc += in[(i * 8 + j) * 32 + t];
+    }
+    out[blockIdx.x * blockDim.x + t] = acc;
+}
