@@ -582,7 +582,7 @@ DELTA_STEPS = 160
 def _delta_steps(decoded: DecodedKernel, w0: WalkResult) -> int:
     """Steps the neighbour walks need to execute each global load once: where the sampled warp's
     walk first executed the last of them (it runs as many trips per loop as they, or more)."""
-    reach = max((execs[0].step + 1 for s, execs in w0.accesses.items()
+    reach = max((execs[0].spent + 1 for s, execs in w0.accesses.items()
                  if execs and decoded.mem[s] == M_GLOBAL and not decoded.is_store[s]), default=0)
     return max(DELTA_STEPS, min(reach, w0.steps))
 

@@ -17,11 +17,17 @@ higher address, so lanes that wait there are joined by the others when these get
   last four values step evenly (induction variables, pointers); any other is unknown.
 * Loads give unknown values (data-dependent): the same unknown in every lane when the lanes
   read one address, so a base pointer read from memory still gives exact strides.
+* Instructions whose results reach no address, branch, exit or local store (`inert_slots`: a
+  GEMM's FMAs and MMAs, most of a tiled kernel's K loop) are stepped over, not executed: what the
+  walk returns is the same, and a run of them costs one step of the bound, so a long unrolled body
+  no longer ends the walk before its epilogue. The accesses keep their place in the warp's time
+  line (`Access.step` counts every slot).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -48,7 +54,10 @@ class Access:
     addresses: tuple[int, ...] | None  # their byte addresses; None where any is not known
     relative: bool = False  # the addresses hold an unknown uniform part: differences exact
     reason: str = ""  # why the addresses are not known
-    step: int = 0  # the walk's step at which it ran: the order of the warp's accesses (caches.py)
+    #: the slot count at which it ran, every slot the warp passed counted (stepped over or not):
+    #: the warp's time line (caches.py)
+    step: int = 0
+    spent: int = 0  # the walk's steps (its cost bound) when it ran
 
 
 @dataclass
@@ -63,7 +72,8 @@ class WalkResult:
     #: local slot -> executions, each lane's per-thread offset placed as the hardware interleaves
     #: local memory (`interleaved`); kept apart from `accesses`, which the caches read as addresses
     local: dict[int, list[Access]] = field(default_factory=dict)
-    steps: int = 0
+    steps: int = 0  # the cost bound's count: one per slot executed, one per run stepped over
+    clock: int = 0  # every slot passed, the stepped-over ones too (the accesses' `step`)
     truncated: bool = False  # stopped at MAX_STEPS
 
 
@@ -156,6 +166,7 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
     deciders = _deciders(k)
     local: dict[tuple[int, int], tuple[int, int, str]] = {}  # (lane, address) -> a stored word
     entered: dict[int, int] = {}  # loop the walk is in -> the call depth it entered it at
+    inert_end = inert_slots(k)  # slot -> end of its run of instructions the walk steps over
     memory_op: dict[int, bool] = {}  # slot -> whether `_memory` runs it
     # straight-line code keeps every live lane together: after an instruction all of them ran,
     # the next step is the next slot, for the same lanes at the same call depth (no search)
@@ -189,6 +200,17 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
                 entry.compares.pop(L, None)
         for L in chain:
             entered.setdefault(L, depth)
+        end = inert_end.get(s)
+        if end is not None:
+            others = alive & ~at
+            if any_lane(others):  # lanes waiting inside the run join there
+                end = min(end, int(pc[others].min()))
+            out.clock += end - s
+            pc[at] = end
+            if whole or not any_lane(others):
+                together = end
+            continue
+        out.clock += 1
         x = k.instr[s]
         kind = k.kind[s]
         if kind == K_BRA:
@@ -237,6 +259,115 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
         pc[at] = s + 1
         if whole or np.count_nonzero(at) == np.count_nonzero(alive):  # `at` is every live lane
             together = s + 1
+    return out
+
+
+_INERT: dict[tuple, dict[int, int]] = {}
+_INERT_SIZE = 64
+
+
+def inert_slots(k: DecodedKernel) -> dict[int, int]:
+    """The instructions whose results the walk's outputs never read, each mapped to the end of
+    its run of such instructions (the next slot that is not one, or that lies in another loop or
+    function): dead code with respect to what the walk reports, by backward liveness over the
+    control flow graph.
+
+    What is read: every register of a branch, exit, call, return or barrier; a load's address and
+    guard (its value may become an address); a store's or atomic's address and guard, not its
+    data (shared and global memory hold no values in the walk); all of a local store (a spilled
+    index is read back). An instruction is live where it writes a register read later on some
+    path, and then reads its own registers. Flow-sensitive, because ptxas reuses a GEMM's
+    accumulator registers for the epilogue's addresses. An indirect branch keeps every slot."""
+    key = (tuple(i.text for i in k.instr), tuple(k.fn))
+    hit = _INERT.get(key)
+    if hit is not None:
+        return hit
+    n = len(k)
+    bit: dict[str, int] = {}
+
+    def mask(regs) -> int:
+        m = 0
+        for r in regs:
+            m |= 1 << bit.setdefault(r, len(bit))
+        return m
+
+    roots, uses, kills, op = [0] * n, [0] * n, [0] * n, [False] * n
+    succ: list[tuple[int, ...]] = [()] * n
+    returns: dict[str, list[int]] = {}  # function -> the slots its calls return to
+    for s in range(n):
+        x, kind = k.instr[s], k.kind[s]
+        if kind in (K_BRA, K_CALL) and k.target[s] < 0 and kind == K_BRA:
+            return {}  # an indirect jump: no successors to follow
+        if kind == K_CALL and k.target[s] >= 0:
+            returns.setdefault(k.fn[k.target[s]], []).append(s + 1)
+    for s in range(n):
+        x, kind = k.instr[s], k.kind[s]
+        if kind == K_BRA:
+            t = k.target[s]
+            succ[s] = (t,) if x.predicate is None else (t, s + 1)
+        elif kind == K_EXIT:
+            succ[s] = () if x.predicate is None else (s + 1,)
+        elif kind == K_RET:
+            succ[s] = tuple(returns.get(k.fn[s], ()))
+        elif kind == K_CALL:
+            succ[s] = (k.target[s], s + 1) if k.target[s] >= 0 else (s + 1,)
+        else:
+            succ[s] = (s + 1,)
+        succ[s] = tuple(t for t in succ[s] if 0 <= t < n)
+        if kind != K_OP:
+            roots[s] = mask(x.uses)
+            continue
+        info = isa.opcode_info(x.opcode)
+        if info.memory_space in ("global", "shared", "generic", "local") and x.opcode not in ("CCTL", "CCTLL"):
+            if info.access is isa.Access.LOAD or info.memory_space == "local":
+                roots[s] = mask(x.uses)
+            else:
+                roots[s] = mask(_bracket_regs(x) | ({x.predicate.lstrip("!")} if x.predicate else set()))
+        else:
+            op[s] = True
+            uses[s] = mask(x.uses)
+        if x.predicate is None:
+            kills[s] = mask(x.defs)
+    defs = [mask(k.instr[s].defs) if op[s] else 0 for s in range(n)]
+    live_in = [0] * n
+    live = [False] * n
+    changed = True
+    while changed:
+        changed = False
+        for s in range(n - 1, -1, -1):
+            out = 0
+            for t in succ[s]:
+                out |= live_in[t]
+            used = op[s] and bool(defs[s] & out)
+            new = (out & ~kills[s]) | roots[s] | (uses[s] if used else 0)
+            if used != live[s] or new != live_in[s]:
+                live[s], live_in[s] = used, new
+                changed = True
+    inert = [op[s] and not live[s] for s in range(n)]
+    found: dict[int, int] = {}
+    end = n
+    for s in range(n - 1, -1, -1):
+        if not inert[s]:
+            continue
+        if s + 1 >= n or not inert[s + 1] or k.loop_chain[s + 1] != k.loop_chain[s] or k.fn[s + 1] != k.fn[s]:
+            end = s + 1
+        found[s] = end
+    if len(_INERT) >= _INERT_SIZE:
+        _INERT.pop(next(iter(_INERT)))
+    _INERT[key] = found
+    return found
+
+
+def _bracket_regs(x) -> set[str]:
+    """Registers named inside an instruction's brackets (`[R2.64+UR4]`, `desc[UR4][R6.64]`), each
+    with the next one (a 64-bit pair's high word, over-approximated)."""
+    out: set[str] = set()
+    for op in x.operands:
+        if "[" not in op:
+            continue
+        for prefix, num in re.findall(r"\b(U?R)(\d+)\b", op):
+            out.add(f"{prefix}{num}")
+            out.add(f"{prefix}{int(num) + 1}")
     return out
 
 
@@ -389,9 +520,9 @@ def _local(ws: WarpState, x, mask: np.ndarray, local: dict, s: int, out: WalkRes
     active = np.flatnonzero(mask)
     if len(active):
         if any_lane(st[mask] == UNKNOWN):
-            acc = Access(len(active), None, False, reason or "the address is not known", out.steps)
+            acc = Access(len(active), None, False, reason or "the address is not known", out.clock, out.steps)
         else:
-            acc = Access(len(active), interleaved(addr[active], active, width), False, "", out.steps)
+            acc = Access(len(active), interleaved(addr[active], active, width), False, "", out.clock, out.steps)
         out.local.setdefault(s, []).append(acc)
     ops = [o.replace(".reuse", "").strip() for o in x.operands]
     if x.opcode == "STL":
@@ -431,9 +562,11 @@ def _memory(ws: WarpState, x, s: int, at: np.ndarray, out: WalkResult, local: di
         addr, st, reason = _address(ws, x, mask)
         a, s_ = addr[mask], st[mask]
         if any_lane(s_ == UNKNOWN):
-            acc = Access(int(np.count_nonzero(mask)), None, False, reason or "the address is not known", out.steps)
+            acc = Access(int(np.count_nonzero(mask)), None, False, reason or "the address is not known",
+                         out.clock, out.steps)
         else:
-            acc = Access(int(np.count_nonzero(mask)), tuple(a.tolist()), any_lane(s_ == UNIFORM), "", out.steps)
+            acc = Access(int(np.count_nonzero(mask)), tuple(a.tolist()), any_lane(s_ == UNIFORM), "",
+                         out.clock, out.steps)
         out.accesses.setdefault(s, []).append(acc)
         uniform = acc.addresses is not None and len(set(acc.addresses)) == 1
     else:
