@@ -428,6 +428,18 @@ def _slow_paths_not_taken(decoded: DecodedKernel, live: frozenset[int]) -> Assum
                              "(denormal, huge or special operands take the slow path)")
 
 
+def _adds_work(decoded: DecodedKernel, s: int) -> bool:
+    """Whether the walked warps' way at branch `s` (the other way from its guard rule) runs more
+    code the other way does not than it leaves out: where the grid's warps disagree, the engine
+    runs the side with the work for all of them. `if (i == 0)` around a serial loop: the walked
+    warps skip the loop, so their way removes work and the guard rule stays. `sinf` of a large
+    index: the walked warps jump to the Payne-Hanek slow path the guard rule skips, so their way
+    is kept (before, the grid's first threads, whose angles are small, vetoed it)."""
+    now = reachable(decoded)
+    other = reachable(decoded, frozenset({s}))
+    return len(other - now) > len(now - other)
+
+
 def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions: list[Assumption],
                 trip_assumption: dict[int, int], values_source: str
                 ) -> tuple[list[Assumption], LaneShapes, tuple[Launch, WalkResult], int]:
@@ -505,14 +517,16 @@ def _walk_lanes(decoded: DecodedKernel, first: Launch, last: Launch, assumptions
             apart = sorted(s for s, took in flips.items()
                            if (c := corner_walk.decisions.get(s)) is not None and not (c[0] if took else c[1]))
             for s in apart:
-                del flips[s]
+                if not _adds_work(decoded, s):
+                    del flips[s]
             if apart:  # appended: the trip counts' indices into `out` stay as they are
                 out.append(Assumption(
                     name="warp_paths", value=f"{len(apart)} branches", source="default",
                     detail=f"warp 0 of block {first.ctaid} and warp 0 of block (0, 0, 0) go different ways at "
                            f"{', '.join(_where(decoded.instr[s]) for s in apart[:6])}: every warp is modeled "
-                           f"running its work side (guards pass), where only some warps do (an `i == 0` "
-                           f"branch's serial loop runs in one thread)"))
+                           f"running the side with more code, where only some warps do (an `i == 0` "
+                           f"branch's serial loop runs in one thread; a slow path most of the grid takes "
+                           f"is skipped by its first threads)"))
         for s, took in flips.items():
             decoded.branch_role[s] = B_JUMP if took else B_NOT_TAKEN
         if flips:

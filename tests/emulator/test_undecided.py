@@ -61,3 +61,16 @@ def test_a_path_only_the_grids_first_warp_takes_keeps_the_guard_rule_and_is_name
     assert any(a.name.startswith("trip_count@") for a in assumptions["serial_head"]), assumptions["serial_head"]
     # a guard every block's warp 0 takes alike (threadIdx.x == 0) is no such path
     assert not [a for a in assumptions["block_head"] if a.name == "warp_paths"]
+
+
+def test_a_slow_path_most_of_the_grid_takes_is_run_though_the_first_warp_skips_it(assumptions):
+    """`sinf((float)i)` over 4M threads: from i = 105,615 on, the reduction is Payne-Hanek's. The
+    middle block's warps take it and the grid's first warp does not. Where the warps disagree the
+    engine runs the side with more code, here the slow path; the guard rule alone skips it, and
+    the grid's first warp had vetoed the walked warps' way (code-samples/async.cu on the H100:
+    0.73x -> 0.44x). Under nvcc 13.0 the reduction is on the guard rule's side, nothing to veto."""
+    names = {a.name: a for a in assumptions["big_angles"]}
+    slow = names.get("math_slow_path")
+    assert slow is None or "Payne-Hanek" not in slow.detail, slow.detail
+    paths = names.get("warp_paths")
+    assert paths is None or "more code" in paths.detail, paths.detail

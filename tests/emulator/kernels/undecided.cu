@@ -61,3 +61,14 @@ __global__ void block_head(const float* x, float* y)
     if (threadIdx.x == 0)
         y[blockIdx.x] += 1.0f;
 }
+
+// the other way round: sinf of the thread's index takes the Payne-Hanek reduction for |x| >=
+// 105615, in most of the grid (the middle block's warps) but not in its first warp (i < 256); the
+// side with the work is the slow path, which the grid runs (code-samples/async.cu's kernel)
+// kernelscope: grid=16384 block=256
+__global__ void big_angles(float* a)
+{
+    int i = threadIdx.x + blockIdx.x * blockDim.x;
+    float x = (float)i;
+    a[i] = sinf(x) + cosf(x);
+}
