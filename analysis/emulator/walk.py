@@ -270,14 +270,14 @@ def inert_slots(k: DecodedKernel) -> dict[int, int]:
     """The instructions whose results the walk's outputs never read, each mapped to the end of
     its run of such instructions (the next slot that is not one, or that lies in another loop or
     function): dead code with respect to what the walk reports, by backward liveness over the
-    control flow graph.
+    control flow graph, with the successors the walk itself follows.
 
     What is read: every register of a branch, exit, call, return or barrier; a load's address and
     guard (its value may become an address); a store's or atomic's address and guard, not its
     data (shared and global memory hold no values in the walk); all of a local store (a spilled
     index is read back). An instruction is live where it writes a register read later on some
     path, and then reads its own registers. Flow-sensitive, because ptxas reuses a GEMM's
-    accumulator registers for the epilogue's addresses. An indirect branch keeps every slot."""
+    accumulator registers for the epilogue's addresses."""
     key = (tuple(i.text for i in k.instr), tuple(k.fn))
     hit = _INERT.get(key)
     if hit is not None:
@@ -295,16 +295,14 @@ def inert_slots(k: DecodedKernel) -> dict[int, int]:
     succ: list[tuple[int, ...]] = [()] * n
     returns: dict[str, list[int]] = {}  # function -> the slots its calls return to
     for s in range(n):
-        x, kind = k.instr[s], k.kind[s]
-        if kind in (K_BRA, K_CALL) and k.target[s] < 0 and kind == K_BRA:
-            return {}  # an indirect jump: no successors to follow
-        if kind == K_CALL and k.target[s] >= 0:
+        if k.kind[s] == K_CALL and k.target[s] >= 0:
             returns.setdefault(k.fn[k.target[s]], []).append(s + 1)
     for s in range(n):
         x, kind = k.instr[s], k.kind[s]
         if kind == K_BRA:
+            # the successors the walk gives it: a branch with no target slot falls through (`_branch`)
             t = k.target[s]
-            succ[s] = (t,) if x.predicate is None else (t, s + 1)
+            succ[s] = (s + 1,) if t < 0 else (t,) if x.predicate is None else (t, s + 1)
         elif kind == K_EXIT:
             succ[s] = () if x.predicate is None else (s + 1,)
         elif kind == K_RET:
