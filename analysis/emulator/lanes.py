@@ -1123,10 +1123,36 @@ _MUFU = {"RCP": lambda f: 1.0 / f, "RSQ": lambda f: 1.0 / np.sqrt(f), "SQRT": np
          "LG2": np.log2, "SIN": np.sin, "COS": np.cos, "TANH": np.tanh}
 
 
-def _mufu(ws, x, active):
-    """MUFU.RCP/RSQ/SQRT/EX2/LG2/SIN/COS/TANH of a float32 (the `.RCP64H`/`.RSQ64H` halves of a
-    double are not executed)."""
+#: the high-word seeds of a double's reciprocal and reciprocal square root
+_MUFU64H = {"RCP64H": lambda d: 1.0 / d, "RSQ64H": lambda d: 1.0 / np.sqrt(d)}
+
+
+def _mufu64h(ws, x, active, fn):
+    """`MUFU.RCP64H`/`.RSQ64H`: the high word of 1/d (1/sqrt d) for the double d whose high word
+    is the operand (its low word taken as 0). The SFU's seed is good to about 23 bits; this one
+    is the exact result's high word, and the Newton steps ptxas follows it with (DFMA, executed
+    with one rounding) converge to the same correctly rounded quotient. A double division by a
+    value that is not a power of two, `ceil((double)n / 3.0)`, is executed so."""
     dst, s = _srcs(x)
+    lit = _float_literal(s[0].strip())
+    if lit is not None:  # the literal is the double whose high word the SFU reads
+        a = known(int(np.array(lit, np.float64).view(np.uint64)) >> 32)
+    else:
+        a = _float_operand(ws, s[0])
+    d = (a.v.astype(np.uint64) << np.uint64(32)).view(np.float64)
+    with np.errstate(all="ignore"):
+        hi = (np.asarray(fn(d), np.float64).view(np.uint64) >> np.uint64(32)).astype(np.uint32)
+    st = np.where(a.st == KNOWN, KNOWN, UNKNOWN).astype(np.int8)
+    return [(_w(dst[0]), Value(hi, st, a.reason))]
+
+
+def _mufu(ws, x, active):
+    """MUFU.RCP/RSQ/SQRT/EX2/LG2/SIN/COS/TANH of a float32, and the `.RCP64H`/`.RSQ64H` seeds
+    of a double's (`_mufu64h`)."""
+    dst, s = _srcs(x)
+    wide = next((_MUFU64H[m] for m in x.modifiers if m in _MUFU64H), None)
+    if wide is not None and len(s) == 1:
+        return _mufu64h(ws, x, active, wide)
     fn = next((_MUFU[m] for m in x.modifiers if m in _MUFU), None)
     if fn is None or len(s) != 1:
         raise NotExecuted(f"`{x.full_opcode}` results are not executed")

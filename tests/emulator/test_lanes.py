@@ -354,3 +354,19 @@ def test_r2p_unpacks_what_p2r_packed():
         assert k.all()
         want = (lane >> i) % 2 == 1 if 0x55 >> i & 1 else np.zeros(lanes.WARP, bool)
         assert (v == want).all(), i
+
+
+def test_trip_count_from_a_double_division(program, target):
+    """`ceil((double)n / 3.0)` divides by a value that is not a power of two: MUFU.RCP64H seeds
+    the reciprocal, DFMA's Newton steps refine it, and a range check chooses between the result
+    and a call to the slow path. Executed, the loop runs the launch's 334 chunks for n = 1,000
+    and the check is decided (the seed was not executed before: the default 64, the branch a guess)."""
+    hint = LaunchHint(grid=64, block=256, values={"n": 1000})
+    after = _prepared(program, target, "chunks_thirds", hint)
+    assert any("RCP64H" in i.full_opcode for i in after.decoded.instr)
+    trips = [a for a in after.assumptions if a.name.startswith("trip_count")]
+    assert trips and all(a.source != "default" for a in trips), [(a.value, a.detail) for a in trips]
+    # ptxas unrolls the loop by four: 83 trips of the main loop (and a remainder of at most 3)
+    assert trips[0].value in ("83", "334") and trips[0].detail.startswith("executed"), trips[0]
+    assert not any(a.name == "control_flow" for a in after.assumptions), \
+        [a.detail for a in after.assumptions if a.name == "control_flow"]

@@ -117,3 +117,12 @@ __global__ void guarded_sum(float* out, const float* in, int n, int a0, int a1, 
     }
     out[blockIdx.x * blockDim.x + t] = acc;
 }
+
+// a double division by a value that is not a power of two: MUFU.RCP64H's seed, DFMA's Newton
+// steps, and a check of the quotient's range before a call to the slow path
+__global__ void chunks_thirds(const float* in, float* out, int n) {
+    int chunks = (int)ceil((double)n / 3.0);
+    float s = 0.0f;
+    for (int k = 0; k < chunks; ++k) s += in[k * 256 + threadIdx.x];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
