@@ -248,8 +248,7 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
         if kind == K_OP:
             mem = memory_op.get(s)
             if mem is None:
-                mem = memory_op[s] = (isa.opcode_info(x.opcode).memory_space in ("global", "shared", "generic", "local")
-                                      and x.opcode not in ("CCTL", "CCTLL"))
+                mem = memory_op[s] = _is_access(x)
             if mem:
                 _memory(ws, x, s, at, out, local)
             else:
@@ -315,8 +314,8 @@ def inert_slots(k: DecodedKernel) -> dict[int, int]:
         if kind != K_OP:
             roots[s] = mask(x.uses)
             continue
-        info = isa.opcode_info(x.opcode)
-        if info.memory_space in ("global", "shared", "generic", "local") and x.opcode not in ("CCTL", "CCTLL"):
+        if _is_access(x):
+            info = isa.opcode_info(x.opcode)
             if info.access is isa.Access.LOAD or info.memory_space == "local":
                 roots[s] = mask(x.uses)
             else:
@@ -354,6 +353,13 @@ def inert_slots(k: DecodedKernel) -> dict[int, int]:
         _INERT.pop(next(iter(_INERT)))
     _INERT[key] = found
     return found
+
+
+def _is_access(x) -> bool:
+    """Whether the walk runs `x` as a memory access (`_memory`): a global, shared, generic or local
+    one. A `__threadfence`'s `CCTL.IVALL` has no address."""
+    return isa.opcode_info(x.opcode).memory_space in ("global", "shared", "generic", "local") \
+        and x.opcode not in ("CCTL", "CCTLL")
 
 
 def _bracket_regs(x) -> set[str]:
