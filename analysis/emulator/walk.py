@@ -19,9 +19,10 @@ higher address, so lanes that wait there are joined by the others when these get
   read one address, so a base pointer read from memory still gives exact strides.
 * Instructions whose results reach no address, branch, exit or local store (`inert_slots`: a
   GEMM's FMAs and MMAs, most of a tiled kernel's K loop) are stepped over, not executed: what the
-  walk returns is the same, and a run of them costs one step of the bound, so a long unrolled body
-  no longer ends the walk before its epilogue. The accesses keep their place in the warp's time
-  line (`Access.step` counts every slot).
+  walk returns is the same but for the value of an unknown base (stand-ins are numbered in the
+  order they are made), and a run of them costs one step of the bound, so a long unrolled body
+  gets further before the bound. The accesses keep their place in the warp's time line
+  (`Access.step` counts every slot).
 """
 
 from __future__ import annotations
