@@ -1,6 +1,7 @@
 """The walk steps over the instructions whose results it never reads (walk.inert_slots): what it
 returns is the same as executing them, on real nvcc output, and a GEMM's arithmetic costs it
-nothing."""
+nothing. (Elsewhere an unknown base may take another value: a skipped instruction makes no
+stand-in, and stand-ins are numbered as made. None of these kernels skips one.)"""
 
 from __future__ import annotations
 
