@@ -28,7 +28,6 @@ higher address, so lanes that wait there are joined by the others when these get
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -318,9 +317,9 @@ def inert_slots(k: DecodedKernel) -> dict[int, int]:
         if _is_access(x):
             info = isa.opcode_info(x.opcode)
             if info.access is isa.Access.LOAD or info.memory_space == "local":
-                roots[s] = mask(x.uses)
+                roots[s] = mask(x.uses) | mask(_address_reads(x))
             else:
-                roots[s] = mask(_bracket_regs(x) | ({x.predicate.lstrip("!")} if x.predicate else set()))
+                roots[s] = mask(_address_reads(x) | ({x.predicate.lstrip("!")} if x.predicate else set()))
         else:
             op[s] = True
             uses[s] = mask(x.uses)
@@ -363,16 +362,17 @@ def _is_access(x) -> bool:
         and x.opcode not in ("CCTL", "CCTLL")
 
 
-def _bracket_regs(x) -> set[str]:
-    """Registers named inside an instruction's brackets (`[R2.64+UR4]`, `desc[UR4][R6.64]`), each
-    with the next one (a 64-bit pair's high word, over-approximated)."""
+def _address_reads(x) -> set[str]:
+    """The registers `_address` reads for `x`'s address: each register term, and the next one where
+    the term is a 64-bit pair (`[R2.64+UR6]` reads UR7 too, which the decoder's uses leave out)."""
     out: set[str] = set()
-    for op in x.operands:
-        if "[" not in op:
+    for kind, name, _scale, pair in _address_terms(address_operand(x)) or ():
+        if kind != "reg" or name in ("RZ", "URZ"):
             continue
-        for prefix, num in re.findall(r"\b(U?R)(\d+)\b", op):
-            out.add(f"{prefix}{num}")
-            out.add(f"{prefix}{int(num) + 1}")
+        out.add(name)
+        prefix = "UR" if name.startswith("UR") else "R"
+        if pair and name[len(prefix):].isdigit():
+            out.add(f"{prefix}{int(name[len(prefix):]) + 1}")
     return out
 
 
