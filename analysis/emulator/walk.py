@@ -136,8 +136,13 @@ _MEMO: dict[tuple, WalkResult] = {}
 _MEMO_SIZE = 256
 
 
+def _code_key(k: DecodedKernel) -> tuple:
+    """The code image as a key: its instructions' text and the function of each slot."""
+    return tuple(i.text for i in k.instr), tuple(k.fn)
+
+
 def _key(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int) -> tuple:
-    return (tuple(i.text for i in k.instr), tuple(k.fn), tuple(k.branch_role), tuple(L.trip for L in k.loops),
+    return (*_code_key(k), tuple(k.branch_role), tuple(L.trip for L in k.loops),
             launch.block, launch.grid, launch.ctaid, launch.warp, tuple(sorted(launch.bank0.items())),
             max_iterations, max_steps)
 
@@ -277,7 +282,7 @@ def inert_slots(k: DecodedKernel) -> dict[int, int]:
     index is read back). An instruction is live where it writes a register read later on some
     path, and then reads its own registers. Flow-sensitive, because ptxas reuses a GEMM's
     accumulator registers for the epilogue's addresses."""
-    key = (tuple(i.text for i in k.instr), tuple(k.fn))
+    key = _code_key(k)
     hit = _INERT.get(key)
     if hit is not None:
         return hit
