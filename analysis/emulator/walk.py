@@ -369,7 +369,8 @@ def _is_access(x) -> bool:
 
 def _address_reads(x) -> set[str]:
     """The registers `_address` reads for `x`'s address: each register term, and the next one where
-    the term is a 64-bit pair (`[R2.64+UR6]` reads UR7 too, which the decoder's uses leave out)."""
+    the term is a 64-bit pair (`[R2.64+UR6]` reads UR7 too, as `sass.address_regs` has it). Not
+    that function itself: a descriptor (`desc[UR4]`) is no term the walk reads."""
     out: set[str] = set()
     for kind, name, _scale, pair in _address_terms(address_operand(x)) or ():
         if kind != "reg" or name in ("RZ", "URZ"):
@@ -509,13 +510,16 @@ def _decider_of(k: DecodedKernel, latch: int) -> int | None:
 
 
 def interleaved(offsets: np.ndarray, lane_ids: np.ndarray, width: int) -> tuple[int, ...]:
-    """Where the lanes' per-thread local offsets fall in the warp's local memory: word w (of the
-    access's `width`) of lane l is at w·width·32 + l·width, so a thread's consecutive words are a
-    warp's width apart (the Programming Guide's "consecutive 32-bit words are accessed by
-    consecutive thread IDs", at the access's width as `memory_shapes` takes it). Lanes at the same
-    offset then fill one line; lanes whose offsets differ land in lines of their own."""
+    """Where the lanes' per-thread local offsets fall in the warp's local memory: word w of lane l
+    is at w·g·32 + l·g, g = max(width, 4), so a thread's consecutive words are a warp's words apart
+    (the Programming Guide's "consecutive 32-bit words are accessed by consecutive thread IDs").
+    A sub-word access stays in its lane's 32-bit word: a warp's 2-byte store spans 128 bytes, four
+    sectors, as `memory_shapes` takes it. Wider accesses interleave at their width, which touches
+    the same sectors as 32-bit interleaving. Lanes at the same offset then fill one line; lanes
+    whose offsets differ land in lines of their own."""
+    g = max(width, 4)
     o = offsets.astype(np.int64)
-    return tuple(((o // width) * width * WARP + lane_ids.astype(np.int64) * width + o % width).tolist())
+    return tuple(((o // g) * g * WARP + lane_ids.astype(np.int64) * g + o % g).tolist())
 
 
 def _local(ws: WarpState, x, mask: np.ndarray, local: dict, s: int, out: WalkResult) -> bool:

@@ -84,3 +84,11 @@ def test_a_local_index_that_differs_between_lanes_touches_one_line_per_index(too
     shapes = _indexed_local("lane_index", toolchain)
     walked = [sh for sh in shapes if sh.pattern != "data_dependent"]
     assert walked and all(sh.wavefronts == 8.0 for sh in walked), shapes
+
+
+def test_a_two_byte_local_access_spans_its_lanes_32_bit_words(toolchain):
+    # unsigned short hist[((threadIdx.x >> 5) + i) & 31]: one line, and each lane's 2 bytes in
+    # its own 32-bit word of the interleaved frame: 128 B, four sectors, for 64 B of data
+    shapes = _indexed_local("short_bins", toolchain)
+    walked = [sh for sh in shapes if sh.pattern != "data_dependent"]
+    assert walked and all(sh.wavefronts == 1.0 and sh.bytes_l1 == 128.0 for sh in walked), shapes

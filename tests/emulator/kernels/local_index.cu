@@ -29,3 +29,16 @@ __global__ void lane_index(unsigned int *bins, int n)
     for (int b = 0; b < BINS; ++b)
         atomicAdd(&bins[b], hist[b]);
 }
+
+// warp_index with 2-byte bins: a lane's bin lies in its own 32-bit word of the frame, so one
+// warp's access spans a 128 B line (four sectors), not the 64 B its bytes would fill
+__global__ void short_bins(unsigned int *bins, int n)
+{
+    unsigned short hist[BINS];
+    for (int b = 0; b < BINS; ++b)
+        hist[b] = 0;
+    for (int i = 0; i < n; ++i)
+        hist[((threadIdx.x >> 5) + i) & (BINS - 1)] += 1;
+    for (int b = 0; b < BINS; ++b)
+        atomicAdd(&bins[b], hist[b]);
+}
