@@ -365,7 +365,8 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
         if slow_paths is not None:
             # a branch the lanes decided may run a slow path after all (a launch's special operand):
             # the assumption names only what is still skipped
-            now = _slow_paths_not_taken(decoded, reachable(decoded))
+            now = _slow_paths_not_taken(decoded, reachable(decoded), walked[1], values_source,
+                                        f"warp 0 of block {walked[0].ctaid}")
             assumptions[:] = [now if a is slow_paths else a for a in assumptions if a is not slow_paths or now]
         assumptions[:] = _guessed_lines(decoded, lanes, assumptions, program)
         assumptions[:], cache_steps = _with_caches(decoded, walked, occ, arch, device, hit, assumptions)
@@ -412,20 +413,41 @@ def _where(ins) -> str:
     return f"{ins.opcode} at line {ins.line}" if ins.line is not None else f"{ins.opcode} at pc {ins.pc:#x}"
 
 
-def _slow_paths_not_taken(decoded: DecodedKernel, live: frozenset[int]) -> Assumption | None:
+def _slow_paths_not_taken(decoded: DecodedKernel, live: frozenset[int], walked: WalkResult | None = None,
+                          values_source: str = "default", who: str = "") -> Assumption | None:
     """The math functions' slow paths (a CALL `isa.math_slow_path` names, the float trig functions'
     inline Payne-Hanek reduction) that the kernel's code never runs: outside `live`, the slots
-    its branches, as they now go, reach (`decode.reachable`)."""
-    skipped = sorted({name for s, kd in enumerate(decoded.kind) if kd == K_CALL and s not in live
-                      and (name := math_slow_path(decoded.instr[s]))})
-    if any(decoded.branch_role[s] == B_JUMP and s + 1 not in live and skips_trig_reduction(decoded, s)
-           for s in live if decoded.kind[s] == K_BRA):
-        skipped.append(f"the inline Payne-Hanek reduction of sinf/cosf/tanf (|x| >= {TRIG_REDUCTION_THRESHOLD_F32:g})")
-    if not skipped:
+    its branches, as they now go, reach (`decode.reachable`).
+
+    A slow path that a branch the lanes' walk decided (`walked`, every execution computed, every
+    lane one way) keeps out is no guess: `ceil((double)n / 3.0)`'s range check on the launch's n.
+    Where every skipped path is such, the assumption carries the launch values' source and says
+    the guards were executed; otherwise it stays a default, naming those still assumed."""
+    calls = {s: name for s, kd in enumerate(decoded.kind) if kd == K_CALL and s not in live
+             and (name := math_slow_path(decoded.instr[s]))}
+    trig = [s for s in live if decoded.kind[s] == K_BRA and decoded.branch_role[s] == B_JUMP
+            and s + 1 not in live and skips_trig_reduction(decoded, s)]
+    if not calls and not trig:
         return None
+    decided = frozenset(b for b, (all_, none) in walked.decisions.items()
+                        if (all_ or none) and b not in walked.unknown_branches) if walked is not None else frozenset()
+    computed = set(decided & set(trig))
+    for b in decided:
+        opened = reachable(decoded, frozenset({b})) - live
+        computed |= {s for s in calls if s in opened}
+    reduction = f"the inline Payne-Hanek reduction of sinf/cosf/tanf (|x| >= {TRIG_REDUCTION_THRESHOLD_F32:g})"
+    assumed = sorted({name for s, name in calls.items() if s not in computed}
+                     | ({reduction} if any(s not in computed for s in trig) else set()))
+    known = sorted({name for s, name in calls.items() if s in computed}
+                   | ({reduction} if any(s in computed for s in trig) else set()))
+    if not assumed:
+        return Assumption(name="math_slow_path", value="not taken", source=values_source,  # type: ignore[arg-type]
+                          detail=f"{', '.join(known)}: executed: the guards, computed over the launch's values "
+                                 f"in {who}, skip them")
+    also = f" ({', '.join(known)}: skipped by guards the lanes computed in {who})" if known else ""
     return Assumption(name="math_slow_path", value="not taken", source="default",
-                      detail=f"{', '.join(skipped)}: operands assumed in the range the inline fast path handles "
-                             "(denormal, huge or special operands take the slow path)")
+                      detail=f"{', '.join(assumed)}: operands assumed in the range the inline fast path handles "
+                             f"(denormal, huge or special operands take the slow path){also}")
 
 
 def _adds_work(decoded: DecodedKernel, s: int) -> bool:

@@ -370,3 +370,6 @@ def test_trip_count_from_a_double_division(program, target):
     assert trips[0].value in ("83", "334") and trips[0].detail.startswith("executed"), trips[0]
     assert not any(a.name == "control_flow" for a in after.assumptions), \
         [a.detail for a in after.assumptions if a.name == "control_flow"]
+    # the division's slow path is skipped by that decided check: a computed fact, not a default
+    (slow,) = [a for a in after.assumptions if a.name == "math_slow_path"]
+    assert slow.source != "default" and "executed" in slow.detail and "assumed" not in slow.detail, slow
