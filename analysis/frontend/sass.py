@@ -248,7 +248,7 @@ _REG_OPERAND = re.compile(r"^[-!~|]*(UR\d+|R\d+|UP\d|P\d|PR|UPR)((?:\.\w+)*)\|?$
 
 
 def _operand_regs(op: str, width: int) -> list[str]:
-    """Registers named by one operand (`-R5.reuse`, `|R3|`, `!P0`, `R2.64`); brackets are `_address_regs`'."""
+    """Registers named by one operand (`-R5.reuse`, `|R3|`, `!P0`, `R2.64`); brackets are `address_regs`'."""
     m = _REG_OPERAND.match(op)
     if m is None:
         return []
@@ -257,16 +257,22 @@ def _operand_regs(op: str, width: int) -> list[str]:
     return _expand(m[1], 2 if ".64" in m[2] else width)
 
 
-def _address_regs(op: str) -> list[str]:
+def address_regs(op: str) -> list[str]:
+    """Registers an operand's brackets read: `R2.64` a pair, a descriptor (`desc[UR4]`) a uniform
+    pair, and beside a 64-bit register (`[R2.64+UR6]`, sm_75-sm_89) a uniform register is a 64-bit
+    base too, the pointer a `ULDC.64` loaded: UR6 and UR7 (as the walk reads it,
+    `emulator.walk._address_terms`)."""
     if "[" not in op:
         return []
     regs: list[str] = []
     for prefix, inner in _BRACKET.findall(op):
+        found = list(_IN_BRACKET.finditer(inner))
         if prefix in ("desc", "gdesc", "tmem"):
             # A memory descriptor is a 64-bit uniform pair (ULDC.64 UR4 sets it up).
-            regs += [r for m in _IN_BRACKET.finditer(inner) for r in _expand(m[1], 2)]
+            regs += [r for m in found for r in _expand(m[1], 2)]
             continue
-        regs += [r for m in _IN_BRACKET.finditer(inner) for r in _expand(m[1], 2 if m[2] else 1)]
+        wide = any(m[2] for m in found)
+        regs += [r for m in found for r in _expand(m[1], 2 if m[2] or (wide and m[1].startswith("UR")) else 1)]
     return regs
 
 
@@ -353,10 +359,10 @@ def defs_and_uses(opcode: str, mods: tuple[str, ...], operands: tuple[str, ...],
     uses: list[str] = []
     for k, op in enumerate(operands[:n_dst]):
         defs += _operand_regs(op, w.dst)
-        uses += _address_regs(op)
+        uses += address_regs(op)
     for k, op in enumerate(operands[n_dst:]):
         uses += _operand_regs(op, w.at(k))
-        uses += _address_regs(op)
+        uses += address_regs(op)
     if predicate is not None:
         p = predicate.lstrip("!")
         if p not in _NEVER:

@@ -30,7 +30,6 @@ The rule, over one function's SASS:
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,10 +37,8 @@ from dataclasses import dataclass
 from ..frontend import isa
 from ..frontend.cfg import build_cfg
 from ..frontend.instructions import Instruction, SassFunction
+from ..frontend.sass import address_regs
 
-_BRACKET = re.compile(r"(\w*)\[([^\]]*)\]")
-_REG = re.compile(r"\b(UR|R)(\d+)(\.64)?")
-_DESCRIPTORS = ("desc", "gdesc", "tmem")  # a 64-bit uniform pair: `desc[UR4]` reads UR4 and UR5
 #: Classes whose reads steer control flow or synchronisation, never data.
 _CONTROL = (isa.InstrClass.BRANCH, isa.InstrClass.CONTROL, isa.InstrClass.BARRIER)
 #: Classes followed through: their values are work only if they reach work (a value loaded,
@@ -49,23 +46,13 @@ _CONTROL = (isa.InstrClass.BRANCH, isa.InstrClass.CONTROL, isa.InstrClass.BARRIE
 _FOLLOWED = (isa.InstrClass.INT, isa.InstrClass.UNIFORM)
 
 
-def _address_regs(ins: Instruction) -> set[str]:
-    out: set[str] = set()
-    for op in ins.operands:
-        for kind, inner in _BRACKET.findall(op):
-            for prefix, n, wide in _REG.findall(inner):
-                out.add(f"{prefix}{n}")
-                if wide or kind in _DESCRIPTORS:
-                    out.add(f"{prefix}{int(n) + 1}")
-    return out
-
-
 def _value_reads(ins: Instruction) -> tuple[str, ...]:
     """Registers `ins` reads as data: not its guard, not an address, nothing a branch reads."""
     if isa.instruction_class(ins) in _CONTROL:
         return ()
     guard = ins.predicate.lstrip("!") if ins.predicate else None
-    addr = _address_regs(ins)  # a register both address and data (STG [R2], R2) is taken for an address
+    # a register both address and data (STG [R2], R2) is taken for an address
+    addr = {r for op in ins.operands for r in address_regs(op)}
     return tuple(r for r in ins.uses if r != guard and r not in addr)
 
 

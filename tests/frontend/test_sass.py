@@ -33,20 +33,20 @@ def cuda_bin() -> Path:
     pytest.skip("nvcc/nvdisasm wheels not installed")
 
 
-def compile_cubin(src: str, out_dir: Path, name: str, *extra: str) -> Path:
+def compile_cubin(src: str, out_dir: Path, name: str, *extra: str, arch: str = "sm_90") -> Path:
     bindir = cuda_bin()
     cu = out_dir / f"{name}.cu"
     cu.write_text(src)
     cubin = out_dir / f"{name}.cubin"
     env = {"PATH": f"{bindir}:/usr/bin:/bin"}
-    res = run_tool([str(bindir / "nvcc"), "-arch=sm_90", "-lineinfo", "-cubin", *extra, "-o", str(cubin), str(cu)],
+    res = run_tool([str(bindir / "nvcc"), f"-arch={arch}", "-lineinfo", "-cubin", *extra, "-o", str(cubin), str(cu)],
                    env=env, timeout=120)
     assert res.returncode == 0, res.stderr
     return cubin
 
 
-def build(src: str, out_dir: Path, name: str, *extra: str) -> tuple[Path, SassModule]:
-    cubin = compile_cubin(src, out_dir, name, *extra)
+def build(src: str, out_dir: Path, name: str, *extra: str, arch: str = "sm_90") -> tuple[Path, SassModule]:
+    cubin = compile_cubin(src, out_dir, name, *extra, arch=arch)
     return cubin, disassemble(cubin, cuda_bin() / "nvdisasm")
 
 
@@ -290,6 +290,23 @@ def test_split_operands_and_defs_uses():
     assert defs_and_uses("SHFL", ("BFLY",), ("PT", "R3", "R2", "0x10", "0x1f"), None) == (("R3",), ("R2",))
     assert defs_and_uses("IADD3", (), ("R4", "P0", "P1", "R2", "R3", "RZ"), None) == (("R4", "P0", "P1"), ("R2", "R3"))
     assert defs_and_uses("HMMA", ("16816", "F32"), ("R20", "R4", "R16", "RZ"), None)[0] == ("R20", "R21", "R22", "R23")
+
+
+def test_a_uniform_base_beside_a_64_bit_register_is_read_as_a_pair(tmp_path):
+    """sm_75 addresses a global through `[R2.64+UR6]`: R2:R3 the offset, UR6:UR7 the pointer
+    a `ULDC.64` loaded. The instruction reads UR7 too, as the walk computes the address
+    (emulator.walk._address_terms); until 2026-11-29 its uses stopped at UR6."""
+    src = """__global__ void add_wide(const float* a, const float* b, float* c, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+    _, mod = build(src, tmp_path, "wide", arch="sm_75")
+    pairs = [(x, m) for fn in mod.functions for x in fn.instructions for op in x.operands
+             if (m := re.search(r"\[R\d+\.64\+UR(\d+)\]", op))]
+    assert pairs, "no [Rn.64+URm] operand in the sm_75 build"
+    assert all({f"UR{m[1]}", f"UR{int(m[1]) + 1}"} <= set(x.uses) for x, m in pairs), \
+        [(x.text, x.uses) for x, m in pairs]
 
 
 def test_parses_a_5000_instruction_listing(captured):
