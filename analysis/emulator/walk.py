@@ -42,8 +42,11 @@ from .memory import address_operand
 #: iterations of each loop entry the walk runs: four give three differences to extrapolate from
 #: (three would take a stage index `t % 3` for an even step)
 MAX_ITERATIONS = 4
-#: warp-instructions one walk executes at most (the cost bound: 6-18 µs each here, 2026-11-27)
-MAX_STEPS = 1200
+#: warp-instructions one walk executes at most (the cost bound: 6-18 µs each here, 2026-11-27;
+#: ~70-90 µs in a register-tiled GEMM's K loop). 3,000 from 2026-11-29: a bounds-checked
+#: register-tiled GEMM (Lei Mao's V04-V06) needs ~1,900-2,800 to reach its epilogue, where 1,200
+#: stopped inside the K loop; the accuracy set's analyses took 15 % longer (docs/performance.md)
+MAX_STEPS = 3000
 
 
 @dataclass(frozen=True)

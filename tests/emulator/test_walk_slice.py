@@ -27,6 +27,8 @@ CASES = [
     ("lane_values.cu", "guarded_sum", "sm_86", LaunchHint(grid=1, block=32, values={
         "n": 8, **{f"a{j}": g for j, g in enumerate([32, 12, 8, 16, 24, 32, 4, 20])}})),
     ("lane_values.cu", "chunks_ceil", "sm_90", LaunchHint(grid=64, block=512, values={"n": 51_000})),
+    ("register_tiled.cu", "sgemm_register_tiled", "sm_86", LaunchHint(grid=(32, 32, 1), block=256,
+                                                                      values={"M": 4096, "N": 4096, "K": 4096})),
 ]
 
 
@@ -78,3 +80,16 @@ def test_a_gemms_arithmetic_is_stepped_over(toolchain, monkeypatch):
     r = walk_module.walk(decoded, launch)
     stores = [s for s in range(len(decoded)) if decoded.is_store[s] and decoded.instr[s].opcode.startswith("STG")]
     assert stores and all(s in r.accesses for s in stores), (len(ops), r.steps, r.truncated)
+
+
+def test_the_walk_reaches_a_bounds_checked_register_tiled_gemms_epilogue(toolchain, monkeypatch):
+    """Its bounds checks (size_t indices, as in Lei Mao's V04-V06) are live, about half of each
+    K-step's instructions: at the bound of 1,200 steps the walk stopped inside the K loop and
+    never saw the epilogue's stores, so their shapes stayed the address analysis's. At
+    `walk.MAX_STEPS` (3,000 from 2026-11-29) it reaches them."""
+    decoded, launch = _first_walk(toolchain, *CASES[4], monkeypatch)
+    r = walk_module.walk(decoded, launch)
+    stores = [s for s in range(len(decoded)) if decoded.is_store[s] and decoded.instr[s].opcode.startswith("STG")]
+    assert stores and all(s in r.accesses for s in stores), (r.steps, r.truncated)
+    assert not r.truncated, r.steps
+    assert r.steps > 1200, r.steps  # the bound it stopped at before
