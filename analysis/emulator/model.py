@@ -431,10 +431,14 @@ def _slow_paths_not_taken(decoded: DecodedKernel, live: frozenset[int], walked: 
         return None
     decided = frozenset(b for b, (all_, none) in walked.decisions.items()
                         if (all_ or none) and b not in walked.unknown_branches) if walked is not None else frozenset()
-    computed = set(decided & set(trig))
+    # a call is decided where flipping one decided branch opens it; one reachability pass per
+    # branch, and none once every call is accounted for (or where there is no call at all)
+    pending = set(calls)
     for b in decided:
-        opened = reachable(decoded, frozenset({b})) - live
-        computed |= {s for s in calls if s in opened}
+        if not pending:
+            break
+        pending -= reachable(decoded, frozenset({b})) - live
+    computed = (set(calls) - pending) | (decided & set(trig))
     reduction = f"the inline Payne-Hanek reduction of sinf/cosf/tanf (|x| >= {TRIG_REDUCTION_THRESHOLD_F32:g})"
     assumed = sorted({name for s, name in calls.items() if s not in computed}
                      | ({reduction} if any(s not in computed for s in trig) else set()))
