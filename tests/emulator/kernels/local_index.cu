@@ -6,16 +6,23 @@
 
 #define BINS 32
 
-// every lane of a warp counts into the same bin (the warp's number, moved on each trip): one line per access
-__global__ void warp_index(unsigned int *bins, int n)
+// every lane of a warp counts into the same bin (the warp's number, moved on each trip), in bins
+// of type Bin: one line per access
+template <typename Bin>
+__device__ __forceinline__ void count_by_warp(unsigned int *bins, int n)
 {
-    unsigned int hist[BINS];
+    Bin hist[BINS];
     for (int b = 0; b < BINS; ++b)
         hist[b] = 0;
     for (int i = 0; i < n; ++i)
         hist[((threadIdx.x >> 5) + i) & (BINS - 1)] += 1;
     for (int b = 0; b < BINS; ++b)
         atomicAdd(&bins[b], hist[b]);
+}
+
+__global__ void warp_index(unsigned int *bins, int n)
+{
+    count_by_warp<unsigned int>(bins, n);
 }
 
 // lanes count into 8 different bins (lane mod 8, moved on each trip): 8 lines per access
@@ -34,11 +41,5 @@ __global__ void lane_index(unsigned int *bins, int n)
 // warp's access spans a 128 B line (four sectors), not the 64 B its bytes would fill
 __global__ void short_bins(unsigned int *bins, int n)
 {
-    unsigned short hist[BINS];
-    for (int b = 0; b < BINS; ++b)
-        hist[b] = 0;
-    for (int i = 0; i < n; ++i)
-        hist[((threadIdx.x >> 5) + i) & (BINS - 1)] += 1;
-    for (int b = 0; b < BINS; ++b)
-        atomicAdd(&bins[b], hist[b]);
+    count_by_warp<unsigned short>(bins, n);
 }
