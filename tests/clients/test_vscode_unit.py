@@ -12,8 +12,12 @@ from _load import load_file
 
 CLIENT = Path(__file__).resolve().parents[2] / "vscode-client"
 
-pytestmark = pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None,
-                                reason="node and npm not installed (Debian: apt-get install -y nodejs npm)")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None,
+                       reason="node and npm not installed (Debian: apt-get install -y nodejs npm)"),
+    # `npm ci` and the build write vscode-client/ in place: one worker at a time (tests/editors/test_vscode.py)
+    pytest.mark.xdist_group("vscode-client"),
+]
 
 
 def _build_module():

@@ -47,6 +47,8 @@ _missing = [name for name, ok in (("node", shutil.which("node")), ("npm", shutil
 pytestmark = [
     pytest.mark.editor,
     pytest.mark.slow,
+    # builds in vscode-client/ as tests/clients/test_vscode_unit.py does: the same worker
+    pytest.mark.xdist_group("vscode-client"),
     pytest.mark.skipif(bool(_missing), reason=f"{', '.join(_missing)} not installed (Debian: apt-get install -y "
                        f"nodejs npm {' '.join(code_server.APT_PACKAGES)})"),
 ]
