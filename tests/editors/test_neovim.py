@@ -37,7 +37,10 @@ def _neovims() -> dict[tuple[int, ...], str]:
         if not os.access(exe, os.X_OK):
             continue
         try:
-            head = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+            # no log: a Neovim that cannot make its log folder (two test workers probing at once
+            # on a fresh machine) writes `.nvimlog` into the working directory, the repository
+            head = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30,
+                                  env={**os.environ, "NVIM_LOG_FILE": os.devnull}).stdout
         except (OSError, subprocess.SubprocessError):
             continue
         m = re.match(r"NVIM v(\d+)\.(\d+)\.(\d+)", head)
