@@ -49,6 +49,11 @@ def _first_walk(toolchain, source: str, kernel: str, arch_name: str, hint: Launc
     return decoded, launch
 
 
+def _global_stores(decoded) -> list[int]:
+    """The kernel's STG slots: where the walk reaches them, it has run to the epilogue."""
+    return [s for s in range(len(decoded)) if decoded.is_store[s] and decoded.instr[s].opcode.startswith("STG")]
+
+
 def _outputs(r: walk_module.WalkResult):
     """What the analysis reads of a walk; an access's `spent` (the cost bound's count) aside."""
     def strip(by_slot):
@@ -78,7 +83,7 @@ def test_a_gemms_arithmetic_is_stepped_over(toolchain, monkeypatch):
     assert mmas and all(s in inert for s in mmas)
     # and the walk reaches the epilogue's stores within its step bound
     r = walk_module.walk(decoded, launch)
-    stores = [s for s in range(len(decoded)) if decoded.is_store[s] and decoded.instr[s].opcode.startswith("STG")]
+    stores = _global_stores(decoded)
     assert stores and all(s in r.accesses for s in stores), (len(ops), r.steps, r.truncated)
 
 
@@ -89,7 +94,7 @@ def test_the_walk_reaches_a_bounds_checked_register_tiled_gemms_epilogue(toolcha
     `walk.MAX_STEPS` (3,000 from 2026-11-29) it reaches them."""
     decoded, launch = _first_walk(toolchain, *CASES[4], monkeypatch)
     r = walk_module.walk(decoded, launch)
-    stores = [s for s in range(len(decoded)) if decoded.is_store[s] and decoded.instr[s].opcode.startswith("STG")]
+    stores = _global_stores(decoded)
     assert stores and all(s in r.accesses for s in stores), (r.steps, r.truncated)
     assert not r.truncated, r.steps
     assert r.steps > 1200, r.steps  # the bound it stopped at before
