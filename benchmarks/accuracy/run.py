@@ -163,6 +163,24 @@ def tc_cases(series: str, device: str, ms: dict[str, float]) -> tuple[Case, ...]
 
 SUM = KERNELS / "fast-cu" / "sum.cu"
 LLMC = KERNELS / "llm-c"
+MMA_MATMUL = KERNELS / "mma-matmul"
+
+
+def mma_matmul_cases() -> tuple[Case, ...]:
+    """spatters/mma-matmul's README table at 39d91be: FP16 in, FP32 accumulate, M = N = K = 4096 on an RTX 4090
+    at locked clocks (2520 MHz graphics, the card's boost), `gpu__time_duration` under ncu. Launches from
+    runner.cu's `run_mma_kernel`: block 16x16, grid ceilDiv(4096, tile) in x and y (tile 32, 64 or 128)."""
+    # (label, file, kernel, block tile, measured µs); kernels 2.x and 3.x read B transposed (B_T), same shapes
+    steps = (("mma 1.0 naive", "kernel_1.cu", "mma_matmul_1_0", 32, 4680),
+             ("mma 1.1 2x tiling", "kernel_1.cu", "mma_matmul_1_1", 64, 2400),
+             ("mma 2.0 permuted smem", "kernel_2.cu", "mma_matmul_2_0", 64, 1080),
+             ("mma 2.1 register tweak", "kernel_2.cu", "mma_matmul_2_1", 64, 1030),
+             ("mma 3.0 3-stage async", "kernel_3.cu", "mma_matmul_3_0", 64, 1000),
+             ("mma 3.1 3-stage 4x tiling", "kernel_3.cu", "mma_matmul_3_1", 128, 895))
+    return tuple(Case(label, "mma-matmul-rtx4090", MMA_MATMUL / f, kernel, "RTX 4090", us * 1e-6, f"{us} us",
+                      (4096 // tile, 4096 // tile, 1), (16, 16, 1), values={"M": 4096, "N": 4096, "K": 4096},
+                      work=(GEMM4096, "tensor_fp16"))
+                 for label, f, kernel, tile, us in steps)
 LAYERNORM_BYTES = 2 * 8 * 1024 * 768 * 4  # memory_ops in layernorm_forward.cu's main (B=8, T=1024, C=768)
 
 CASES: tuple[Case, ...] = (
@@ -207,6 +225,8 @@ CASES: tuple[Case, ...] = (
          "RTX 2080 Ti", 0.0563e-3, "0.0563 ms", (2048, 1, 1), (512, 1, 1), values={"num_parameters": 1048576}),
     Case("adamw_kernel2", "llmc-adamw-rtx2080ti", LLMC / "adamw-97e61e2" / "adamw.cu", "adamw_kernel2",
          "RTX 2080 Ti", 0.0559e-3, "0.0559 ms", (2048, 1, 1), (512, 1, 1), values={"num_parameters": 1048576}),
+    # 10 (test) -- Ada AD102; tensor-core mma.sync GEMMs, ncu at locked clocks
+    *mma_matmul_cases(),
 )
 
 
