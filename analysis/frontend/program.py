@@ -141,22 +141,29 @@ def line_table(module: SassModule, source_path: str) -> dict[tuple[str, int], tu
 def _unroll_factor(fn: SassFunction, cfg: CFG, loop: Loop) -> int:
     """How many source iterations one SASS iteration of `loop` executes.
 
-    ptxas unrolls by replicating the body: each memory access of the source body then appears
-    k times on the same line. The gcd of those counts is k (1 for a loop left rolled).
-    Inner loops' blocks are excluded, since they replicate independently. A line with several
-    accesses of one opcode (`A[i] * B[i]`) multiplies the count; `_loops` divides that out
-    where a rolled remainder loop shows the per-iteration count.
+    ptxas unrolls by replicating the body: each memory access and each barrier of the source
+    body then appears k times on the same line and call site. The gcd of those counts is k (1
+    for a loop left rolled). Inner loops' blocks are excluded, since they replicate
+    independently. A line with several accesses of one opcode (`A[i] * B[i]`), or inside a
+    constant loop ptxas unrolled fully, multiplies the count; `_loops` divides that out where a
+    rolled remainder loop shows the per-iteration count. Keying by the inline call site and
+    counting barriers keep such factors out where the source shows them: a helper inlined at
+    four call sites is four keys, not one count of four, and a `__syncthreads()` the body runs
+    once per iteration is never merged, so it bounds k by what ptxas really replicated (a
+    multistage GEMM's K loop stepping 4 stages by hand, each stage's loads in a fully unrolled
+    `for (i < 4)`, is rolled, not unrolled by 4).
     """
     inner = set()
     for other in cfg.loops:
         if other.parent == loop.index:
             inner |= other.body
-    counts: Counter[tuple[str, int | None]] = Counter()
+    counts: Counter[tuple] = Counter()
     for b in loop.body - inner:
         block = cfg.blocks[b]
         for ins in fn.instructions[block.start:block.end]:
-            if ins.memory_space in ("global", "shared", "local") and ins.location is not None:
-                counts[(ins.full_opcode, ins.location.line)] += 1
+            counted = ins.memory_space in ("global", "shared", "local") or ins.opcode == "BAR"
+            if counted and ins.location is not None:
+                counts[(ins.full_opcode, ins.location.line, ins.inline_chain)] += 1
     if not counts:
         return 1
     return max(1, math.gcd(*counts.values()))

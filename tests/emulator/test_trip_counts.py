@@ -303,3 +303,21 @@ def test_a_grid_stride_loop_over_locals_folds_through_their_initialisers():
     (k,) = analyze(src, AnalysisOptions(device="H100 SXM"), depth="quick").kernels
     trips = [a for a in k.assumptions if a.name.startswith("trip_count")]
     assert [(a.value, a.source, a.detail) for a in trips] == [("1", "launch_site", "grid-stride loop over 50 elements")]
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_86"])
+def test_a_loop_stepping_stages_by_hand_is_rolled(toolchain, arch):
+    # `for (ko = 0; ko < k; ko += 2)` whose body loads two stages through one inlined helper with a
+    # fully unrolled `for (i < 4)`: each load appears 4 or 8 times on its line, which read as an
+    # unroll factor of 4 divided the counter's step-2 bound once more (32 trips instead of 128; the
+    # same shape ran KnowingNothing/MatmulTutorial's 4-stage GEMMs at a quarter of their K loop,
+    # benchmarks/accuracy). The helper's two call sites are two keys, and the four barriers appear
+    # once each: the loop is rolled and runs k / 2 = 128 trips
+    cat = load_arch_specs()
+    spec = cat.arch(arch)
+    prog = build_example(KERNELS / "staged_k_loop.cu", toolchain, arch=arch)
+    (k,) = prog.kernels
+    assert [li.unroll_factor for li in k.loops] == [1]
+    (step, trips, a), = _trips(prog, "two_stages", (spec, cat.default_device(spec)))
+    assert step == ("const", 2)
+    assert trips == 256 // 2, a
