@@ -161,6 +161,23 @@ def tc_cases(series: str, device: str, ms: dict[str, float]) -> tuple[Case, ...]
     return tuple(out)
 
 
+MT = KERNELS / "matmul-tutorial"
+MT_GEMM = 2 * 5376 * 5376 * 2048
+
+
+def matmul_tutorial_cases(series: str, device: str, ms: dict[str, float]) -> tuple[Case, ...]:
+    """KnowingNothing/MatmulTutorial, examples/matmul/this-sm80: each matmul-vNN.cu's header comment gives its
+    time ("Running cost of CUDA kernel is ... ms": cudaEvent over 200 back-to-back launches after warm-up) at
+    M = N = 5376, K = 2048 (FP16 in, FP32 accumulate, FP16 out). Launch from main.cu: grid (N / 128, M / 128),
+    block (32, 2 x multi_threading, 2), dynamic shared memory max(4 stages x 128 x 32 x 2 x 2, 128 x 128 x 4)
+    = 64 KiB; cmd.sh runs v08-v11 with `multi_threading 2`, the others with 1."""
+    return tuple(
+        Case(f"mt {v}", series, MT / f"matmul-{v}.cu", "matmul", device, t_ms * 1e-3, f"{t_ms} ms", (42, 42, 1),
+             (32, 4 if v in ("v08", "v09", "v10", "v11") else 2, 2), dynamic_smem=65536,
+             values={"M": 5376, "N": 5376, "K": 2048}, work=(MT_GEMM, "tensor_fp16"))
+        for v, t_ms in ms.items())
+
+
 SUM = KERNELS / "fast-cu" / "sum.cu"
 LLMC = KERNELS / "llm-c"
 MMA_MATMUL = KERNELS / "mma-matmul"
@@ -227,6 +244,16 @@ CASES: tuple[Case, ...] = (
          "RTX 2080 Ti", 0.0559e-3, "0.0559 ms", (2048, 1, 1), (512, 1, 1), values={"num_parameters": 1048576}),
     # 10 (test) -- Ada AD102; tensor-core mma.sync GEMMs, ncu at locked clocks
     *mma_matmul_cases(),
+    # 11 -- Ampere GA102; cp.async pipelines with wmma / mma.sync / ldmatrix
+    *matmul_tutorial_cases("matmultutorial-rtx3090", "RTX 3090",
+                           {"v01": 5.69767, "v02": 2.22491, "v03": 2.44301, "v04": 2.30833, "v05": 2.20486,
+                            "v06": 2.0786, "v07": 2.19174, "v08": 2.19216, "v09": 1.93622, "v10": 1.93203,
+                            "v11": 1.99332, "v12": 2.08363, "v13": 2.14492}),
+    # 12 -- Ampere GA100; the same files' A100 times
+    *matmul_tutorial_cases("matmultutorial-a100pcie", "A100 PCIe 80GB",
+                           {"v01": 3.58903, "v02": 1.15745, "v03": 1.33858, "v04": 1.48764, "v05": 1.47957,
+                            "v06": 1.21901, "v07": 1.33306, "v08": 1.34029, "v09": 1.06895, "v10": 1.10695,
+                            "v11": 1.3483, "v12": 0.893766, "v13": 0.83905}),
 )
 
 
