@@ -325,6 +325,17 @@ def _assign_loops(k: DecodedKernel) -> None:
             k.branch_role[s] = B_NOT_TAKEN
 
 
+def exit_ends_iteration(k: DecodedKernel, s: int) -> bool:
+    """Whether the loop exit at slot `s` is the iteration's last test: the next slot is its loop's
+    unconditional back edge (`@P0 CALL.REL.NOINC exit; BRA head`, how ptxas closes register-blocked
+    loops from sm_80). Such an exit is reached after the whole body, so it leaves on the loop's
+    last trip; an exit at the head is reached once more, before a body that does not run."""
+    nxt = s + 1
+    return (k.branch_role[s] == B_EXIT and nxt < len(k) and k.kind[nxt] == K_BRA
+            and k.branch_role[nxt] == B_BACK and k.branch_loop[nxt] == k.branch_loop[s]
+            and k.instr[nxt].predicate is None)
+
+
 def reachable(k: DecodedKernel, flipped: frozenset[int] = frozenset()) -> frozenset[int]:
     """The slots the engine can run from the entry under the branch roles: a loop inside a math
     slow path the model skips, or behind a guard it assumes passes, is never run (its trip count

@@ -37,7 +37,8 @@ from typing import Protocol
 from ..process import CancelToken
 from ..profile import StallReason
 from .decode import (B_BACK, B_EXIT, B_JUMP, GLOBAL_ROUTE, K_BAR, K_BRA, K_CALL, K_EXIT, K_MEMBAR, K_RET,
-                     M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, R, DecodedKernel)
+                     M_ATOMIC_GLOBAL, M_ATOMIC_SHARED, M_CONSTANT, M_GLOBAL, M_NONE, M_SHARED, R, DecodedKernel,
+                     exit_ends_iteration)
 from .sampling import MAX_CALL_DEPTH, bucket_scales, call_contexts
 from .units import (INF, POLICIES, RES_ID, RESOURCES, SCOPE, THROTTLE_REASON, BlockBarrier, GTOPolicy,
                     InstructionCache, MachineModel, MemoryHierarchy, Pipe, ResourceParams, WarpScheduler, WarpState,
@@ -155,6 +156,8 @@ class Engine:
         self._contexts(1)
         self.last_finish = 0.0
         self.rec = self._records()
+        # 1 where a loop exit is its iteration's last test (`decode.exit_ends_iteration`)
+        self.exit_last = [int(exit_ends_iteration(kernel, s)) for s in range(len(kernel))]
         async_keep = self._async_waits()
         self.chains, self.loop_of = kernel.loop_chain, kernel.loop_of
         self.n_slots = len(kernel)
@@ -533,7 +536,8 @@ class Engine:
                             w.loop_count[bloop] = cnt + 1
                             nxt = target
                     elif role == B_EXIT:
-                        if w.loop_count[bloop] >= self.emul_trip[bloop]:
+                        # back edges taken so far, plus this trip when the body is behind the test
+                        if w.loop_count[bloop] + self.exit_last[i] >= self.emul_trip[bloop]:
                             nxt = target
                 elif kind == K_EXIT:
                     if not predicated:
