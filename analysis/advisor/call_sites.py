@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..frontend.instructions import Instruction, SassFunction
-from ..frontend.isa import call_is_jump
+from ..frontend.isa import calls_subroutine
 from ..frontend.program import FunctionProgram, Program
 from ..profile import KernelProfile, StallReason
 
@@ -99,7 +99,7 @@ def _build_call_graph(program: Program) -> CallGraph:
     calls: dict[Unit, list[tuple[Instruction, Unit]]] = {}
     callers: dict[Unit, list[tuple[str, int]]] = {}
     for key, (_, code) in units.items():
-        calls[key] = [(i, t) for i in code if i.opcode == "CALL" and not call_is_jump(i)
+        calls[key] = [(i, t) for i in code if calls_subroutine(i)
                       and (t := target(key[0], i)) is not None and t != key]
         for ins, t in calls[key]:
             callers.setdefault(t, []).append((key[0], ins.pc))

@@ -153,8 +153,7 @@ def _patterns(program: Program, fn: FunctionProgram, arch: ArchSpec, block: tupl
     for ins in fn.sass.instructions:
         # a math-library slow path is no call of the user's and does not run (emulator.decode);
         # a `CALL.REL.NOINC` to a local label is a loop's exit jump, no call at all
-        if (ins.opcode == "CALL" and not isa.math_slow_path(ins) and not isa.call_is_jump(ins)
-                and (ln := line_of(ins)) is not None):
+        if isa.calls_subroutine(ins) and not isa.math_slow_path(ins) and (ln := line_of(ins)) is not None:
             calls[(ln, subroutines.get(ins.branch_target, "a device function"))] += 1
     for (ln, callee), count in sorted(calls.items()):
         facts.append(StaticFact(kind="noinline_call", line=ln, cause=callee, count=count,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..frontend import isa
-from ..frontend.isa import TRIG_REDUCTION_THRESHOLD_F32, call_is_jump, math_slow_path
+from ..frontend.isa import TRIG_REDUCTION_THRESHOLD_F32, calls_subroutine, math_slow_path
 from ..frontend.program import FunctionProgram, Program, base_name
 from ..frontend.source import SourceModel
 from ..machine.arch import (SHARED_BYTES_PER_CLOCK_PER_SM, USER_SOURCE_ID, WARP_REQUEST_BYTES, ArchSpec, DeviceSpec,
@@ -155,7 +155,7 @@ def _callees(kernel: FunctionProgram, program: Program | None) -> list:
     out, seen, todo = [], {kernel.mangled}, [kernel.sass]
     while todo:
         for ins in todo.pop().instructions:
-            if ins.opcode != "CALL" or call_is_jump(ins):
+            if not calls_subroutine(ins):
                 continue
             if names is None:  # only a kernel that calls lists the names: n kernels without calls cost n, not n²
                 names = [f.mangled for f in program.functions if f.mangled != kernel.mangled]

@@ -20,7 +20,7 @@ from enum import Enum
 from pydantic import BaseModel, ConfigDict
 
 from .instructions import Instruction, SassFunction, SourceLocation
-from .isa import call_is_jump
+from .isa import call_is_jump, calls_subroutine
 
 _ENDS_FLOW = frozenset({"EXIT", "RET", "KILL", "RTT"})
 _STATIC = frozenset({"BRA", "JMP"})
@@ -148,7 +148,7 @@ def build_cfg(fn: SassFunction) -> CFG:
     pc_to_index = {x.pc: x.index for x in ins}
     entry_indices = [0] + [pc_to_index[s.pc] for s in fn.subroutines if s.pc in pc_to_index]
     entry_indices += [pc_to_index[x.branch_target] for x in ins
-                      if x.opcode == "CALL" and not call_is_jump(x) and x.branch_target in pc_to_index]
+                      if calls_subroutine(x) and x.branch_target in pc_to_index]
     leaders = set(entry_indices)
     for x in ins:
         if _is_static(x) and x.branch_target in pc_to_index:

@@ -231,6 +231,12 @@ def call_is_jump(instr: Instruction) -> bool:
     return any(op.strip("`()").startswith(".L") for op in instr.operands)
 
 
+def calls_subroutine(instr: Instruction) -> bool:
+    """A `CALL` that runs a callee and returns to the next instruction: every CALL but the loop
+    exits `call_is_jump` names."""
+    return instr.opcode == "CALL" and not call_is_jump(instr)
+
+
 #: the math library's rare-case routines, as ptxas names them: `__cuda_sm3x_div_rn_noftz_f32_slowpath`
 #: (IEEE float division), `__cuda_sm20_div_rn_f64_full`, `__cuda_sm20_dsqrt_rn_f64_mediumpath_v1`,
 #: `__internal_trig_reduction_slowpathd` (sin/cos of |x| > ~1e5), ... The fast path before each

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...frontend.isa import call_is_jump
+from ...frontend.isa import calls_subroutine
 from ...profile import StallReason as R
 from .. import estimators
 from ..advice import Advice, Fix, SourceEdit
@@ -170,7 +170,7 @@ class FunctionInlining(Optimizer):
         if ctx.source is not None and (fm := ctx.function_model) is not None:
             called = file_index(ctx.source, "callees", _callees).get(fm.name, set())
             callees = [f for f in file_index(ctx.source, "noinline", _noinline) if f.name in called]
-        calls = [i for i in ctx.instructions if i.opcode == "CALL" and not call_is_jump(i)]
+        calls = [i for i in ctx.instructions if calls_subroutine(i)]
         facts = [f for f in ctx.facts if f.kind == "noinline_call"]
         if not calls and not facts:
             return []
