@@ -178,8 +178,6 @@ def matmul_tutorial_cases(series: str, device: str, ms: dict[str, float]) -> tup
         for v, t_ms in ms.items())
 
 
-SUM = KERNELS / "fast-cu" / "sum.cu"
-LLMC = KERNELS / "llm-c"
 MMA_MATMUL = KERNELS / "mma-matmul"
 
 
@@ -198,6 +196,10 @@ def mma_matmul_cases() -> tuple[Case, ...]:
                       (4096 // tile, 4096 // tile, 1), (16, 16, 1), values={"M": 4096, "N": 4096, "K": 4096},
                       work=(GEMM4096, "tensor_fp16"))
                  for label, f, kernel, tile, us in steps)
+
+
+SUM = KERNELS / "fast-cu" / "sum.cu"
+LLMC = KERNELS / "llm-c"
 LAYERNORM_BYTES = 2 * 8 * 1024 * 768 * 4  # memory_ops in layernorm_forward.cu's main (B=8, T=1024, C=768)
 
 CASES: tuple[Case, ...] = (
