@@ -178,11 +178,24 @@ def _match_source_loop(loop: Loop, fn: SassFunction, cfg: CFG, source_path: str,
             loc = source_line_of(ins, source_path)
             if loc is not None and loc[0] == source_path:
                 lines.add(loc[1])
-    best, best_key = None, (0, 0)
+    # ptxas charges a loop's back-edge branch to the line of its exit test: a source loop whose
+    # test is written there is the one this SASS loop iterates. Lines alone can name an enclosing
+    # loop: under register pressure ptxas recomputes an outer loop's per-iteration values (a
+    # tile's row base, on the outer loop's line) inside the inner loop, and the outer loop's span
+    # then covers more of the body than the loop itself.
+    back_edge = set()
+    for b in loop.latches:
+        block = cfg.blocks[b]
+        loc = source_line_of(fn.instructions[block.end - 1], source_path)
+        if loc is not None and loc[0] == source_path:
+            back_edge.add(loc[1])
+    best, best_key = None, (False, 0, 0)
     for sl in candidates:
         covered = sum(1 for ln in lines if sl.span.contains_line(ln))
-        # Most lines covered first; among equals, the innermost loop (it is the tighter match).
-        key = (covered, sl.depth)
+        tested_here = bool(back_edge & {sl.header_line, sl.condition_line})
+        # The loop tested at the back edge first; then most lines covered; among equals, the
+        # innermost loop (it is the tighter match).
+        key = (tested_here, covered, sl.depth)
         if covered and key > best_key:
             best, best_key = sl, key
     return best

@@ -321,3 +321,23 @@ def test_a_loop_stepping_stages_by_hand_is_rolled(toolchain, arch):
     (step, trips, a), = _trips(prog, "two_stages", (spec, cat.default_device(spec)))
     assert step == ("const", 2)
     assert trips == 256 // 2, a
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_86"])
+def test_a_k_loop_under_dropped_tile_loops_keeps_its_own_bound(toolchain, arch):
+    # `for (s = 0; s < steps; ++s)` with `steps = (K + 63) / 64`, inside two `for (< TILES)` tile
+    # loops that TILES = 1 removes. At 255 registers ptxas recomputes the tile loops' row and column
+    # bases inside the K loop, on the tile loops' lines, so the tile loop's span covers more of
+    # the SASS loop's lines than the K loop's: the SASS loop was matched to the tile loop, whose
+    # `TILES` does not fold, and ran the default 64 trips (Pupking/01_tiled_gemm's regblock,
+    # warp_rebalance and bank_pad_vec kernels ran twice their K loop). The back edge is charged to
+    # the K loop's own `for`: 2048 / 64 = 32 trips, from the launch
+    cat = load_arch_specs()
+    spec = cat.arch(arch)
+    prog = build_example(KERNELS / "outer_tile_loops.cu", toolchain, arch=arch)
+    (k,) = prog.kernels
+    src = (KERNELS / "outer_tile_loops.cu").read_text().splitlines()
+    k_line = next(i for i, text in enumerate(src, 1) if "for (int s = 0; s < steps" in text)
+    assert [li.source_line for li in k.loops] == [k_line]
+    (_, trips, a), = _trips(prog, k.name.split("(")[0], (spec, cat.default_device(spec)))
+    assert (trips, a.source) == (32, "launch_site"), a
