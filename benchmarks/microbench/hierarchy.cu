@@ -14,14 +14,7 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));        \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "timing.cuh"
 
 // ---- pointer chases: each element holds the address of the next, so a load's address is the
 // previous load's value and nothing else (no address arithmetic inside the timed chain) ----------
@@ -205,19 +198,7 @@ static double read_bandwidth_gbs(size_t bytes, int passes, int sms) {
     size_t n = bytes / sizeof(float4);
     scribble<<<1024, 256>>>(buf, n);
     read_cg<<<sms * 8, 256>>>(buf, n, passes, sink);  // warm-up (and, for a buffer that fits, fills L2)
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    float best = 1e30f;
-    for (int k = 0; k < 5; ++k) {
-        CK(cudaEventRecord(a));
-        read_cg<<<sms * 8, 256>>>(buf, n, passes, sink);
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        best = std::min(best, ms);
-    }
+    float best = best_ms(5, [&] { read_cg<<<sms * 8, 256>>>(buf, n, passes, sink); });
     CK(cudaFree(buf));
     CK(cudaFree(sink));
     return (double)bytes * passes / (best * 1e-3) / 1e9;
@@ -230,22 +211,17 @@ static void ifetch_row(int blocks, int threads, bool last) {
     const long long target = 1 << 22;  // FFMAs per warp
     int reps = (int)std::max<long long>(4, target / N);
     int warps = blocks * threads / 32;
-    long long* cyc;
     float* sink;
-    CK(cudaMalloc(&cyc, sizeof(long long) * warps));
     CK(cudaMalloc(&sink, sizeof(float)));
-    ifetch<N><<<blocks, threads>>>(2, 1.0001f, 0.5f, cyc, sink);  // warm: the code's first fetch
-    ifetch<N><<<blocks, threads>>>(reps, 1.0001f, 0.5f, cyc, sink);
-    CK(cudaGetLastError());
-    std::vector<long long> h(warps);
-    CK(cudaMemcpy(h.data(), cyc, sizeof(long long) * warps, cudaMemcpyDeviceToHost));
-    long long mx = *std::max_element(h.begin(), h.end());
+    long long mx = slowest_warp(warps, [&](long long* cyc) {
+        ifetch<N><<<blocks, threads>>>(2, 1.0001f, 0.5f, cyc, sink);  // warm: the code's first fetch
+        ifetch<N><<<blocks, threads>>>(reps, 1.0001f, 0.5f, cyc, sink);
+    });
     int per_sched = std::max(1, threads / 32 / 4);
     // cycles per FFMA issued by one scheduler (1.0 = one warp-instruction per cycle, FP32's rate)
     double cpi = (double)mx / ((double)N * reps * per_sched);
     printf("    {\"body_bytes\": %d, \"blocks\": %d, \"threads\": %d, \"cycles_per_instruction_per_scheduler\": %.4f}%s\n",
            N * 16, blocks, threads, cpi, last ? "" : ",");
-    CK(cudaFree(cyc));
     CK(cudaFree(sink));
 }
 

@@ -13,14 +13,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));        \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "timing.cuh"
 
 // ---- the tensor pipe: HMMA.16816.F32 ------------------------------------------------------------
 
@@ -63,27 +56,15 @@ struct Timed {
 
 template <int CHAINS>
 static Timed run_hmma(int blocks, int threads, int n) {
-    int warps = blocks * threads / 32;
-    long long* cyc;
     float* sink;
-    CK(cudaMalloc(&cyc, sizeof(long long) * warps));
     CK(cudaMalloc(&sink, sizeof(float)));
-    hmma_chains<CHAINS><<<blocks, threads>>>(16, cyc, sink);  // warm: the code's first fetch
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    CK(cudaEventRecord(a));
-    hmma_chains<CHAINS><<<blocks, threads>>>(n, cyc, sink);
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    CK(cudaGetLastError());
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    std::vector<long long> h(warps);
-    CK(cudaMemcpy(h.data(), cyc, sizeof(long long) * warps, cudaMemcpyDeviceToHost));
-    CK(cudaFree(cyc));
+    float ms = 0;
+    long long cycles = slowest_warp(blocks * threads / 32, [&](long long* cyc) {
+        hmma_chains<CHAINS><<<blocks, threads>>>(16, cyc, sink);  // warm: the code's first fetch
+        ms = best_ms(1, [&] { hmma_chains<CHAINS><<<blocks, threads>>>(n, cyc, sink); });
+    });
     CK(cudaFree(sink));
-    return {(double)*std::max_element(h.begin(), h.end()), ms};
+    return {(double)cycles, ms};
 }
 
 // ---- shared-memory loads: wavefronts per warp-instruction -----------------------------------------
@@ -136,20 +117,14 @@ __global__ void shared_loads(int n, int zero, long long* cycles, unsigned* sink)
 
 template <int KIND, int STRIDE>
 static double cycles_per_load_per_sm(int sms, int threads, int n) {
-    int warps = sms * threads / 32;
-    long long* cyc;
     unsigned* sink;
-    CK(cudaMalloc(&cyc, sizeof(long long) * warps));
     CK(cudaMalloc(&sink, sizeof(unsigned)));
-    shared_loads<KIND, STRIDE><<<sms, threads>>>(4, 0, cyc, sink);
-    shared_loads<KIND, STRIDE><<<sms, threads>>>(n, 0, cyc, sink);
-    CK(cudaGetLastError());
-    std::vector<long long> h(warps);
-    CK(cudaMemcpy(h.data(), cyc, sizeof(long long) * warps, cudaMemcpyDeviceToHost));
-    CK(cudaFree(cyc));
+    long long mx = slowest_warp(sms * threads / 32, [&](long long* cyc) {
+        shared_loads<KIND, STRIDE><<<sms, threads>>>(4, 0, cyc, sink);
+        shared_loads<KIND, STRIDE><<<sms, threads>>>(n, 0, cyc, sink);
+    });
     CK(cudaFree(sink));
-    double mx = (double)*std::max_element(h.begin(), h.end());
-    return mx / ((double)n * 8 * (threads / 32));  // one block per SM: its warps are the SM's
+    return (double)mx / ((double)n * 8 * (threads / 32));  // one block per SM: its warps are the SM's
 }
 
 // ---- cp.async from L2 into shared memory ----------------------------------------------------------
@@ -192,20 +167,7 @@ static double cp_async_gbs(size_t bytes, int passes, int blocks) {
     size_t n = bytes / sizeof(int4);
     fill<<<1024, 256>>>(buf, n);
     cp_async_stream<<<blocks, CP_THREADS>>>(buf, n, 1, sink);  // warm: the buffer into L2
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    float best = 1e30f;
-    for (int k = 0; k < 5; ++k) {
-        CK(cudaEventRecord(a));
-        cp_async_stream<<<blocks, CP_THREADS>>>(buf, n, passes, sink);
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        best = std::min(best, ms);
-    }
-    CK(cudaGetLastError());
+    float best = best_ms(5, [&] { cp_async_stream<<<blocks, CP_THREADS>>>(buf, n, passes, sink); });
     CK(cudaFree(buf));
     CK(cudaFree(sink));
     size_t stride = (size_t)blocks * CP_THREADS;

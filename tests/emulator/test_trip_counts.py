@@ -54,6 +54,15 @@ def _trips(prog, name, target, options=None):
     return out
 
 
+def _one_kernel(file: str, toolchain, arch: str):
+    """(program, its one kernel, (arch, default device)) of a test kernel built for `arch`."""
+    cat = load_arch_specs()
+    spec = cat.arch(arch)
+    prog = build_example(KERNELS / file, toolchain, arch=arch)
+    (k,) = prog.kernels
+    return prog, k, (spec, cat.default_device(spec))
+
+
 def _source_iterations(loops) -> int:
     """Source iterations the SASS loops of one counted source loop run together."""
     return sum(trip * step[1] for step, trip, _ in loops)
@@ -313,12 +322,9 @@ def test_a_loop_stepping_stages_by_hand_is_rolled(toolchain, arch):
     # same shape ran KnowingNothing/MatmulTutorial's 4-stage GEMMs at a quarter of their K loop,
     # benchmarks/accuracy). The helper's two call sites are two keys, and the four barriers appear
     # once each: the loop is rolled and runs k / 2 = 128 trips
-    cat = load_arch_specs()
-    spec = cat.arch(arch)
-    prog = build_example(KERNELS / "staged_k_loop.cu", toolchain, arch=arch)
-    (k,) = prog.kernels
+    prog, k, target = _one_kernel("staged_k_loop.cu", toolchain, arch)
     assert [li.unroll_factor for li in k.loops] == [1]
-    (step, trips, a), = _trips(prog, "two_stages", (spec, cat.default_device(spec)))
+    (step, trips, a), = _trips(prog, "two_stages", target)
     assert step == ("const", 2)
     assert trips == 256 // 2, a
 
@@ -332,12 +338,9 @@ def test_a_k_loop_under_dropped_tile_loops_keeps_its_own_bound(toolchain, arch):
     # `TILES` does not fold, and ran the default 64 trips (Pupking/01_tiled_gemm's regblock,
     # warp_rebalance and bank_pad_vec kernels ran twice their K loop). The back edge is charged to
     # the K loop's own `for`: 2048 / 64 = 32 trips, from the launch
-    cat = load_arch_specs()
-    spec = cat.arch(arch)
-    prog = build_example(KERNELS / "outer_tile_loops.cu", toolchain, arch=arch)
-    (k,) = prog.kernels
+    prog, k, target = _one_kernel("outer_tile_loops.cu", toolchain, arch)
     src = (KERNELS / "outer_tile_loops.cu").read_text().splitlines()
     k_line = next(i for i, text in enumerate(src, 1) if "for (int s = 0; s < steps" in text)
     assert [li.source_line for li in k.loops] == [k_line]
-    (_, trips, a), = _trips(prog, k.name.split("(")[0], (spec, cat.default_device(spec)))
+    (_, trips, a), = _trips(prog, k.name.split("(")[0], target)
     assert (trips, a.source) == (32, "launch_site"), a
