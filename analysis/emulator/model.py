@@ -250,7 +250,9 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
     fn = kernel.sass
     hit = options.l2_hit_rate
     params: dict[int, int] = {}
-    sfn = src.kernel(base_name(kernel.name)) if src is not None else None
+    # its parameters' names place the launch's values in the constant bank: from the file that
+    # defines the kernel, which may be a header of the unit (a template kernel in a .cuh)
+    sfn = src.definition(base_name(kernel.name)) if src is not None else None
     if sfn is not None:
         params = param_offsets(arch.constant_bank.params,
                                [(p.name, p.is_pointer, p.type_text) for p in sfn.params], resolved.values)

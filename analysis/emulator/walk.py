@@ -35,7 +35,7 @@ import numpy as np
 
 from ..frontend import isa
 from . import lanes
-from .decode import B_BACK, B_EXIT, B_JUMP, K_BRA, K_CALL, K_EXIT, K_OP, K_RET, DecodedKernel
+from .decode import B_BACK, B_EXIT, B_JUMP, K_BRA, K_CALL, K_EXIT, K_OP, K_RET, DecodedKernel, exit_ends_iteration
 from .lanes import KNOWN, UNIFORM, UNKNOWN, WARP, Launch, Value, WarpState, all_lanes, any_lane
 from .memory import address_operand
 
@@ -183,6 +183,7 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
     while any_lane(alive):
         if out.steps >= max_steps:
             out.truncated = True
+            _solve_unfinished(k, entered, entry, alive, ws, out)
             break
         if together is not None:
             s, at = together, alive.copy()
@@ -385,13 +386,25 @@ def _address_reads(x) -> set[str]:
     return out
 
 
+def _back_edge_predicate(k: DecodedKernel, latch: int) -> str | None:
+    """The predicate under which the back edge at `latch` is taken: its own, or, for an
+    unconditional back edge right after its iteration's exit test (`@P0 CALL.REL.NOINC exit;
+    BRA head`, `decode.exit_ends_iteration`: how ptxas closes register-blocked loops from sm_80),
+    the exit's, negated."""
+    p = k.instr[latch].predicate
+    if p is not None or latch == 0 or not exit_ends_iteration(k, latch - 1):
+        return p
+    q = k.instr[latch - 1].predicate
+    return None if q is None else q[1:] if q.startswith("!") else "!" + q
+
+
 def _deciders(k: DecodedKernel) -> dict[int, int]:
     """The ISETP that decides each loop's back edge (the last definition of the latch's predicate
     before it in the loop), by slot -> loop: its operands, recorded per iteration, give the trips."""
     out: dict[int, int] = {}
     for L, spec in enumerate(k.loops):
         for latch in spec.latches:
-            p = k.instr[latch].predicate
+            p = _back_edge_predicate(k, latch)
             if p is None or k.branch_role[latch] != B_BACK:
                 continue
             name = p.lstrip("!")
@@ -438,14 +451,15 @@ def _solve_trips(k: DecodedKernel, s: int, x, recs: list, done: int, lanes_mask:
     comb = next((m for m in mods if m in ("AND", "OR", "XOR")), "AND")
     if cmp is None or len(ops) < 5 or (ops[4], comb) not in (("PT", "AND"), ("!PT", "OR"), ("!PT", "XOR")):
         return None
-    name = x.predicate.lstrip("!")
+    back = _back_edge_predicate(k, s)
+    name = back.lstrip("!")
     if name == ops[0]:
         flip = False
     elif name == ops[1]:
         flip = True
     else:
         return None
-    flip ^= x.predicate.startswith("!")
+    flip ^= back.startswith("!")
     unsigned = "U32" in mods
     test = {"EQ": lambda p, q: p == q, "NE": lambda p, q: p != q, "LT": lambda p, q: p < q,
             "LE": lambda p, q: p <= q, "GT": lambda p, q: p > q, "GE": lambda p, q: p >= q}[cmp]
@@ -489,6 +503,66 @@ def _solve_trips(k: DecodedKernel, s: int, x, recs: list, done: int, lanes_mask:
     return out
 
 
+def _solve_unfinished(k: DecodedKernel, entered: dict[int, int], entry: "_LoopEntry", alive: np.ndarray,
+                      ws: WarpState, out: WalkResult) -> None:
+    """At the step bound, the trips of each loop the walk is inside whose exit compare it has run
+    at least once: a counter stepped by a constant in the body against a bound the body does not
+    change. A long unrolled body (a register-blocked GEMM's K loop, thousands of instructions per
+    trip) spends the bound inside its first iterations, before the three the evenly-stepping rule
+    of `_solve_trips` reads; the SASS's own step stands in for the differences not yet seen."""
+    for L in entered:
+        recs = entry.compares.get(L)
+        if not recs or L in out.trips:
+            continue
+        spec = k.loops[L]
+        latch = next((x for x in spec.latches if _decider_of(k, x) is not None), None)
+        if latch is None:
+            continue
+        d = _decider_of(k, latch)
+        ops = [o.replace(".reuse", "").strip() for o in k.instr[d].operands]
+        steps = [_constant_step(k, spec.body, o) for o in ops[2:4]]
+        if None in steps or steps.count(0) != 1:
+            continue  # not one counter stepped by a constant against one bound the body leaves alone
+        a, b, ok = recs[-1]
+        lanes_ok = alive & ok
+        if not any_lane(lanes_ok):
+            continue
+        da, db = steps
+        made = [(np.asarray(a, np.int64) + j * da, np.asarray(b, np.int64) + j * db, ok) for j in range(3)]
+        solved = _solve_trips(k, latch, None, made, len(recs) + 2, lanes_ok, ws)
+        if solved is not None:
+            out.trips.setdefault(L, []).append(int(solved[lanes_ok].max()))
+
+
+def _constant_step(k: DecodedKernel, body, reg: str) -> int | None:
+    """What one trip of a loop adds to `reg` as its exit compare reads it: 0 for an immediate or a
+    register the body does not write, the immediate of its one `IADD3 R, R, imm` (`UIADD3`,
+    `VIADD`) in the body; None otherwise."""
+    if reg in ("RZ", "URZ") or _is_immediate(reg):
+        return 0
+    defs = [s for s in body if reg in k.instr[s].defs]
+    if not defs:
+        return 0
+    if len(defs) != 1:
+        return None
+    x = k.instr[defs[0]]
+    if x.opcode not in ("IADD3", "UIADD3", "VIADD") or x.predicate is not None:
+        return None
+    srcs = [o.replace(".reuse", "").strip() for o in x.operands[1:]]
+    rest = [o for o in srcs if o not in (reg, "RZ", "URZ", "PT", "UPT", "!PT", "!UPT")]
+    if srcs.count(reg) != 1 or len(rest) != 1 or not _is_immediate(rest[0]):
+        return None
+    return int(rest[0], 0)
+
+
+def _is_immediate(op: str) -> bool:
+    try:
+        int(op, 0)
+    except ValueError:
+        return False
+    return True
+
+
 def _first_equal(gap: int, step: int) -> int | None:
     """The least i >= 0 with i·step ≡ gap (mod 2^32): when a value stepping by `step` each
     iteration meets one `gap` above it; None when it never does."""
@@ -502,7 +576,10 @@ def _first_equal(gap: int, step: int) -> int | None:
 
 
 def _decider_of(k: DecodedKernel, latch: int) -> int | None:
-    name = k.instr[latch].predicate.lstrip("!")
+    back = _back_edge_predicate(k, latch)
+    if back is None:
+        return None
+    name = back.lstrip("!")
     spec = next((L for L in k.loops if latch in L.latches), None)
     if spec is None:
         return None

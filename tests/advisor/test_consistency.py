@@ -39,8 +39,11 @@ def test_every_advice_is_consistent_with_its_profile(path, toolchain):
         by_line = {lr.line: lr.share + lr.callee_share for lr in k.lines}
         where = set(a.lines) | {h.use_line for h in a.hotspots if h.use_line} | {h.def_line for h in a.hotspots if h.def_line}
         on_its_lines = sum(by_line.get(ln, 0.0) for ln in where)
-        # the share is on the lines it names (blame moves samples only between those lines)
-        assert a.importance <= on_its_lines + 0.02 or a.optimizer in _WHOLE_KERNEL, \
+        # the share is on the lines it names (blame moves samples only between those lines); the
+        # line report holds the analysed file's lines, so advice on a kernel defined in a header of
+        # the unit (its lines in that file: header_k_loop.cuh) is checked by the rest only
+        own_file = a.file is None or Path(a.file) == path.resolve()
+        assert not own_file or a.importance <= on_its_lines + 0.02 or a.optimizer in _WHOLE_KERNEL, \
             (path.name, a.optimizer, a.lines, round(a.importance, 3), round(on_its_lines, 3))
         if "T" in a.estimate.inputs:  # samples: the kernel's own total is the baseline
             assert a.estimate.inputs["T"] == pytest.approx(profile.total_samples, rel=1e-6), (path.name, a.optimizer)

@@ -344,3 +344,21 @@ def test_a_k_loop_under_dropped_tile_loops_keeps_its_own_bound(toolchain, arch):
     assert [li.source_line for li in k.loops] == [k_line]
     (_, trips, a), = _trips(prog, k.name.split("(")[0], target)
     assert (trips, a.source) == (32, "launch_site"), a
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_86"])
+def test_a_header_template_k_loop_takes_its_trips_from_the_walk(arch):
+    # header_k_loop.cuh's `for (s < (K + Cfg::TILE - 1) / Cfg::TILE)`: a bound the source model does
+    # not fold (a member of the template argument), in a kernel defined in a header. The walked
+    # warp decides it from K = 2048, which reaches the constant bank only through the parameter
+    # names of the header's definition (until 2026-11-29 the analysed file's own kernels only:
+    # none here); the loop closes with `@P0 CALL.REL.NOINC exit; BRA head`, an unconditional back
+    # edge whose test is the exit's, and the unrolled body takes the walk's step bound within its
+    # first trips, so the trips come from the SASS counter's step from there on (before: the
+    # default 64 trips, twice the K loop)
+    from kernelscope.analysis.pipeline import analyze
+
+    (k,) = analyze(KERNELS / "header_k_loop.cu", AnalysisOptions(arch=arch), depth="quick").kernels
+    (a,) = [a for a in k.assumptions if a.name.startswith("trip_count")]
+    assert (a.value, a.source) == ("32", "launch_site") and a.detail.startswith("executed"), a
+    assert k.flops_per_thread["fp32"] == 2 * 2048 ** 3 / (32 * 32 * 64)
