@@ -194,12 +194,18 @@ _REGOP = re.compile(r"^([-~!])?(\|)?(U?R\d+|U?RZ)(\|)?((?:\.\w+)*)$")
 
 
 @lru_cache(maxsize=8192)
+def immediate(op: str) -> int | None:
+    """An integer immediate operand's value, signed as written (`-0x1` is -1); None for any other."""
+    op = op.strip().replace(".reuse", "")
+    return int(op, 0) if _IMM.match(op) else None
+
+
 def _parse(op: str) -> tuple[str, object]:
     """An operand's text read once: ("imm", value), ("const", (sign, bank, index)), ("reg", match),
     ("pt", 0 or 1) or ("other", None)."""
     op = op.strip().replace(".reuse", "")
-    if _IMM.match(op):
-        return "imm", int(op, 0) & 0xFFFFFFFF
+    if (v := immediate(op)) is not None:
+        return "imm", v & 0xFFFFFFFF
     m = _CONST.match(op)
     if m:
         return "const", (m.group(1), int(m.group(2), 16), m.group(3))

@@ -424,7 +424,7 @@ def _record_compare(ws: WarpState, x, at: np.ndarray, into: list) -> None:
     into.append((a.v.copy(), b.v.copy(), (a.st == KNOWN) & (b.st == KNOWN)))
 
 
-def _solve_trips(k: DecodedKernel, s: int, x, recs: list, done: int, lanes_mask: np.ndarray,
+def _solve_trips(k: DecodedKernel, s: int, recs: list, done: int, lanes_mask: np.ndarray,
                  ws: WarpState) -> np.ndarray | None:
     """Per lane, the iteration at which the latch at `s` stops taking its back edge, from the
     exit compare's operands in the last three iterations (each stepping evenly): the loop's own
@@ -515,10 +515,10 @@ def _solve_unfinished(k: DecodedKernel, entered: dict[int, int], entry: "_LoopEn
         if not recs or L in out.trips:
             continue
         spec = k.loops[L]
-        latch = next((x for x in spec.latches if _decider_of(k, x) is not None), None)
-        if latch is None:
+        decided = next(((x, d) for x in spec.latches if (d := _decider_of(k, x)) is not None), None)
+        if decided is None:
             continue
-        d = _decider_of(k, latch)
+        latch, d = decided
         ops = [o.replace(".reuse", "").strip() for o in k.instr[d].operands]
         steps = [_constant_step(k, spec.body, o) for o in ops[2:4]]
         if None in steps or steps.count(0) != 1:
@@ -529,7 +529,7 @@ def _solve_unfinished(k: DecodedKernel, entered: dict[int, int], entry: "_LoopEn
             continue
         da, db = steps
         made = [(np.asarray(a, np.int64) + j * da, np.asarray(b, np.int64) + j * db, ok) for j in range(3)]
-        solved = _solve_trips(k, latch, None, made, len(recs) + 2, lanes_ok, ws)
+        solved = _solve_trips(k, latch, made, len(recs) + 2, lanes_ok, ws)
         if solved is not None:
             out.trips.setdefault(L, []).append(int(solved[lanes_ok].max()))
 
@@ -538,7 +538,7 @@ def _constant_step(k: DecodedKernel, body, reg: str) -> int | None:
     """What one trip of a loop adds to `reg` as its exit compare reads it: 0 for an immediate or a
     register the body does not write, the immediate of its one `IADD3 R, R, imm` (`UIADD3`,
     `VIADD`) in the body; None otherwise."""
-    if reg in ("RZ", "URZ") or _is_immediate(reg):
+    if reg in ("RZ", "URZ") or lanes.immediate(reg) is not None:
         return 0
     defs = [s for s in body if reg in k.instr[s].defs]
     if not defs:
@@ -550,17 +550,9 @@ def _constant_step(k: DecodedKernel, body, reg: str) -> int | None:
         return None
     srcs = [o.replace(".reuse", "").strip() for o in x.operands[1:]]
     rest = [o for o in srcs if o not in (reg, "RZ", "URZ", "PT", "UPT", "!PT", "!UPT")]
-    if srcs.count(reg) != 1 or len(rest) != 1 or not _is_immediate(rest[0]):
+    if srcs.count(reg) != 1 or len(rest) != 1:
         return None
-    return int(rest[0], 0)
-
-
-def _is_immediate(op: str) -> bool:
-    try:
-        int(op, 0)
-    except ValueError:
-        return False
-    return True
+    return lanes.immediate(rest[0])
 
 
 def _first_equal(gap: int, step: int) -> int | None:
@@ -721,7 +713,7 @@ def _branch(k: DecodedKernel, ws: WarpState, s: int, x, at: np.ndarray, pc: np.n
         if not known_all and done >= trip:
             take = np.zeros(WARP, bool)  # the engine's trip count ends a loop the walk cannot decide
         elif done >= entry.max_iterations:
-            solved = _solve_trips(k, s, x, compares.get(L, []), done, take, ws) if known_all else None
+            solved = _solve_trips(k, s, compares.get(L, []), done, take, ws) if known_all else None
             if solved is not None:
                 out.trips.setdefault(L, []).append(int(solved[take].max()))
                 remaining = solved - done

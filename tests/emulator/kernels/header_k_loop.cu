@@ -1,4 +1,4 @@
-// Launches header_k_loop.cuh's kernel (tests/emulator/test_lanes.py). Written for kernelscope's tests.
+// Launches header_k_loop.cuh's kernel (tests/emulator/test_trip_counts.py). Written for kernelscope's tests.
 #include "header_k_loop.cuh"
 
 struct Tile64 {

@@ -1,4 +1,4 @@
-// A register-blocked GEMM kernel template defined in a header (tests/emulator/test_lanes.py).
+// A register-blocked GEMM kernel template defined in a header (tests/emulator/test_trip_counts.py).
 // Written for kernelscope's tests.
 //
 // The K loop's bound, `(K + Cfg::TILE - 1) / Cfg::TILE`, is written with a member of the template
