@@ -682,13 +682,25 @@ def _imad(ws, x, active):
             p = (_signed(a.v) * _signed(b.v)).astype(np.uint64)
         else:
             p = a.v.astype(np.uint64) * b.v.astype(np.uint64)
+        # a 64-bit product plus a 64-bit addend, with the carry in and out that a 64 x 64-bit
+        # multiply chains them by (sm_120 divides a 64-bit loop counter by 3 with
+        # `UIMAD.WIDE.U32 UR16, UP0, ...` then `UIMAD.WIDE.U32.X ..., UP0`): numpy's uint64 wraps,
+        # so a carry is a sum smaller than its addend
         r = p + _join(c_lo, c_hi)
-        prod = _binary(ws, a, b, lambda u, v: u * v, "mul")
-        st = np.maximum(prod.st, np.maximum(c_lo.st, c_hi.st))
+        out_carry = r < p
+        st = np.maximum(_binary(ws, a, b, lambda u, v: u * v, "mul").st, np.maximum(c_lo.st, c_hi.st))
+        if "X" in mods:
+            for q in (o for o in s[3:] if is_pred(o)):
+                qv, qk = ws.pred(q)
+                before = r
+                r = r + qv.astype(np.uint64)
+                out_carry |= r < before
+                st = np.where(qk, st, UNKNOWN).astype(np.int8)
         why = _reason([a, b, c_lo, c_hi])
         lo, hi = _pair_names(dst[0])
-        return [(lo, Value((r & _M32).astype(np.uint32), st.copy(), why)),
-                (hi, Value((r >> np.uint64(32)).astype(np.uint32), st.copy(), why))]
+        out = [(lo, Value((r & _M32).astype(np.uint32), st.copy(), why)),
+               (hi, Value((r >> np.uint64(32)).astype(np.uint32), st.copy(), why))]
+        return out + [(q, (out_carry, st <= UNIFORM)) for q in dst[1:] if is_pred(q)]
     if "HI" in mods:
         # the addend is a 64-bit pair (Rc, Rc+1): the high word of a·b + (Rc+1:Rc). The integer
         # division sequence zeroes Rc (`HFMA2.MMA R4, -RZ, RZ, 0, 0`) and keeps its estimate in Rc+1:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kernelscope.analysis.context import AnalysisContext
 from kernelscope.analysis.emulator import emulate_detailed
 from kernelscope.analysis.emulator.decode import M_SHARED
@@ -46,6 +48,26 @@ def test_a_generic_pointer_into_shared_memory_reads_shared_memory(toolchain):
     # chain: well under one L2 round trip (200 cycles on sm_90), which each of the loads took
     assert p.duration_s * dev.clock_hz / ITERS < arch.instructions["l2"].latency, p.duration_s
     assert p.bytes["l2"] < 0.01 * p.bytes["shared"], p.bytes
+
+
+@pytest.mark.parametrize("arch_name", ["sm_90", "sm_120"])
+def test_a_stage_picked_by_a_64_bit_counter_modulo_3_is_shared_memory(toolchain, arch_name):
+    # ring[t % 3] with a 64-bit t: the division by 3 is a chain of UIMAD.WIDE.U32 whose carry-out
+    # the .X step adds in; without the carry the local slot's address, so the pointer loaded from
+    # it, is unknown and every stage access was taken as a global one
+    cat = load_arch_specs()
+    arch = cat.arch(arch_name)
+    dev = cat.default_device(arch)
+    prog = build_example(KERNELS / "stage_ring.cu", toolchain, arch=arch_name)
+    fn = prog.kernels[0]
+    hint = {"grid": dev.sm_count, "block": 256, "dynamic_smem": 3 * 256 * 4, "values": {"stages": 64}}
+    ctx = AnalysisContext.of(arch, dev, AnalysisOptions(launch_hints={"stage_ring": hint}), program=prog)
+    k = prepare(ctx, fn).decoded
+    generic = [s for s, ins in enumerate(k.instr) if ins.opcode in ("LD", "ST")]
+    # the remainder loop after the unrolled body does not run for 64 stages
+    walked = [s for s in generic if k.shape[s].pattern != "unknown"]
+    assert len(walked) >= 8, [(k.instr[s].opcode, k.shape[s].pattern) for s in generic]
+    assert all(k.mem[s] == M_SHARED for s in walked), [(k.instr[s].opcode, k.mem[s]) for s in walked]
 
 
 def test_a_local_array_indexed_by_the_data_is_not_coalesced(toolchain, examples_dir):
