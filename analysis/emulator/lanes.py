@@ -31,6 +31,7 @@ import numpy as np
 
 from ..frontend import isa
 from ..frontend.instructions import Instruction
+from ..machine.arch import ConstantBank
 
 KNOWN, UNIFORM, UNKNOWN = 0, 1, 2
 WARP = 32
@@ -148,19 +149,19 @@ def signature_types(demangled: str) -> list[str] | None:
     return out
 
 
-def bank0_layout(param_base: int, params: list[tuple[str, bool, str]], values: dict[str, int],
+def bank0_layout(bank: ConstantBank, params: list[tuple[str, bool, str]], values: dict[str, int],
                  block: tuple[int, int, int], grid: tuple[int, int, int],
                  signature: list[str] | None = None) -> dict[int, tuple[int, int | None, str]]:
-    """Constant bank 0 as the launch fills it: blockDim at 0x0, gridDim at 0xc (the words
-    ptxas reads for `%ntid` / `%nctaid`), then the kernel's arguments from `param_base`, each
-    aligned to its size (the CUDA ABI). A pointer is a synthetic allocation; an integer is its
+    """Constant bank 0 as the launch fills it: blockDim and gridDim where the arch's compiler
+    reads `%ntid` / `%nctaid` (0x0 and 0xc up to sm_90, 0x360 and 0x370 from sm_100), then the
+    kernel's arguments from `bank.params`, each aligned to its size (the CUDA ABI). A pointer is a synthetic allocation; an integer is its
     value where the launch gives it, else None. A parameter of a type the walk cannot size
     (a struct) ends the layout: the words after it are not known."""
     out: dict[int, tuple[int, int | None, str]] = {}
     for d in range(3):
-        out[4 * d] = (4, block[d], "blockDim." + "xyz"[d])
-        out[0xC + 4 * d] = (4, grid[d], "gridDim." + "xyz"[d])
-    off, n_ptr = param_base, 0
+        out[bank.block_dim + 4 * d] = (4, block[d], "blockDim." + "xyz"[d])
+        out[bank.grid_dim + 4 * d] = (4, grid[d], "gridDim." + "xyz"[d])
+    off, n_ptr = bank.params, 0
     if signature is not None and len(signature) == len(params):
         # the instance's own types: a template parameter (`T const* A`) sized as instantiated
         params = [(name, ty.rstrip().endswith("*") or "*" in ty, ty.replace("*", "").strip())

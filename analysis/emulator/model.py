@@ -351,7 +351,7 @@ def _prepare(kernel: FunctionProgram, arch: ArchSpec, device: DeviceSpec, option
         full.append(LoopSpec(L.header, L.latches, L.body, L.parent, trip, L.info_index, line))
     decoded.loops = full
     if settings.execute_lanes:
-        bank0 = bank0_layout(arch.constant_bank.params, [(p.name, p.is_pointer, p.type_text) for p in sfn.params]
+        bank0 = bank0_layout(arch.constant_bank, [(p.name, p.is_pointer, p.type_text) for p in sfn.params]
                              if sfn is not None else [], resolved.values, cfg_launch.block, cfg_launch.grid,
                              signature_types(kernel.name))
         middle = tuple(g // 2 for g in cfg_launch.grid)

@@ -82,6 +82,22 @@ def test_textbook_sgemm_loads_of_a_are_uncoalesced_and_of_b_coalesced(program, t
     assert len(d) == len(after.decoded)
 
 
+@pytest.mark.parametrize("arch", ["sm_86", "sm_100", "sm_120"])
+def test_launch_dimensions_are_read_where_the_arch_keeps_them(toolchain, arch):
+    """blockDim and gridDim sit at the constant bank's start up to sm_90 and at 0x360 / 0x370 from
+    sm_100 (the arch file's `constant_bank`): the walk reads them there, so the textbook SGEMM's
+    `y = blockIdx.y * blockDim.y + threadIdx.y` guard is decided and its loads followed on every
+    arch (on sm_100 and sm_120 the guard was unknown: the walk kept blockDim at 0x0)."""
+    cat = load_arch_specs()
+    a = cat.arch(arch)
+    program = build_example(KERNELS, toolchain, arch=arch)
+    prep = _prepared(program, (a, cat.default_device(a)), "sgemm_textbook",
+                     LaunchHint(grid=(32, 32, 1), block=(32, 32, 1), values={"M": 1024, "N": 1024, "K": 1024}))
+    assert not prep.lanes.unknown_branches, prep.lanes.unknown_branches
+    loads = _accesses(prep, _line("tmp += A[x * K + i]"))
+    assert loads and all(_sectors(s) >= 31 or _sectors(s) <= 1 for s in loads), [s.pattern for s in loads]
+
+
 def test_transpose_stores_uncoalesced_copy_coalesced(program, target):
     hint = LaunchHint(grid=(64, 64, 1), block=(32, 8, 1), values={"n": 2048})
     line = _line("out[y * n + x] = in[y * n + x]")
