@@ -97,6 +97,9 @@ def unknown(reason: str) -> Value:
     return Value(_ZERO.copy(), UNKNOWN_LANES.copy(), reason)
 
 
+_UNWRITTEN = known(0)  # what a register holds before the kernel writes it (`WarpState.reg`)
+
+
 @dataclass
 class Launch:
     """What the launch gives one warp: its block and thread indices, the launch dimensions,
@@ -244,19 +247,21 @@ class WarpState:
         if name in ("RZ", "URZ"):
             return known(0)
         r = self.regs.get(name)
-        return r if r is not None else unknown(f"{name} is read before the walk wrote it")
+        # a register the kernel reads before writing it holds bits no result depends on: ptxas
+        # keeps predicates live across a loop in a register it never cleared, clearing and setting
+        # one bit at a time (`LOP3.LUT R64, R64, 0xffffffdf, RZ, 0xc0` then `@P3 LOP3 ... 0x20 ...
+        # 0xfc`) and testing only those bits. The walk starts at the kernel's entry, so such a
+        # register reads as 0, which decides nothing the hardware's garbage would not
+        return r if r is not None else _UNWRITTEN
 
     def write(self, name: str, val: Value, mask: np.ndarray) -> None:
         if name in ("RZ", "URZ") or not name:
             return
         old = self.regs.get(name)
-        full = all_lanes(mask)
-        if old is None or full:
-            v, st = val.v.copy(), val.st.copy()
-            if not full:
-                st[~mask] = UNKNOWN
-            self.regs[name] = Value(v, st, val.reason)
+        if all_lanes(mask):
+            self.regs[name] = Value(val.v.copy(), val.st.copy(), val.reason)
             return
+        old = old if old is not None else _UNWRITTEN  # the lanes that do not write keep it (`reg`)
         v, st = old.v.copy(), old.st.copy()
         v[mask], st[mask] = val.v[mask], val.st[mask]
         self.regs[name] = Value(v, st, val.reason if val.worst else old.reason)

@@ -372,6 +372,29 @@ def test_r2p_unpacks_what_p2r_packed():
         assert (v == want).all(), i
 
 
+def test_a_guard_bit_in_a_register_never_written_is_decided():
+    """ptxas keeps guards live across a loop as bits of a register the kernel never wrote,
+    clearing a bit, setting it under the guard and testing only that bit (Lei Mao's V05 on sm_86,
+    these three instructions with R64). The unwritten register reads as 0, so the tested bit is
+    the guard; it was unknown ("R64 is read before the walk wrote it") and so were the guarded
+    epilogue's branches."""
+    from kernelscope.analysis.emulator import lanes
+    from synthetic import ins
+
+    ws = lanes.WarpState(lanes.Launch(block=(32, 1, 1), grid=(1, 1, 1), ctaid=(0, 0, 0), warp=0), [])
+    everyone = np.ones(lanes.WARP, bool)
+    guard = np.arange(lanes.WARP) % 3 == 0
+    ws.write_pred("P3", guard, everyone.copy(), everyone)
+    lanes.execute(ws, ins(0, "LOP3", ("R64",), ("R64",), mods=("LUT",),
+                          operands=("R64", "R64", "0xffffffdf", "RZ", "0xc0", "!PT")), everyone)
+    lanes.execute(ws, ins(1, "LOP3", ("R64",), ("R64",), pred="P3", mods=("LUT",),
+                          operands=("R64", "R64", "0x20", "RZ", "0xfc", "!PT")), everyone)
+    lanes.execute(ws, ins(2, "LOP3", ("P2",), ("R64",), mods=("LUT",),
+                          operands=("P2", "RZ", "R64", "0x20", "RZ", "0xc0", "!PT")), everyone)
+    v, k = ws.pred("P2")
+    assert k.all() and (v == guard).all()
+
+
 def test_trip_count_from_a_double_division(program, target):
     """`ceil((double)n / 3.0)` divides by a value that is not a power of two: MUFU.RCP64H seeds
     the reciprocal, DFMA's Newton steps refine it, and a range check chooses between the result
