@@ -26,6 +26,7 @@ from ..frontend.source import Loop as SourceLoop
 from ..machine.arch import ConstantBank
 from ..options import AnalysisOptions, LaunchHint, scalar_value
 from ..profile import Assumption, LaunchConfig
+from .lanes import immediate
 
 DEFAULT_BLOCK = 256
 DEFAULT_BLOCKS_PER_SM = 8
@@ -403,7 +404,6 @@ def fold_bound(text: str, values: dict[str, int]) -> int | None:
 # a constant-bank operand; where blockDim and gridDim sit is the arch's `constant_bank` (ptxas writes
 # offset 0, blockDim.x before sm_100, as `c[0x0][RZ]`)
 _CBANK = re.compile(r"c\[0x0\]\[(RZ|0x[0-9a-fA-F]+)\]")
-_IMM = re.compile(r"-?(0x[0-9a-fA-F]+|\d+)")
 
 
 def _imm(text: str) -> int:
@@ -432,7 +432,7 @@ def _dims_product(op: str, at: int, fn: list[Instruction], bank: ConstantBank,
         dim = bank.dimension(0 if m.group(1) == "RZ" else int(m.group(1), 16))
         return (dim,) if dim is not None else None
     reg = op.lstrip("-|~").split(".")[0]
-    if depth == 0 or not reg or reg in ("RZ", "URZ") or _IMM.fullmatch(reg) or op.startswith(("-", "~")):
+    if depth == 0 or not reg or reg in ("RZ", "URZ") or immediate(reg) is not None or op.startswith(("-", "~")):
         return None
     before = [x for x in fn if x.index < at and reg in x.defs]
     d = before[-1] if before else next((x for x in fn if reg in x.defs), None)
@@ -518,7 +518,7 @@ def counted_trip(body: list[Instruction], latch: Instruction, fn: list[Instructi
         return None
     op = next((m for m in setp.modifiers if m in _COMPARE), None)
     a, b = (o.replace(".reuse", "") for o in setp.operands[2:4])
-    if op is None or not _IMM.fullmatch(b):
+    if op is None or immediate(b) is None:
         return None
     kind, k = loop_step(body, latch, fn, bank)
     upd = next((x for x in body if a in x.defs), None)
@@ -530,13 +530,13 @@ def counted_trip(body: list[Instruction], latch: Instruction, fn: list[Instructi
     src = init_def.operands[-1] if init_def.opcode != "CS2R" else "RZ"
     if init_def.opcode == "IMAD" and "MOV" not in init_def.modifiers:
         return None
-    if src not in ("RZ", "URZ") and not _IMM.fullmatch(src):
+    if src not in ("RZ", "URZ") and immediate(src) is None:
         return None
     init = 0 if src in ("RZ", "URZ") else _imm(src)
     unsigned = "U32" in setp.modifiers
     bound = int(b, 0) if unsigned else _imm(b)
     # the step's sign: the update's immediate (loop_step reports its magnitude)
-    imm = next(o for o in upd.operands[1:] if _IMM.fullmatch(o.replace(".reuse", "")))
+    imm = next(o for o in upd.operands[1:] if immediate(o) is not None)
     step = _imm(imm) if upd.opcode != "IMAD" else _imm(upd.operands[-1])
     after = upd.index < setp.index
     goes_on = (test is latch) != (test.predicate or "").startswith("!")  # back edge taken / exit not taken
@@ -615,7 +615,7 @@ def loop_step(body: list[Instruction], latch: Instruction,
         srcs = [o.replace(".reuse", "") for o in upd.operands[1:]]
         others = [o for o in srcs if o.lstrip("-") != c and o not in ("RZ", "URZ", "PT", "UPT")
                   and not o.startswith(("P", "UP"))]
-        imms = [o for o in others if _IMM.fullmatch(o)]
+        imms = [o for o in others if immediate(o) is not None]
         mods = upd.modifiers
         if upd.opcode == "SHF" and len(imms) == 1:
             f = 1 << _imm(imms[0])
@@ -626,7 +626,7 @@ def loop_step(body: list[Instruction], latch: Instruction,
             # IMAD.IADD Rc, Rk, 0x1, Rc is Rc + Rk·1: an add of k (a register: a grid stride
             # `blockDim.x * gridDim.x` kept in Rk, not the constant step 1)
             others.remove("0x1")
-            imms = [o for o in others if _IMM.fullmatch(o)]
+            imms = [o for o in others if immediate(o) is not None]
         if upd.opcode in ("IADD3", "UIADD3", "IADD", "VIADD", "IMAD") and len(imms) == 1 and len(others) == 1:
             if upd.opcode != "IMAD" or "IADD" in mods:
                 return "const", abs(_imm(imms[0]))

@@ -95,8 +95,9 @@ def _address_terms(op: str | None) -> tuple[tuple[str, str, int, bool], ...] | N
     for part in parts:
         if not part:
             continue
-        if part.startswith("0x") or part.lstrip("-").isdigit() or part.startswith("-0x"):
-            terms.append(("imm", "", int(part, 0) & 0xFFFFFFFFFFFFFFFF, False))
+        imm = lanes.immediate(part)
+        if imm is not None:
+            terms.append(("imm", "", imm & 0xFFFFFFFFFFFFFFFF, False))
             continue
         name, _, mods = part.partition(".")
         scale = 1
