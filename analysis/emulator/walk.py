@@ -28,6 +28,7 @@ higher address, so lanes that wait there are joined by the others when these get
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -184,7 +185,9 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
     while any_lane(alive):
         if out.steps >= max_steps:
             out.truncated = True
-            _solve_unfinished(k, entered, entry, alive, ws, out)
+            here = together if together is not None else (int(pc[alive].min()) if np.all(pc[alive] == pc[alive].min())
+                                                             else None)
+            _solve_unfinished(k, entered, entry, alive, ws, out, here)
             break
         if together is not None:
             s, at = together, alive.copy()
@@ -505,15 +508,17 @@ def _solve_trips(k: DecodedKernel, s: int, recs: list, done: int, lanes_mask: np
 
 
 def _solve_unfinished(k: DecodedKernel, entered: dict[int, int], entry: "_LoopEntry", alive: np.ndarray,
-                      ws: WarpState, out: WalkResult) -> None:
-    """At the step bound, the trips of each loop the walk is inside whose exit compare it has run
-    at least once: a counter stepped by a constant in the body against a bound the body does not
-    change. A long unrolled body (a register-blocked GEMM's K loop, thousands of instructions per
-    trip) spends the bound inside its first iterations, before the three the evenly-stepping rule
-    of `_solve_trips` reads; the SASS's own step stands in for the differences not yet seen."""
+                      ws: WarpState, out: WalkResult, here: int | None) -> None:
+    """At the step bound, the trips of each loop the walk is inside: a counter stepped by a
+    constant in the body against a bound the body does not change. A long unrolled body (a
+    register-blocked GEMM's K loop, thousands of instructions per trip) spends the bound inside
+    its first iterations, before the three the evenly-stepping rule of `_solve_trips` reads; the
+    SASS's own step stands in for the differences not yet seen. Where the exit compare has not
+    run yet (the bound spent inside the first trip), its operands are the registers' values now,
+    the counter's step added if its update lies between `here` (the slot every live lane is at;
+    None where they are apart) and the compare."""
     for L in entered:
-        recs = entry.compares.get(L)
-        if not recs or L in out.trips:
+        if L in out.trips:
             continue
         spec = k.loops[L]
         decided = next(((x, d) for x in spec.latches if (d := _decider_of(k, x)) is not None), None)
@@ -521,9 +526,12 @@ def _solve_unfinished(k: DecodedKernel, entered: dict[int, int], entry: "_LoopEn
             continue
         latch, d = decided
         ops = [o.replace(".reuse", "").strip() for o in k.instr[d].operands]
-        steps = [_constant_step(k, spec.body, o) for o in ops[2:4]]
+        steps = [_constant_step(k, spec.body, o, d) for o in ops[2:4]]
         if None in steps or steps.count(0) != 1:
             continue  # not one counter stepped by a constant against one bound the body leaves alone
+        recs = entry.compares.get(L) or _pending_compare(k, L, d, ops, steps, here, ws)
+        if not recs:
+            continue
         a, b, ok = recs[-1]
         lanes_ok = alive & ok
         if not any_lane(lanes_ok):
@@ -535,14 +543,53 @@ def _solve_unfinished(k: DecodedKernel, entered: dict[int, int], entry: "_LoopEn
             out.trips.setdefault(L, []).append(int(solved[lanes_ok].max()))
 
 
-def _constant_step(k: DecodedKernel, body, reg: str) -> int | None:
-    """What one trip of a loop adds to `reg` as its exit compare reads it: 0 for an immediate or a
-    register the body does not write, the immediate of its one `IADD3 R, R, imm` (`UIADD3`,
-    `VIADD`) in the body; None otherwise."""
+def _reloaded_constant(k: DecodedKernel, defs: list[int], at: int) -> str | None:
+    """The constant-bank word (`c[0x0][0x230]`) the last of a register's definitions `defs` before
+    slot `at`, in the same loop, loads unconditionally: what the register holds at `at` on every
+    trip. None where that definition is anything else."""
+    before = [s for s in defs if s < at and k.loop_chain[s][:1] == k.loop_chain[at][:1]]
+    if not before:
+        return None
+    x = k.instr[max(before)]
+    if x.opcode not in ("LDC", "ULDC", "LDCU") or x.predicate is not None or "64" in x.modifiers:
+        return None
+    word = x.operands[-1].replace(".reuse", "").strip()
+    return word if re.fullmatch(r"c\[0x0\]\[0x[0-9a-fA-F]+\]", word) else None
+
+
+def _pending_compare(k: DecodedKernel, L: int, d: int, ops: list[str], steps: list[int], here: int | None,
+                     ws: WarpState) -> list:
+    """The first execution of loop L's exit compare at slot `d`, not yet reached, as `_record_compare`
+    would record it: from the slot `here` to `d` the code runs straight through L's own body (no
+    inner loop or call holds the counter's update), so each operand is its register's value now,
+    plus its step if its update lies in between. [] where that does not hold."""
+    if here is None or not here <= d or k.loop_chain[d][:1] != (L,):
+        return []
+    vals = []
+    for reg, step in zip(ops[2:4], steps):
+        defs = [s for s in k.loops[L].body if reg in k.instr[s].defs]
+        word = _reloaded_constant(k, defs, d) if defs else None
+        v = ws.operand(word if word is not None else reg)
+        if step:
+            upd = next(s for s in k.loops[L].body if reg in k.instr[s].defs)
+            if k.loop_chain[upd][:1] != (L,):
+                return []  # stepped inside an inner loop: more than once per trip
+            if here <= upd < d:
+                v = lanes.known(v.v.astype(np.uint64) + np.uint64(step & 0xFFFFFFFF)) if v.worst == KNOWN else v
+        vals.append(v)
+    a, b = vals
+    return [(a.v.copy(), b.v.copy(), (a.st == KNOWN) & (b.st == KNOWN))]
+
+
+def _constant_step(k: DecodedKernel, body, reg: str, at: int) -> int | None:
+    """What one trip of a loop adds to `reg` as its exit compare at slot `at` reads it: 0 for an
+    immediate, a register the body does not write, or one a kernel argument is loaded into again
+    before the compare (`_reloaded_constant`: ptxas reuses the bound's register in a long body);
+    the immediate of its one `IADD3 R, R, imm` (`UIADD3`, `VIADD`) in the body; None otherwise."""
     if reg in ("RZ", "URZ") or lanes.immediate(reg) is not None:
         return 0
     defs = [s for s in body if reg in k.instr[s].defs]
-    if not defs:
+    if not defs or _reloaded_constant(k, defs, at) is not None:
         return 0
     if len(defs) != 1:
         return None

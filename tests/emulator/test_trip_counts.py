@@ -362,3 +362,22 @@ def test_a_header_template_k_loop_takes_its_trips_from_the_walk(arch):
     (a,) = [a for a in k.assumptions if a.name.startswith("trip_count")]
     assert (a.value, a.source) == ("32", "launch_site") and a.detail.startswith("executed"), a
     assert k.flops_per_thread["fp32"] == 2 * 2048 ** 3 / (32 * 32 * 64)
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_86"])
+def test_a_k_loop_whose_first_trip_outlasts_the_walk_takes_its_trips_from_the_walk(arch):
+    # long_k_body.cu: each trip fills two 64 x 64 shared tiles and runs a 64-deep unrolled inner
+    # product, more than the walk's step bound, so the walk stops inside the first trip before the
+    # exit compare `while (k0 < K)` has run (a do-while: the source model does not count it). The
+    # compare's operands are then the registers' values where the walk stopped, the counter's SASS
+    # step added where its update lies ahead, and the bound's register, which ptxas reuses in the
+    # body and loads K into again (sm_90: `LDC R32, c[0x0][0x230]`) before the compare, is that
+    # argument (before: the default, one trip of the 32)
+    from kernelscope.analysis.pipeline import analyze
+
+    hint = LaunchHint(grid=(32, 32, 1), block=(64, 1, 1), values={"M": 2048, "N": 2048, "K": 2048})
+    (k,) = analyze(KERNELS / "long_k_body.cu", AnalysisOptions(arch=arch, launch_hints={"long_k_body": hint}),
+                   depth="quick").kernels
+    trips = [a for a in k.assumptions if a.name.startswith("trip_count")]
+    assert not any(a.source == "default" for a in trips), trips
+    assert k.flops_per_thread["fp32"] == 2 * 2048 ** 3 / (32 * 32 * 64)
