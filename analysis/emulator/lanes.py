@@ -157,9 +157,10 @@ def bank0_layout(bank: ConstantBank, params: list[tuple[str, bool, str]], values
                  signature: list[str] | None = None) -> dict[int, tuple[int, int | None, str]]:
     """Constant bank 0 as the launch fills it: blockDim and gridDim where the arch's compiler
     reads `%ntid` / `%nctaid` (0x0 and 0xc up to sm_90, 0x360 and 0x370 from sm_100), then the
-    kernel's arguments from `bank.params`, each aligned to its size (the CUDA ABI). A pointer is a synthetic allocation; an integer is its
-    value where the launch gives it, else None. A parameter of a type the walk cannot size
-    (a struct) ends the layout: the words after it are not known."""
+    kernel's arguments from `bank.params`, each aligned to its size (the CUDA ABI). A pointer is
+    a synthetic allocation; an integer is its value where the launch gives it, else None. A
+    parameter of a type the walk cannot size (a struct) ends the layout: the words after it are
+    not known."""
     out: dict[int, tuple[int, int | None, str]] = {}
     for d in range(3):
         out[bank.block_dim + 4 * d] = (4, block[d], "blockDim." + "xyz"[d])
@@ -689,7 +690,7 @@ def _imad(ws, x, active):
         else:
             p = a.v.astype(np.uint64) * b.v.astype(np.uint64)
         # a 64-bit product plus a 64-bit addend, with the carry in and out that a 64 x 64-bit
-        # multiply chains them by (sm_120 divides a 64-bit loop counter by 3 with
+        # multiply chains them by (sm_90 and later divide a 64-bit loop counter by 3 with
         # `UIMAD.WIDE.U32 UR16, UP0, ...` then `UIMAD.WIDE.U32.X ..., UP0`): numpy's uint64 wraps,
         # so a carry is a sum smaller than its addend
         r = p + _join(c_lo, c_hi)

@@ -185,8 +185,8 @@ def _walk(k: DecodedKernel, launch: Launch, max_iterations: int, max_steps: int)
     while any_lane(alive):
         if out.steps >= max_steps:
             out.truncated = True
-            here = together if together is not None else (int(pc[alive].min()) if np.all(pc[alive] == pc[alive].min())
-                                                             else None)
+            first = int(pc[alive].min())
+            here = together if together is not None else first if np.all(pc[alive] == first) else None
             _solve_unfinished(k, entered, entry, alive, ws, out, here)
             break
         if together is not None:
