@@ -349,6 +349,10 @@ def defs_and_uses(opcode: str, mods: tuple[str, ...], operands: tuple[str, ...],
     """Registers written and read. RZ/URZ/PT/UPT are constants, never dependencies."""
     info = opcode_info(opcode)
     n_dst = min(info.n_dst, len(operands))
+    if opcode in ("VOTE", "VOTEU"):
+        # the voted predicate is the last operand, whatever precedes it is written: `VOTE.ANY R2,
+        # PT, !P2` (a ballot and its predicate), `VOTE.ALL P2, P0` (the predicate alone)
+        n_dst = len(operands) - 1
     if info.pred_first and operands and _is_pred(operands[0]) and len(operands) > n_dst:
         n_dst += 1
     if info.carry_out and n_dst == 1:

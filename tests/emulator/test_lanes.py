@@ -344,6 +344,23 @@ def test_predicates_packed_into_a_register_keep_deciding_the_guards(toolchain, a
     assert not any(x.name in ("data_dependent", "control_flow") for x in prep.assumptions)
 
 
+@pytest.mark.parametrize("arch", ["sm_86", "sm_90"])
+def test_a_guard_on_a_warp_vote_is_decided(toolchain, arch):
+    """`VOTE.ALL P1, P0` writes P1 and reads P0: the decoder had both as destinations, so the
+    walk took the compare setting P0 for dead code, stepped over it, and the vote's guard was
+    unknown (cuda-samples' VoteAnyKernel3 the same)."""
+    cat = load_arch_specs()
+    a = cat.arch(arch)
+    program = build_example(Path(__file__).parent / "kernels" / "vote_guard.cu", toolchain, arch=arch)
+    k = program.kernels[0]
+    votes = [x for x in k.sass.instructions if x.opcode == "VOTE"]
+    assert votes and all(len(x.defs) == len(x.operands) - 1 and x.uses for x in votes), votes
+    hint = LaunchHint(grid=1, block=96, values={"limit": 48})
+    prep = prepare(AnalysisContext.of(a, cat.default_device(a), AnalysisOptions(launch_hints={"vote_guard": hint}),
+                                      program.source, program), k)
+    assert not prep.lanes.unknown_branches, prep.lanes.unknown_branches
+
+
 def test_r2p_unpacks_what_p2r_packed():
     """P2R packs P0..P6 under its mask into a byte of a register, keeping the other bits; R2P
     sets the predicates under its mask from that byte (`.B1` names the second)."""
