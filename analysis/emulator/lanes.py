@@ -205,6 +205,17 @@ def immediate(op: str) -> int | None:
     return int(op, 0) if _IMM.match(op) else None
 
 
+def fixed_constant(op: str) -> tuple[int, int] | None:
+    """(bank, byte offset) of a constant-bank operand at a fixed offset (`c[0x0][0x230]`); None for
+    any other (a register index, a negated word, not a constant)."""
+    m = _CONST.match(op.strip().replace(".reuse", ""))
+    if m is None or m.group(1):
+        return None
+    off = immediate(m.group(3))
+    return None if off is None else (int(m.group(2), 16), off)
+
+
+@lru_cache(maxsize=8192)
 def _parse(op: str) -> tuple[str, object]:
     """An operand's text read once: ("imm", value), ("const", (sign, bank, index)), ("reg", match),
     ("pt", 0 or 1) or ("other", None)."""

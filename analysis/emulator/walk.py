@@ -28,7 +28,6 @@ higher address, so lanes that wait there are joined by the others when these get
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -553,8 +552,9 @@ def _reloaded_constant(k: DecodedKernel, defs: list[int], at: int) -> str | None
     x = k.instr[max(before)]
     if x.opcode not in ("LDC", "ULDC", "LDCU") or x.predicate is not None or "64" in x.modifiers:
         return None
-    word = x.operands[-1].replace(".reuse", "").strip()
-    return word if re.fullmatch(r"c\[0x0\]\[0x[0-9a-fA-F]+\]", word) else None
+    word = x.operands[-1]
+    fixed = lanes.fixed_constant(word)
+    return word if fixed is not None and fixed[0] == 0 else None
 
 
 def _pending_compare(k: DecodedKernel, L: int, d: int, ops: list[str], steps: list[int], here: int | None,
@@ -571,7 +571,7 @@ def _pending_compare(k: DecodedKernel, L: int, d: int, ops: list[str], steps: li
         word = _reloaded_constant(k, defs, d) if defs else None
         v = ws.operand(word if word is not None else reg)
         if step:
-            upd = next(s for s in k.loops[L].body if reg in k.instr[s].defs)
+            upd = defs[0]  # a stepped counter has its one update in the body (`_constant_step`)
             if k.loop_chain[upd][:1] != (L,):
                 return []  # stepped inside an inner loop: more than once per trip
             if here <= upd < d:
