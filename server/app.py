@@ -5,8 +5,10 @@ LSP objects from the presenters of analysis/reports/.
 
 Custom protocol, for tests, benchmarks and clients that want it:
 - notification `kernelscope/analysisFinished` {uri, cache: "hit (memory)"|"hit (disk)"|"miss",
-  compiled, seconds, diagnostics, compilerRuns, depth, cancelled?, error?} — sent for the quick
-  result (depth "quick": one emulation per kernel) and again for the full one (sensitivity, what-if);
+  compiled, seconds, diagnostics, compilerRuns, depth, sourceSha256, cancelled?, error?} — sent for the
+  quick result (depth "quick": one emulation per kernel) and again for the full one (sensitivity,
+  what-if); `sourceSha256` names the text the result describes (a client that saved twice tells a late
+  result for the first save from the second's);
 - request `kernelscope/stats` -> {compilerRuns, cacheHitsMemory, ..., rssBytes};
 - notifications `kernelscope/didGrantWorkspaceTrust` (what the VS Code extension sends) and its alias
   `kernelscope/workspaceTrusted`, {workspaceTrusted: true}: the user trusted the workspace after
@@ -245,6 +247,7 @@ class KernelscopeServer(LanguageServer):
             log.info("%s: cache: %s, no compiler ran", name, cache)
         self.protocol.notify("kernelscope/analysisFinished", {
             **payload, "cache": cache, "compiled": o.result.compiled, "diagnostics": n, "depth": o.result.depth,
+            "sourceSha256": o.result.source_sha256,
             "kind": provenance_kind(o.result), "measuredKernels": len(measured.measured_kernels(o))})
         self.refresh_lenses()
         ws = self.client_capabilities.workspace

@@ -35,7 +35,8 @@ local ok, err = pcall(function()
   result.finished = {}
   local setup_handler = c.handlers["kernelscope/analysisFinished"]
   c.handlers["kernelscope/analysisFinished"] = function(err, params, ctx, config)
-    table.insert(result.finished, { cache = params.cache or vim.NIL, depth = params.depth or vim.NIL })
+    table.insert(result.finished, { cache = params.cache or vim.NIL, depth = params.depth or vim.NIL,
+                                    sha = params.sourceSha256 or vim.NIL })
     if setup_handler then return setup_handler(err, params, ctx, config) end
   end
   result.setup_handler = setup_handler ~= nil
@@ -85,10 +86,15 @@ local ok, err = pcall(function()
     local n = #result.finished
     vim.api.nvim_buf_set_lines(bufnr, step[1], step[2], false, step[3])
     vim.cmd("silent write")
-    local function done() -- the save's completed (full) analysis, skipping cancelled and quick ones
+    local fd = assert(io.open(file, "rb"))
+    local saved = vim.fn.sha256(fd:read("*a"))
+    fd:close()
+    -- the save's completed (full) analysis of what was written, skipping cancelled and quick ones
+    -- and a previous save's analysis finishing late
+    local function done()
       for i = n + 1, #result.finished do
         local f = result.finished[i]
-        if f.cache ~= vim.NIL and f.depth == "full" then return f end
+        if f.cache ~= vim.NIL and f.depth == "full" and f.sha == saved then return f end
       end
     end
     vim.wait(timeout, function() return done() ~= nil and lens_line() == first + step[4] end, 50)

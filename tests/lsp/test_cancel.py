@@ -1,6 +1,7 @@
 """Cancelling a long analysis kills the compiler: from the client's progress UI, and by a newer save."""
 
 import asyncio
+import hashlib
 import os
 from pathlib import Path
 
@@ -136,5 +137,8 @@ async def test_a_save_during_the_second_stage_stops_it_at_once(lsp, workspace):
         after = [f for f in s.finished[n:] if f["uri"] == uri][1:]  # past the first quick result
         assert "cancelled" in after[0] and after[0]["cancelled"] == "superseded", after
         assert after[1].get("depth") == "quick" and done["depth"] == "full" and done["compiled"], after
+        # each result names the text it describes: a client tells the first save's from the second's
+        assert quick["sourceSha256"] == hashlib.sha256(NEST.encode()).hexdigest()
+        assert after[1]["sourceSha256"] == done["sourceSha256"] == hashlib.sha256(edited.encode()).hexdigest()
         stats = await s.stats()
         assert stats["running"] == 0 and stats["cancelled"] == 1, stats
