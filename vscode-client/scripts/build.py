@@ -1,14 +1,18 @@
 """Build and package the extension: `python vscode-client/scripts/build.py [OUT.vsix]`.
 
 The same steps as `npm ci && npm run build && npx vsce package`, used by the tests; `npm ci`
-is skipped when node_modules already matches package-lock.json, so reruns take seconds.
+is skipped when node_modules already matches package-lock.json, so reruns take seconds. Callers in
+parallel (the test workers) take turns: two `npm ci` in one node_modules remove each other's files.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 CLIENT = Path(__file__).resolve().parents[1]
@@ -21,6 +25,18 @@ def _npm(*args: str, timeout: float = 600) -> None:
         raise RuntimeError(f"{' '.join(args)} failed in {CLIENT}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
 
 
+@contextmanager
+def _turn() -> Iterator[None]:
+    """This checkout's build to this process alone until the block ends (an flock: the kernel drops
+    it when a holder dies, so no stale lock survives a killed test run)."""
+    with open(CLIENT / "out.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def ensure_deps() -> None:
     # npm writes node_modules/.package-lock.json on every install: older than the lock = stale.
     stamp = CLIENT / "node_modules" / ".package-lock.json"
@@ -28,15 +44,21 @@ def ensure_deps() -> None:
         _npm("npm", "ci")
 
 
-def build() -> Path:
+def _build() -> Path:
     ensure_deps()
     _npm("npm", "run", "build", timeout=300)
     return CLIENT / "out" / "extension.js"
 
 
+def build() -> Path:
+    with _turn():
+        return _build()
+
+
 def package(out: Path) -> Path:
-    build()
-    _npm("npx", "vsce", "package", "--allow-missing-repository", "--skip-license", "-o", str(out), timeout=300)
+    with _turn():  # the package reads out/, which another caller's build would rewrite meanwhile
+        _build()
+        _npm("npx", "vsce", "package", "--allow-missing-repository", "--skip-license", "-o", str(out), timeout=300)
     return out
 
 
