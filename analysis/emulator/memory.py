@@ -321,22 +321,23 @@ def global_shape(offsets: list[int] | None, width: int, hit_rate: float) -> Memo
                        l2_hit_rate=hit_rate, bytes_l1=float(len(sec) * 32), pattern=pattern)
 
 
-def shared_shape(offsets: list[int] | None, width: int) -> MemoryShape:
+def shared_shape(offsets: list[int] | None, width: int, lanes: int = 32) -> MemoryShape:
     """Replays = max distinct 4 B words in one of 32 banks (same word: broadcast, no conflict).
 
-    Wavefronts = max(replays, the data path's 32 × width / 128): a broadcast LDS.128 has no
-    conflict but still returns 512 B, four 128 B wavefronts (see `WAVEFRONT_BYTES`).
+    Wavefronts = max(replays, the data path's lanes × width / 128): a broadcast LDS.128 has no
+    conflict but still returns 512 B, four 128 B wavefronts (see `WAVEFRONT_BYTES`). `lanes`: the
+    lanes whose addresses the access reads (`isa.address_lanes`: 8 rows for an ldmatrix .x1).
     """
     if offsets is None:
-        return MemoryShape(wavefronts=float(data_wavefronts(width)), requests=0.0, bytes_l1=32.0 * width,
-                           pattern="unknown")
+        return MemoryShape(wavefronts=float(data_wavefronts(width, lanes)), requests=0.0,
+                           bytes_l1=float(lanes * width), pattern="unknown")
     banks: dict[int, set[int]] = {}
     for a in offsets:
         for b in range(a // 4, (a + max(width, 4) - 1) // 4 + 1):
             banks.setdefault(b % 32, set()).add(b)
     replays = max(len(v) for v in banks.values())
-    ideal = data_wavefronts(width)
-    return MemoryShape(wavefronts=float(max(replays, ideal)), requests=0.0, bytes_l1=32.0 * width,
+    ideal = data_wavefronts(width, lanes)
+    return MemoryShape(wavefronts=float(max(replays, ideal)), requests=0.0, bytes_l1=float(lanes * width),
                        pattern="coalesced" if replays <= ideal else "bank_conflict")
 
 
@@ -505,15 +506,17 @@ def memory_shapes(fn_name: str, instructions: tuple[Instruction, ...], block: tu
         info = isa.opcode_info(x.opcode)
         if info.memory_space is None and x.opcode != "SHFL":
             continue
-        width = max(1, isa.access_bytes(x) or 4)
         if x.opcode == "SHFL":
             out[(fn_name, x.pc)] = MemoryShape(wavefronts=1.0, requests=0.0, pattern="coalesced")
             continue
+        rows, width = isa.address_lanes(x, warp_size)
         addr, _ = aa.address(x)
         offs = lane_addresses(addr, block, warp_size) if addr is not None else None
+        if offs is not None:
+            offs = offs[:rows]
         space = info.memory_space
         if space == "shared":
-            out[(fn_name, x.pc)] = shared_shape(offs, width)
+            out[(fn_name, x.pc)] = shared_shape(offs, width, rows)
         elif space in ("global", "local", "generic"):
             if space == "local":
                 # local memory is interleaved per thread by the hardware: coalesced "as long as all
@@ -631,7 +634,7 @@ def walked_shapes(k, result) -> LaneShapes:
             unreached.add(s)
             continue
         old = k.shape[s]
-        width = max(1, isa.access_bytes(ins) or 4)
+        width = isa.address_lanes(ins)[1]
         if space == "generic" and all(a.addresses is not None and in_shared_window(a.addresses) for a in execs):
             space = "shared"  # a generic pointer into the shared window: banks, not sectors
             generic_shared.add(s)

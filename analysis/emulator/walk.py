@@ -694,12 +694,17 @@ def _memory(ws: WarpState, x, s: int, at: np.ndarray, out: WalkResult, local: di
         return
     if any_lane(mask):
         addr, st, reason = _address(ws, x, mask)
-        a, s_ = addr[mask], st[mask]
+        read = mask
+        rows = isa.address_lanes(x)[0]
+        if rows < WARP and any_lane(mask[:rows]):  # an ldmatrix reads lanes 0..8N-1's addresses only
+            read = mask.copy()
+            read[rows:] = False
+        a, s_ = addr[read], st[read]
         if any_lane(s_ == UNKNOWN):
-            acc = Access(int(np.count_nonzero(mask)), None, False, reason or "the address is not known",
+            acc = Access(int(np.count_nonzero(read)), None, False, reason or "the address is not known",
                          out.clock, out.steps)
         else:
-            acc = Access(int(np.count_nonzero(mask)), tuple(a.tolist()), any_lane(s_ == UNIFORM), "",
+            acc = Access(int(np.count_nonzero(read)), tuple(a.tolist()), any_lane(s_ == UNIFORM), "",
                          out.clock, out.steps)
         out.accesses.setdefault(s, []).append(acc)
         uniform = acc.addresses is not None and len(set(acc.addresses)) == 1

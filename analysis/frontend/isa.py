@@ -326,6 +326,21 @@ def access_bytes(instr: Instruction) -> int:
     return memory_width_bytes(instr.modifiers)
 
 
+#: the bytes of one row of an 8x8 matrix of 16-bit elements: what one lane's address names in an
+#: LDSM/STSM (PTX ISA, ldmatrix/stmatrix)
+MATRIX_ROW_BYTES = 16
+
+
+def address_lanes(instr: Instruction, warp_size: int = 32) -> tuple[int, int]:
+    """(lanes whose addresses the access reads, bytes at each address). An LDSM/STSM .M88.N takes
+    one 16 B row address from each of lanes 0..8N-1 and ignores the rest (PTX ISA: .x1 uses
+    threads 0-7, .x2 threads 0-15, .x4 all); any other access, every lane at its access width."""
+    if instr.opcode in ("LDSM", "STSM") and any(m.startswith("M88") or m.startswith("MT88") for m in instr.modifiers):
+        counts = [int(m) for m in instr.modifiers if _LDSM_COUNT.match(m)]
+        return min(warp_size, 8 * (counts[0] if counts else 1)), MATRIX_ROW_BYTES
+    return warp_size, max(1, access_bytes(instr) or 4)
+
+
 def memory_width_bytes(modifiers: tuple[str, ...]) -> int:
     for m in modifiers:
         if m in _WIDTH_BYTES:

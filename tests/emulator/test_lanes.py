@@ -429,3 +429,19 @@ def test_trip_count_from_a_double_division(program, target):
     # the division's slow path is skipped by that decided check: a computed fact, not a default
     (slow,) = [a for a in after.assumptions if a.name == "math_slow_path"]
     assert slow.source != "default" and "executed" in slow.detail and "assumed" not in slow.detail, slow
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name, wavefronts", [("ldsm_x1", 1.0), ("ldsm_x2", 2.0), ("ldsm_x1_strided", 4.0),
+                                              ("ldsm_x4", 4.0)])
+def test_ldmatrix_rows(toolchain, arch, name, wavefronts):
+    """ldmatrix reads one 16 B row per address from lanes 0..8N-1 only (ldmatrix_rows.cu): the
+    other lanes' addresses, which point into the same banks, make no conflict; rows 64 B apart do."""
+    cat = load_arch_specs()
+    a = cat.arch(arch)
+    prog = build_example(Path(__file__).parent / "kernels" / "ldmatrix_rows.cu", toolchain, arch=arch)
+    prep = _prepared(prog, (a, cat.default_device(a)), name, LaunchHint(grid=1, block=32))
+    d = prep.decoded
+    (slot,) = [s for s in range(len(d)) if d.instr[s].opcode == "LDSM"]
+    assert slot in prep.lanes.followed
+    assert d.shape[slot].wavefronts == wavefronts, d.shape[slot]
