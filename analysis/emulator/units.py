@@ -271,8 +271,9 @@ class MemoryHierarchy:
     error diffusion, one accumulator per instruction and level, so each instruction's misses match
     its own rates (one accumulator shared by instructions of different rates would send the wrong
     share on, and the pipes would see fewer or more bytes than the traffic report counts).
-    Shared: the shared pipe, replayed once per bank-conflict wavefront. Constant: the constant
-    cache. Atomics: the atomic unit after the LSU.
+    Shared: the shared pipe, replayed once per bank-conflict wavefront; it is the L1/shared data
+    array, which a global request's wavefronts pass as well. Constant: the constant cache.
+    Atomics: the atomic unit after the LSU.
     """
 
     __slots__ = ("pipes", "_hit_acc", "_l1_acc")
@@ -298,8 +299,15 @@ class MemoryHierarchy:
         """`requests`: the 128 B units an execution that misses L1 sends to L2; DRAM moves
         `dram_scale` times what misses L2 (its fetch granularity)."""
         p = self.pipes
-        lsu, l2, dram = p[RES_ID["lsu"]], p[RES_ID["l2"]], p[RES_ID["dram"]]
+        lsu, l2, dram, data = p[RES_ID["lsu"]], p[RES_ID["l2"]], p[RES_ID["dram"]], p[RES_ID["shared"]]
         fin_lsu = lsu.accept(t, wavefronts)
+        # Global, local and shared requests pass the same L1TEX stages, one wavefront per cycle
+        # (Nsight Compute's developers: forums.developer.nvidia.com/t/165293), so a global
+        # request's wavefronts hold the data array the shared pipe models too; a request that
+        # finds it busy with shared wavefronts returns that much later
+        late = data.accept(t, wavefronts) - data.latency - (fin_lsu - lsu.latency)
+        if late > 0:
+            fin_lsu += late
         # a warp's first execution of an instruction misses L1 (its sectors are not there yet),
         # then one in 1/rate: a sampled loop's few trips see the cold miss, not a run of hits
         if l1_miss_rate < 1.0 and not self._diffuse(self._l1_acc, l1_miss_rate, l1_key, 1.0 - l1_miss_rate):
