@@ -635,10 +635,11 @@ class Engine:
         # Pipe.blocked_until inlined (admit - backlog), as at every memory instruction
         if mem == M_GLOBAL or mem == M_ATOMIC_GLOBAL:
             lsu, l2, dram, l2_atomic, sh = p[_LSU], p[_L2], p[_DRAM], p[_L2_ATOMIC], p[_SHARED]
-            # the data array (the shared pipe) is on the route: its wavefronts held it too
+            # the data array (the shared pipe) is on the route: requests waiting for it wait in
+            # the LSU's queue
             shared = sh.admit - sh.backlog
             route = max(lsu.admit - lsu.backlog, l2.admit - l2.backlog, dram.admit - dram.backlog,
-                        l2_atomic.admit - l2_atomic.backlog, shared)
+                        l2_atomic.admit - l2_atomic.backlog, sh.admit - lsu.backlog)
             for blocked in self.ctx_blocked:
                 blocked[GLOBAL_ROUTE] = route
                 blocked[_SHARED] = shared
@@ -654,7 +655,7 @@ class Engine:
             if mem != M_CONSTANT:  # shared wavefronts hold the data array on the global route too
                 lsu, l2, dram, l2_atomic = p[_LSU], p[_L2], p[_DRAM], p[_L2_ATOMIC]
                 route = max(lsu.admit - lsu.backlog, l2.admit - l2.backlog, dram.admit - dram.backlog,
-                            l2_atomic.admit - l2_atomic.backlog, shared)
+                            l2_atomic.admit - l2_atomic.backlog, sh.admit - lsu.backlog)
             for blocked in self.ctx_blocked:
                 blocked[_SHARED] = shared
                 blocked[_CONSTANT] = constant
