@@ -432,15 +432,15 @@ def test_trip_count_from_a_double_division(program, target):
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("name, wavefronts", [("ldsm_x1", 1.0), ("ldsm_x2", 2.0), ("ldsm_x1_strided", 4.0),
-                                              ("ldsm_x4", 4.0)])
-def test_ldmatrix_rows(toolchain, arch, name, wavefronts):
+@pytest.mark.parametrize("name, values, wavefronts", [("ldsm_x1", {"stride": 8}, 1.0), ("ldsm_x2", {}, 2.0),
+                                                      ("ldsm_x1", {"stride": 32}, 4.0), ("ldsm_x4", {}, 4.0)])
+def test_ldmatrix_rows(toolchain, arch, name, values, wavefronts):
     """ldmatrix reads one 16 B row per address from lanes 0..8N-1 only (ldmatrix_rows.cu): the
     other lanes' addresses, which point into the same banks, make no conflict; rows 64 B apart do."""
     cat = load_arch_specs()
     a = cat.arch(arch)
     prog = build_example(Path(__file__).parent / "kernels" / "ldmatrix_rows.cu", toolchain, arch=arch)
-    prep = _prepared(prog, (a, cat.default_device(a)), name, LaunchHint(grid=1, block=32))
+    prep = _prepared(prog, (a, cat.default_device(a)), name, LaunchHint(grid=1, block=32, values=values))
     d = prep.decoded
     (slot,) = [s for s in range(len(d)) if d.instr[s].opcode == "LDSM"]
     assert slot in prep.lanes.followed
