@@ -615,12 +615,11 @@ class Engine:
             fin = memory.global_access(t, shp.wavefronts, shp.l2_requests, shp.l2_hit_rate, slot, shp.l1_miss_rate,
                                        shp.dram_scale, shp.l2_cost, (slot << 20) | wid)
         elif mem == M_SHARED:
-            fin = pipes[_SHARED].accept(t, shp.wavefronts)
+            fin = memory.shared_access(t, shp.wavefronts)
         elif mem == M_CONSTANT:
             fin = pipes[_CONSTANT].accept(t)
         elif mem == M_ATOMIC_SHARED:
-            sh = pipes[_SHARED]
-            fin = pipes[_ATOMIC].accept(sh.accept(t, shp.wavefronts) - sh.latency)
+            fin = pipes[_ATOMIC].accept(memory.shared_access(t, shp.wavefronts) - pipes[_SHARED].latency)
         else:  # M_ATOMIC_GLOBAL: performed at L2 (the atomic unit after the memory route)
             fin = memory.global_access(t, shp.wavefronts, shp.requests, 1.0)
             if shp.same_address_lanes:  # every thread of the grid updates one word: one at a time

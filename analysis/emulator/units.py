@@ -271,8 +271,9 @@ class MemoryHierarchy:
     error diffusion, one accumulator per instruction and level, so each instruction's misses match
     its own rates (one accumulator shared by instructions of different rates would send the wrong
     share on, and the pipes would see fewer or more bytes than the traffic report counts).
-    Shared: the shared pipe, replayed once per bank-conflict wavefront; it is the L1/shared data
-    array, which a global request's wavefronts pass as well. Constant: the constant cache.
+    Shared: the LD/ST units (the LSU pipe, one admission per instruction), then the shared pipe,
+    replayed once per bank-conflict wavefront; it is the L1/shared data array, which a global
+    request's wavefronts pass as well. Constant: the constant cache.
     Atomics: the atomic unit after the LSU.
     """
 
@@ -292,6 +293,16 @@ class MemoryHierarchy:
 
     def l2_hit(self, rate: float, key: int = -1) -> bool:
         return self._diffuse(self._hit_acc, rate, key)
+
+    def shared_access(self, t: float, wavefronts: float) -> float:
+        """A shared-memory instruction: its 32 addresses pass the SMSP's LD/ST units (one LSU
+        admission: 4 units per SMSP on TU10x/GA10x/AD10x take 8 cycles, 8 units 4; the
+        whitepapers' SM diagrams), then its wavefronts the data array."""
+        lsu = self.pipes[RES_ID["lsu"]]
+        start = t if t > lsu.admit else lsu.admit
+        lsu.admit = start + lsu.gap
+        lsu.busy += lsu.gap
+        return self.pipes[RES_ID["shared"]].accept(start, wavefronts)
 
     def global_access(self, t: float, wavefronts: float, requests: float, hit_rate: float, key: int = -1,
                       l1_miss_rate: float = 1.0, dram_scale: float = 1.0, l2_cost: float = 1.0,

@@ -1,4 +1,4 @@
-"""The L1/shared data array (issue 33) on real nvcc output: global, local and shared requests pass
+"""The L1/shared data array and the LD/ST units (issue 33) on real nvcc output: global, local and shared requests pass
 the same L1TEX stages one wavefront per cycle, so a loop that moves 512 B per warp from global
 memory and 512 B from shared memory takes about as long as the two loops that move each alone
 (units.py `MemoryHierarchy.global_access`). Before, the two had separate pipes and the mixed loop
@@ -36,3 +36,24 @@ def test_global_and_shared_wavefronts_share_the_data_array(toolchain, arch):
         cycles[name] = p.duration_s * dev.clock_hz / ITERS
     alone = cycles["from_global"] + cycles["from_shared"]
     assert 0.8 * alone <= cycles["from_both"] <= 1.05 * alone, cycles
+
+
+def test_a_shared_load_passes_the_ld_st_units(toolchain):
+    """A shared-memory instruction's 32 addresses pass its SMSP's LD/ST units first: 4 of them per
+    SMSP on GA10x (8 cycles an instruction), 8 on GA100 and GH100 (4 cycles). One-wavefront loads
+    at immediate offsets, 32 warps per SM: one every cycle per SM on sm_80 and sm_90, one every 2
+    on sm_86. Before, the LD/ST units were on the global route only and sm_86 ran them at 1."""
+    cat = load_arch_specs()
+    per_load = {}
+    for arch in ("sm_80", "sm_86", "sm_90"):
+        a = cat.arch(arch)
+        dev = cat.default_device(a)
+        prog = build_example(KERNELS, toolchain, arch=arch)
+        fn = next(f for f in prog.kernels if f.name.startswith("words_from_shared"))
+        opts = AnalysisOptions(launch_hints={"words_from_shared": {"grid": 2 * dev.sm_count, "block": 512,
+                                                                   "values": {"iters": 1024}}})
+        p = emulate_detailed(AnalysisContext.of(a, dev, opts, program=prog), fn).profile
+        per_load[arch] = p.duration_s * dev.clock_hz / 1024 / (32 * 32)  # cycles per LDS per SM
+    assert per_load["sm_80"] == pytest.approx(1.0, rel=0.1), per_load
+    assert per_load["sm_90"] == pytest.approx(1.0, rel=0.1), per_load
+    assert per_load["sm_86"] == pytest.approx(2.0, rel=0.1), per_load

@@ -34,3 +34,18 @@ __global__ void from_both(const float4* in, float4* out, int iters) {
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = a;
 }
+
+// 32 conflict-free 4-byte shared loads per trip, at immediate offsets (no address arithmetic; volatile
+// keeps them in the loop): one wavefront each, and 32 addresses for the SMSP's LD/ST units.
+__global__ void words_from_shared(const float* in, float* out, int iters) {
+  __shared__ float words[1024];
+  for (int j = threadIdx.x; j < 1024; j += blockDim.x) words[j] = in[j];
+  __syncthreads();
+  float a = 0.f;
+  const volatile float* mine = words + threadIdx.x % 32;
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 32; ++j) a += mine[32 * j];
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = a;
+}
