@@ -632,35 +632,22 @@ class Engine:
     def _update_blocked(self, mem: int, p: list[Pipe]) -> None:
         # the memory units are shared by the SMSPs: every SMSP's view changes (the same values);
         # Pipe.blocked_until inlined (admit - backlog), as at every memory instruction
-        if mem == M_GLOBAL or mem == M_ATOMIC_GLOBAL:
-            lsu, l2, dram, l2_atomic, sh = p[_LSU], p[_L2], p[_DRAM], p[_L2_ATOMIC], p[_SHARED]
-            # the data array (the shared pipe) is on the route: requests waiting for it wait in
-            # the LSU's queue
-            shared = sh.admit - sh.backlog
-            route = max(lsu.admit - lsu.backlog, l2.admit - l2.backlog, dram.admit - dram.backlog,
-                        l2_atomic.admit - l2_atomic.backlog, sh.admit - lsu.backlog)
+        if mem == M_CONSTANT:
+            co = p[_CONSTANT]
+            constant = co.admit - co.backlog
             for blocked in self.ctx_blocked:
-                blocked[GLOBAL_ROUTE] = route
-                blocked[_SHARED] = shared
-            if mem == M_ATOMIC_GLOBAL:
-                a = p[_ATOMIC]
-                atomic = a.admit - a.backlog
-                for blocked in self.ctx_blocked:
-                    blocked[_ATOMIC] = atomic
-        else:
-            sh, co, a = p[_SHARED], p[_CONSTANT], p[_ATOMIC]
-            shared, constant, atomic = sh.admit - sh.backlog, co.admit - co.backlog, a.admit - a.backlog
-            route = None
-            if mem != M_CONSTANT:  # shared wavefronts hold the data array on the global route too
-                lsu, l2, dram, l2_atomic = p[_LSU], p[_L2], p[_DRAM], p[_L2_ATOMIC]
-                route = max(lsu.admit - lsu.backlog, l2.admit - l2.backlog, dram.admit - dram.backlog,
-                            l2_atomic.admit - l2_atomic.backlog, sh.admit - lsu.backlog)
-            for blocked in self.ctx_blocked:
-                blocked[_SHARED] = shared
                 blocked[_CONSTANT] = constant
-                blocked[_ATOMIC] = atomic
-                if route is not None:
-                    blocked[GLOBAL_ROUTE] = route
+            return
+        # global and shared requests move the LSU and the data array (the shared pipe), which is
+        # on the global route: requests waiting for it wait in the LSU's queue
+        lsu, l2, dram, l2_atomic, sh, a = p[_LSU], p[_L2], p[_DRAM], p[_L2_ATOMIC], p[_SHARED], p[_ATOMIC]
+        route = max(lsu.admit - lsu.backlog, l2.admit - l2.backlog, dram.admit - dram.backlog,
+                    l2_atomic.admit - l2_atomic.backlog, sh.admit - lsu.backlog)
+        shared, atomic = sh.admit - sh.backlog, a.admit - a.backlog
+        for blocked in self.ctx_blocked:
+            blocked[GLOBAL_ROUTE] = route
+            blocked[_SHARED] = shared
+            blocked[_ATOMIC] = atomic
 
     def _prepare(self, w: WarpState, t: float, stall: int, branched: bool) -> None:
         """Constraints on the warp's next instruction: its earl_t (Alg. 1 line 6) and why."""

@@ -21,19 +21,22 @@ KERNELS = Path(__file__).parent / "kernels" / "data_array.cu"
 ITERS = 4096
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_global_and_shared_wavefronts_share_the_data_array(toolchain, arch):
+def _cycles_per_trip(toolchain, arch: str, kernel: str, iters: int = ITERS) -> float:
+    """SM cycles per loop trip of `kernel` on `arch`'s default device, 32 warps per SM: the data
+    array or the LD/ST units, not latency, set the pace."""
     cat = load_arch_specs()
     a = cat.arch(arch)
     dev = cat.default_device(a)
     prog = build_example(KERNELS, toolchain, arch=arch)
-    cycles = {}
-    for fn in prog.kernels:
-        name = fn.name.split("(")[0]
-        # 32 warps per SM: the data array, not latency, sets the pace
-        opts = AnalysisOptions(launch_hints={name: {"grid": 2 * dev.sm_count, "block": 512, "values": {"iters": ITERS}}})
-        p = emulate_detailed(AnalysisContext.of(a, dev, opts, program=prog), fn).profile
-        cycles[name] = p.duration_s * dev.clock_hz / ITERS
+    fn = next(f for f in prog.kernels if f.name.split("(")[0] == kernel)
+    opts = AnalysisOptions(launch_hints={kernel: {"grid": 2 * dev.sm_count, "block": 512, "values": {"iters": iters}}})
+    p = emulate_detailed(AnalysisContext.of(a, dev, opts, program=prog), fn).profile
+    return p.duration_s * dev.clock_hz / iters
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_global_and_shared_wavefronts_share_the_data_array(toolchain, arch):
+    cycles = {k: _cycles_per_trip(toolchain, arch, k) for k in ("from_global", "from_shared", "from_both")}
     alone = cycles["from_global"] + cycles["from_shared"]
     assert 0.8 * alone <= cycles["from_both"] <= 1.05 * alone, cycles
 
@@ -43,17 +46,9 @@ def test_a_shared_load_passes_the_ld_st_units(toolchain):
     SMSP on GA10x (8 cycles an instruction), 8 on GA100 and GH100 (4 cycles). One-wavefront loads
     at immediate offsets, 32 warps per SM: one every cycle per SM on sm_80 and sm_90, one every 2
     on sm_86. Before, the LD/ST units were on the global route only and sm_86 ran them at 1."""
-    cat = load_arch_specs()
-    per_load = {}
-    for arch in ("sm_80", "sm_86", "sm_90"):
-        a = cat.arch(arch)
-        dev = cat.default_device(a)
-        prog = build_example(KERNELS, toolchain, arch=arch)
-        fn = next(f for f in prog.kernels if f.name.startswith("words_from_shared"))
-        opts = AnalysisOptions(launch_hints={"words_from_shared": {"grid": 2 * dev.sm_count, "block": 512,
-                                                                   "values": {"iters": 1024}}})
-        p = emulate_detailed(AnalysisContext.of(a, dev, opts, program=prog), fn).profile
-        per_load[arch] = p.duration_s * dev.clock_hz / 1024 / (32 * 32)  # cycles per LDS per SM
+    # cycles per LDS per SM: 32 warps x 32 loads a trip
+    per_load = {arch: _cycles_per_trip(toolchain, arch, "words_from_shared", 1024) / (32 * 32)
+                for arch in ("sm_80", "sm_86", "sm_90")}
     assert per_load["sm_80"] == pytest.approx(1.0, rel=0.1), per_load
     assert per_load["sm_90"] == pytest.approx(1.0, rel=0.1), per_load
     assert per_load["sm_86"] == pytest.approx(2.0, rel=0.1), per_load
